@@ -1,0 +1,18 @@
+// Extension points that let higher layers (global tensors) plug into core operations without core
+// depending on them.
+#pragma once
+
+#include <string>
+
+#include "globe/core/tensor.h"
+
+namespace globe::detail {
+
+// Installed by the global layer: the whole logical value of a global tensor as a local tensor
+// (collective), and a text describing its layout ("placement=..., sbp=(S(0),)").
+extern Tensor (*g_global_to_full_local)(const Tensor&);
+extern std::string (*g_describe_layout)(const Tensor&);
+// Installed by the global layer: this rank's shard of a global tensor, autograd-connected.
+extern Tensor (*g_to_local)(const Tensor&);
+
+}  // namespace globe::detail

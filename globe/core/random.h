@@ -1,0 +1,31 @@
+// Counter-based random numbers (Philox4x32-10). A value depends only on (seed, call number,
+// logical position), never on which rank computes it or how the tensor is sharded — SPEC §3's
+// "same seed, any layout, same numbers".
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "globe/core/shape.h"
+
+namespace globe {
+
+// Philox4x32-10 block: 4 random 32-bit words for a 128-bit counter and 64-bit key.
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key);
+
+// The process-wide generator state: a seed and a counter of random calls made so far. Every rank
+// runs the same program, so every rank's call counter agrees without communication.
+struct RandomStream {
+  uint64_t seed;
+  uint64_t call;  // distinguishes successive random ops with the same seed
+};
+
+void manual_seed(uint64_t seed);
+// Reserves the next call number of the default generator.
+RandomStream next_random_stream();
+
+// Uniform [0, 1) and standard normal for logical element `index` of stream `s`.
+float uniform_at(const RandomStream& s, uint64_t index);
+float normal_at(const RandomStream& s, uint64_t index);
+
+}  // namespace globe

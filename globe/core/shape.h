@@ -1,0 +1,22 @@
+// Shapes and the small arithmetic on them shared by every layer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace globe {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel_of(const Shape& shape);
+// Row-major strides of a contiguous tensor of `shape`.
+Shape contiguous_strides(const Shape& shape);
+// "[2, 3]".
+std::string shape_str(const Shape& shape);
+// Normalises a possibly negative axis against `ndim`; throws "[op] dim d out of range ...".
+int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op);
+// Numpy broadcasting of two shapes; throws "[op] shapes ... cannot broadcast".
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+
+}  // namespace globe

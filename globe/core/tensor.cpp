@@ -1,0 +1,216 @@
+#include "globe/core/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+
+#include "globe/core/hooks.h"
+#include "globe/core/strided.h"
+
+namespace globe {
+
+namespace detail {
+Tensor (*g_global_to_full_local)(const Tensor&) = nullptr;
+std::string (*g_describe_layout)(const Tensor&) = nullptr;
+Tensor (*g_to_local)(const Tensor&) = nullptr;
+}  // namespace detail
+
+Storage::Storage(size_t n) : nbytes(n) {
+  size_t rounded = (n + 63) / 64 * 64;
+  data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  GLOBE_CHECK(data != nullptr, "[alloc] out of memory allocating ", n, " bytes");
+  std::memset(data, 0, rounded == 0 ? 64 : rounded);
+}
+
+Storage::~Storage() { std::free(data); }
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  for (int64_t d : shape) GLOBE_CHECK(d >= 0, "[empty] negative extent in shape ", shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = dtype;
+  impl->strides = contiguous_strides(shape);
+  impl->storage = std::make_shared<Storage>(numel_of(shape) * itemsize(dtype));
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = std::move(shape);
+  impl->dtype = base.dtype();
+  impl->storage = base.storage();
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  return Tensor(std::move(impl));
+}
+
+TensorImpl& Tensor::impl() const {
+  GLOBE_CHECK(impl_ != nullptr, "[tensor] use of an undefined tensor");
+  return *impl_;
+}
+
+int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, dim(), "size")]; }
+
+const Shape& Tensor::strides() const {
+  GLOBE_CHECK(!is_global(), "[strides] a global tensor has no strides; use to_local()");
+  return impl().strides;
+}
+
+int64_t Tensor::offset() const {
+  GLOBE_CHECK(!is_global(), "[offset] a global tensor has no offset; use to_local()");
+  return impl().offset;
+}
+
+const std::shared_ptr<Storage>& Tensor::storage() const {
+  GLOBE_CHECK(!is_global(), "[storage] a global tensor has no storage; use to_local()");
+  return impl().storage;
+}
+
+bool Tensor::is_contiguous() const {
+  const auto& s = shape();
+  const auto& st = strides();
+  int64_t expect = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] != 1 && st[i] != expect) return false;
+    expect *= s[i];
+  }
+  return true;
+}
+
+void* Tensor::raw_data() const {
+  return static_cast<char*>(storage()->data) + offset() * itemsize(dtype());
+}
+
+template <class T>
+T* Tensor::data() const {
+  GLOBE_CHECK(dtype_of<T>() == dtype(), "[data] requested ", dtype_name(dtype_of<T>()),
+              " from a ", dtype_name(dtype()), " tensor");
+  return static_cast<T*>(raw_data());
+}
+
+namespace {
+
+// Copies any local tensor's elements into a dense row-major vector of T (converting the type).
+template <class T>
+std::vector<T> gather_local(const Tensor& t) {
+  std::vector<T> out(t.numel());
+  visit_dtype(t.dtype(), [&](auto tag) {
+    using S = decltype(tag);
+    const S* src = static_cast<const S*>(t.storage()->data);
+    T* dst = out.data();
+    for_each_run<1>(t.shape(), {t.strides()}, {t.offset()}, [&](const StridedRun<1>& r) {
+      for (int64_t i = 0; i < r.count; ++i) *dst++ = static_cast<T>(src[r.offset[0] + i * r.stride[0]]);
+    });
+  });
+  return out;
+}
+
+Tensor full_value(const Tensor& t) {
+  if (!t.is_global()) return t;
+  GLOBE_CHECK(detail::g_global_to_full_local != nullptr, "[to_vector] global layer not linked");
+  return detail::g_global_to_full_local(t);
+}
+
+}  // namespace
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  return gather_local<T>(full_value(*this));
+}
+
+template <class T>
+T Tensor::item() const {
+  GLOBE_CHECK(numel() == 1, "[item] needs a tensor with one element, got shape ", shape_str(shape()));
+  return to_vector<T>()[0];
+}
+
+#define GLOBE_INSTANTIATE(T)                            \
+  template T* Tensor::data<T>() const;                  \
+  template T Tensor::item<T>() const;                   \
+  template std::vector<T> Tensor::to_vector<T>() const;
+GLOBE_INSTANTIATE(float)
+GLOBE_INSTANTIATE(double)
+GLOBE_INSTANTIATE(int64_t)
+#undef GLOBE_INSTANTIATE
+
+Tensor& Tensor::set_requires_grad(bool on) {
+  GLOBE_CHECK(!on || is_floating(dtype()), "[requires_grad] only floating tensors can require grad, got ",
+              dtype_name(dtype()));
+  GLOBE_CHECK(is_leaf(), "[requires_grad] can only be set on a leaf tensor");
+  impl().requires_grad = on;
+  return *this;
+}
+
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>(this->impl());
+  impl->requires_grad = false;
+  impl->grad = nullptr;
+  impl->grad_fn = nullptr;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::to_local() const {
+  if (!is_global()) return *this;
+  return detail::g_to_local(*this);
+}
+
+std::string describe(const Tensor& t) {
+  if (!t.defined()) return "undefined";
+  std::string s = std::string(dtype_name(t.dtype())) + shape_str(t.shape());
+  if (t.is_global() && detail::g_describe_layout) s += " " + detail::g_describe_layout(t);
+  return s;
+}
+
+namespace {
+
+void print_values(std::ostream& os, const std::vector<double>& v, const Shape& shape, size_t dim,
+                  int64_t& pos, bool integral, int indent) {
+  if (shape.empty()) {
+    os << v[0];
+    return;
+  }
+  os << "[";
+  const int64_t n = shape[dim];
+  constexpr int64_t kEdge = 3;  // elements shown at each end of a long dim
+  for (int64_t i = 0; i < n; ++i) {
+    if (n > 2 * kEdge + 1 && i == kEdge) {
+      os << "...";
+      int64_t skip = (n - 2 * kEdge) * numel_of(Shape(shape.begin() + dim + 1, shape.end()));
+      pos += skip;
+      i = n - kEdge - 1;
+      os << (dim + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' '));
+      continue;
+    }
+    if (dim + 1 == shape.size()) {
+      double x = v[pos++];
+      if (integral) os << static_cast<int64_t>(x);
+      else os << std::setprecision(5) << x;
+    } else {
+      print_values(os, v, shape, dim + 1, pos, integral, indent + 1);
+    }
+    if (i + 1 < n) os << (dim + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' '));
+  }
+  os << "]";
+}
+
+}  // namespace
+
+std::string Tensor::to_string() const {
+  if (!defined()) return "tensor(undefined)";
+  std::ostringstream os;
+  std::vector<double> v = to_vector<double>();
+  int64_t pos = 0;
+  os << "tensor(";
+  print_values(os, v, shape(), 0, pos, dtype() == DType::int64, 7);
+  os << ", shape=" << shape_str(shape()) << ", dtype=" << dtype_name(dtype());
+  if (is_global() && detail::g_describe_layout) os << ", " << detail::g_describe_layout(*this);
+  if (requires_grad()) os << ", requires_grad";
+  os << ")";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+}  // namespace globe

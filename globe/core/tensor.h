@@ -1,0 +1,108 @@
+// Tensor: a cheap value handle over a shared TensorImpl. Copying a Tensor shares the data (like
+// torch::Tensor or mlx::array). A local tensor owns a strided view of a Storage; a global tensor
+// (globe/global/) has no storage of its own: it carries the logical shape plus a GlobalMeta that
+// holds the placement, the SBP and this rank's shard as an ordinary local tensor.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "globe/core/dtype.h"
+#include "globe/core/error.h"
+#include "globe/core/shape.h"
+
+namespace globe {
+
+class Node;         // autograd graph node (globe/autograd/node.h)
+struct GlobalMeta;  // placement + sbp + local shard (globe/global/global_meta.h)
+
+// A 64-byte aligned, zero-initialised buffer.
+struct Storage {
+  explicit Storage(size_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data = nullptr;
+  size_t nbytes = 0;
+};
+
+struct TensorImpl {
+  Shape shape;  // logical shape (for a global tensor: the global shape)
+  DType dtype = DType::float32;
+  // Local data: element (i0, i1, ...) lives at storage + (offset + sum i_k * strides[k]) * itemsize.
+  std::shared_ptr<Storage> storage;
+  Shape strides;
+  int64_t offset = 0;
+  // Autograd.
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<Node> grad_fn;
+  // Non-null for a global tensor.
+  std::shared_ptr<const GlobalMeta> global;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // A new contiguous local tensor filled with zeros.
+  static Tensor empty(const Shape& shape, DType dtype = kFloat32);
+  // A view of `base`'s storage with another shape/strides/offset (no autograd link).
+  static Tensor view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset);
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl().shape; }
+  int64_t dim() const { return static_cast<int64_t>(impl().shape.size()); }
+  int64_t size(int64_t d) const;
+  int64_t numel() const { return numel_of(impl().shape); }
+  DType dtype() const { return impl().dtype; }
+  bool is_global() const { return impl().global != nullptr; }
+
+  // Local tensors only.
+  const Shape& strides() const;
+  int64_t offset() const;
+  bool is_contiguous() const;
+  const std::shared_ptr<Storage>& storage() const;
+  template <class T>
+  T* data() const;            // typed pointer to element 0 (checks the dtype)
+  void* raw_data() const;     // untyped pointer to element 0
+
+  // Reading values. On a global tensor these are collective (every rank must call).
+  template <class T>
+  T item() const;
+  template <class T>
+  std::vector<T> to_vector() const;
+  std::string to_string() const;
+
+  // Autograd.
+  bool requires_grad() const { return impl().requires_grad; }
+  Tensor& set_requires_grad(bool on = true);
+  bool is_leaf() const { return impl().grad_fn == nullptr; }
+  Tensor grad() const { return Tensor(impl().grad); }
+  void set_grad(const Tensor& g) const { impl_->grad = g.impl_; }
+  const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
+  // Reverse-mode from a scalar tensor (globe/autograd/engine.cpp).
+  void backward() const;
+  // Same values, cut from the graph.
+  Tensor detach() const;
+
+  // Global tensors (globe/global/): this rank's shard, differentiable.
+  Tensor to_local() const;
+
+  TensorImpl& impl() const;
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& other) const { return impl_ == other.impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Short description for error messages: "float32[2, 3]" (+ layout for a global tensor).
+std::string describe(const Tensor& t);
+
+}  // namespace globe

@@ -1,0 +1,17 @@
+// Globe: one header for users.
+//
+//   #include <globe/globe.h>
+//   using namespace globe;
+//   nn::Linear fc(4, 2);
+//   Tensor loss = mse_loss(fc(randn({8, 4})), zeros({8, 2}));
+//   loss.backward();          // fc.weight.grad() now holds d(loss)/d(weight)
+#pragma once
+
+#include "globe/autograd/engine.h"
+#include "globe/autograd/grad_mode.h"
+#include "globe/core/random.h"
+#include "globe/core/tensor.h"
+#include "globe/nn/layers.h"
+#include "globe/nn/module.h"
+#include "globe/ops/ops.h"
+#include "globe/optim/optimizer.h"

@@ -1,0 +1,62 @@
+// Elementwise kernel templates over strided local tensors. Outputs are new contiguous tensors.
+#pragma once
+
+#include "globe/core/strided.h"
+#include "globe/core/tensor.h"
+
+namespace globe::kernels {
+
+// Strides that read `t` as if broadcast to `out` (0 along broadcast dims).
+Shape broadcast_strides(const Tensor& t, const Shape& out);
+
+// out = f(a), out dtype TOut.
+template <class TIn, class TOut, class F>
+Tensor map_unary(const Tensor& a, F f) {
+  Tensor out = Tensor::empty(a.shape(), dtype_of<TOut>());
+  const TIn* src = static_cast<const TIn*>(a.storage()->data);
+  TOut* dst = out.data<TOut>();
+  if (a.is_contiguous()) {
+    src += a.offset();
+    const int64_t n = a.numel();
+    for (int64_t i = 0; i < n; ++i) dst[i] = f(src[i]);
+    return out;
+  }
+  for_each_run<1>(a.shape(), {a.strides()}, {a.offset()}, [&](const StridedRun<1>& r) {
+    const TIn* s = src + r.offset[0];
+    for (int64_t i = 0; i < r.count; ++i) *dst++ = f(s[i * r.stride[0]]);
+  });
+  return out;
+}
+
+// out = f(a, b) with a and b broadcast to `shape`.
+template <class T, class F>
+Tensor map_binary(const Tensor& a, const Tensor& b, const Shape& shape, F f) {
+  Tensor out = Tensor::empty(shape, dtype_of<T>());
+  const T* pa = static_cast<const T*>(a.storage()->data);
+  const T* pb = static_cast<const T*>(b.storage()->data);
+  T* dst = out.data<T>();
+  for_each_run<2>(shape, {broadcast_strides(a, shape), broadcast_strides(b, shape)},
+                  {a.offset(), b.offset()}, [&](const StridedRun<2>& r) {
+                    const T* x = pa + r.offset[0];
+                    const T* y = pb + r.offset[1];
+                    if (r.stride[0] == 1 && r.stride[1] == 1) {
+                      for (int64_t i = 0; i < r.count; ++i) dst[i] = f(x[i], y[i]);
+                    } else if (r.stride[0] == 1 && r.stride[1] == 0) {
+                      const T yv = *y;
+                      for (int64_t i = 0; i < r.count; ++i) dst[i] = f(x[i], yv);
+                    } else {
+                      for (int64_t i = 0; i < r.count; ++i)
+                        dst[i] = f(x[i * r.stride[0]], y[i * r.stride[1]]);
+                    }
+                    dst += r.count;
+                  });
+  return out;
+}
+
+// `t` itself when contiguous, else a contiguous copy (no autograd: kernels only).
+Tensor dense(const Tensor& t);
+
+// Copies `src` (any strides, any dtype) into `dst` (same shape, any strides), converting types.
+void copy_into(const Tensor& dst, const Tensor& src);
+
+}  // namespace globe::kernels

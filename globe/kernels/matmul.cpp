@@ -1,0 +1,74 @@
+#include "globe/kernels/matmul.h"
+
+#include <cblas.h>
+
+#include "globe/core/strided.h"
+#include "globe/kernels/elementwise.h"
+
+namespace globe::kernels {
+
+namespace {
+
+// How BLAS should read the trailing 2-D block of `t`: transposed or not, and its leading dim.
+struct BlasView {
+  Tensor t;
+  CBLAS_TRANSPOSE trans;
+  int64_t ld;
+};
+
+BlasView blas_view(const Tensor& t) {
+  const int64_t nd = t.dim();
+  const int64_t rows = t.shape()[nd - 2], cols = t.shape()[nd - 1];
+  const int64_t rs = t.strides()[nd - 2], cs = t.strides()[nd - 1];
+  if ((cs == 1 || cols == 1) && rs >= std::max<int64_t>(cols, 1)) return {t, CblasNoTrans, rs};
+  if ((rs == 1 || rows == 1) && cs >= std::max<int64_t>(rows, 1)) return {t, CblasTrans, cs};
+  Tensor d = dense(t);
+  return {d, CblasNoTrans, std::max<int64_t>(cols, 1)};
+}
+
+template <class T>
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T* c) {
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, n, m, k, 1.0f, a, lda, b, ldb, 0.0f, c, m);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, n, m, k, 1.0, a, lda, b, ldb, 0.0, c, m);
+  }
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape) {
+  Tensor out = Tensor::empty(out_shape, a.dtype());
+  const int64_t nd = int64_t(out_shape.size());
+  const int64_t n = out_shape[nd - 2], m = out_shape[nd - 1], k = a.shape()[a.dim() - 1];
+  if (out.numel() == 0) return out;
+  BlasView va = blas_view(a), vb = blas_view(b);
+  const Shape batch(out_shape.begin(), out_shape.end() - 2);
+  // Batch strides of each operand, broadcast to the output's batch dims.
+  auto batch_strides = [&](const Tensor& t) {
+    Shape s(batch.size(), 0);
+    const size_t lead = batch.size() - (t.dim() - 2);
+    for (int64_t i = 0; i < t.dim() - 2; ++i)
+      s[lead + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];
+    return s;
+  };
+  visit_floating(a.dtype(), "matmul", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = static_cast<const T*>(va.t.storage()->data);
+    const T* pb = static_cast<const T*>(vb.t.storage()->data);
+    T* pc = out.data<T>();
+    if (k == 0) return;  // out stays zero
+    for_each_run<2>(batch, {batch_strides(va.t), batch_strides(vb.t)}, {va.t.offset(), vb.t.offset()},
+                    [&](const StridedRun<2>& r) {
+                      for (int64_t i = 0; i < r.count; ++i) {
+                        gemm<T>(va.trans, vb.trans, n, m, k, pa + r.offset[0] + i * r.stride[0], va.ld,
+                                pb + r.offset[1] + i * r.stride[1], vb.ld, pc);
+                        pc += n * m;
+                      }
+                    });
+  });
+  return out;
+}
+
+}  // namespace globe::kernels

@@ -1,0 +1,76 @@
+#include "globe/kernels/nn.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "globe/kernels/elementwise.h"
+
+namespace globe::kernels {
+
+Tensor softmax(const Tensor& a_in, int64_t dim, bool log) {
+  Tensor a = dense(a_in);
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  const Shape& s = a.shape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= s[i];
+  for (int64_t i = dim + 1; i < a.dim(); ++i) inner *= s[i];
+  const int64_t n = s[dim];
+  visit_floating(a.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = a.data<T>();
+    T* dst = out.data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t in = 0; in < inner; ++in) {
+        const T* x = src + o * n * inner + in;
+        T* y = dst + o * n * inner + in;
+        T mx = -INFINITY;
+        for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j * inner]);
+        double total = 0;
+        for (int64_t j = 0; j < n; ++j) total += std::exp(double(x[j * inner] - mx));
+        if (log) {
+          const T lse = mx + T(std::log(total));
+          for (int64_t j = 0; j < n; ++j) y[j * inner] = x[j * inner] - lse;
+        } else {
+          const double scale = 1.0 / total;
+          for (int64_t j = 0; j < n; ++j) y[j * inner] = T(std::exp(double(x[j * inner] - mx)) * scale);
+        }
+      }
+    }
+  });
+  return out;
+}
+
+Tensor embedding(const Tensor& weight_in, const Tensor& indices_in) {
+  Tensor weight = dense(weight_in), indices = dense(indices_in);
+  const int64_t vocab = weight.shape()[0], d = weight.shape()[1];
+  Shape out_shape = indices.shape();
+  out_shape.push_back(d);
+  Tensor out = Tensor::empty(out_shape, weight.dtype());
+  const int64_t* idx = indices.data<int64_t>();
+  const size_t row_bytes = d * itemsize(weight.dtype());
+  const char* src = static_cast<const char*>(weight.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  for (int64_t i = 0; i < indices.numel(); ++i) {
+    GLOBE_CHECK(idx[i] >= 0 && idx[i] < vocab, "[embedding] index ", idx[i],
+                " out of range for a table of ", vocab, " rows");
+    std::memcpy(dst + i * row_bytes, src + idx[i] * row_bytes, row_bytes);
+  }
+  return out;
+}
+
+Tensor embedding_backward(const Tensor& grad_in, const Tensor& indices_in, int64_t vocab) {
+  Tensor grad = dense(grad_in), indices = dense(indices_in);
+  const int64_t d = grad.shape().back();
+  Tensor out = Tensor::empty({vocab, d}, grad.dtype());
+  const int64_t* idx = indices.data<int64_t>();
+  visit_floating(grad.dtype(), "embedding_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* g = grad.data<T>();
+    T* w = out.data<T>();
+    for (int64_t i = 0; i < indices.numel(); ++i)
+      for (int64_t j = 0; j < d; ++j) w[idx[i] * d + j] += g[i * d + j];
+  });
+  return out;
+}
+
+}  // namespace globe::kernels

@@ -1,0 +1,18 @@
+// Random fills that depend only on (stream, logical position): a block of a larger logical tensor
+// gets exactly the values the whole tensor would have there (SPEC §3).
+#pragma once
+
+#include "globe/core/random.h"
+#include "globe/core/tensor.h"
+
+namespace globe::kernels {
+
+// `out` (contiguous local) holds the block of a `logical`-shaped tensor starting at `start`.
+void fill_normal(const Tensor& out, const RandomStream& s, const Shape& logical, const Shape& start);
+void fill_uniform(const Tensor& out, const RandomStream& s, const Shape& logical, const Shape& start,
+                  double low, double high);
+// Keep-mask for dropout: 1/(1-p) where uniform >= p, else 0.
+void fill_dropout_mask(const Tensor& out, const RandomStream& s, const Shape& logical,
+                       const Shape& start, double p);
+
+}  // namespace globe::kernels

@@ -1,0 +1,112 @@
+#include "globe/kernels/reduce.h"
+
+#include <limits>
+
+#include "globe/core/strided.h"
+#include "globe/kernels/elementwise.h"
+
+namespace globe::kernels {
+
+Tensor sum_to_keepdim(const Tensor& a, const Shape& keep) {
+  return visit_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+    std::vector<Acc> acc(numel_of(keep), Acc(0));
+    const T* src = static_cast<const T*>(a.storage()->data);
+    Shape acc_strides = contiguous_strides(keep);
+    for (size_t d = 0; d < keep.size(); ++d)
+      if (keep[d] == 1) acc_strides[d] = 0;  // reduced dim: every position lands on one slot
+    for_each_run<2>(a.shape(), {acc_strides, a.strides()}, {0, a.offset()}, [&](const StridedRun<2>& r) {
+                      const T* s = src + r.offset[1];
+                      Acc* d = acc.data() + r.offset[0];
+                      if (r.stride[0] == 0) {
+                        Acc total = 0;
+                        for (int64_t i = 0; i < r.count; ++i) total += s[i * r.stride[1]];
+                        *d += total;
+                      } else {
+                        for (int64_t i = 0; i < r.count; ++i) d[i * r.stride[0]] += s[i * r.stride[1]];
+                      }
+                    });
+    Tensor out = Tensor::empty(keep, a.dtype());
+    T* dst = out.data<T>();
+    for (size_t i = 0; i < acc.size(); ++i) dst[i] = static_cast<T>(acc[i]);
+    return out;
+  });
+}
+
+Tensor argmax_keepdim(const Tensor& a, int64_t dim) {
+  Shape keep = a.shape();
+  const int64_t n = keep[dim];
+  GLOBE_CHECK(n > 0, "[argmax] dim ", dim, " of shape ", shape_str(a.shape()), " is empty");
+  keep[dim] = 1;
+  Tensor out = Tensor::empty(keep, kInt64);
+  int64_t* dst = out.data<int64_t>();
+  const int64_t step = a.strides()[dim];
+  visit_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = static_cast<const T*>(a.storage()->data);
+    for_each_run<1>(keep, {a.strides()}, {a.offset()}, [&](const StridedRun<1>& r) {
+      for (int64_t i = 0; i < r.count; ++i) {
+        const T* p = src + r.offset[0] + i * r.stride[0];
+        int64_t best = 0;
+        for (int64_t j = 1; j < n; ++j)
+          if (p[j * step] > p[best * step]) best = j;
+        *dst++ = best;
+      }
+    });
+  });
+  return out;
+}
+
+namespace {
+
+// Calls fn(a_offset, index_position, out_offset) for every element of `index`, with a's offset
+// pointing at the indexed element along dim. Checks index bounds.
+template <class Fn>
+void for_each_indexed(const char* op, const Shape& a_shape, const Shape& a_strides, int64_t a_offset,
+                      int64_t dim, const Tensor& index, Fn&& fn) {
+  GLOBE_CHECK(index.dtype() == kInt64, "[", op, "] index must be int64, got ", dtype_name(index.dtype()));
+  Shape walk = a_strides;
+  walk[dim] = 0;
+  const int64_t* idx = static_cast<const int64_t*>(index.storage()->data);
+  const int64_t extent = a_shape[dim], step = a_strides[dim];
+  int64_t out_pos = 0;
+  for_each_run<2>(index.shape(), {walk, index.strides()}, {a_offset, index.offset()},
+                  [&](const StridedRun<2>& r) {
+                    for (int64_t i = 0; i < r.count; ++i) {
+                      const int64_t k = idx[r.offset[1] + i * r.stride[1]];
+                      GLOBE_CHECK(k >= 0 && k < extent, "[", op, "] index ", k,
+                                  " out of range for dim ", dim, " of size ", extent);
+                      fn(r.offset[0] + i * r.stride[0] + k * step, out_pos++);
+                    }
+                  });
+}
+
+}  // namespace
+
+Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
+  Tensor out = Tensor::empty(index.shape(), a.dtype());
+  visit_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = static_cast<const T*>(a.storage()->data);
+    T* dst = out.data<T>();
+    for_each_indexed("gather", a.shape(), a.strides(), a.offset(), dim, index,
+                     [&](int64_t from, int64_t to) { dst[to] = src[from]; });
+  });
+  return out;
+}
+
+Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor out = Tensor::empty(shape, src.dtype());
+  Tensor s = dense(src);
+  visit_dtype(src.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* from = s.data<T>();
+    T* dst = out.data<T>();
+    for_each_indexed("scatter_add", shape, out.strides(), 0, dim, index,
+                     [&](int64_t to, int64_t at) { dst[to] += from[at]; });
+  });
+  return out;
+}
+
+}  // namespace globe::kernels

@@ -1,0 +1,72 @@
+#include "globe/nn/layers.h"
+
+#include "globe/nn/init.h"
+#include "globe/ops/ops.h"
+
+namespace globe::nn {
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias) {
+  GLOBE_CHECK(in_features >= 0 && out_features >= 0, "[Linear] invalid features ", in_features, " -> ",
+              out_features);
+  weight = init::linear_uniform({out_features, in_features}, in_features);
+  register_parameter("weight", weight);
+  if (has_bias) {
+    bias = init::linear_uniform({out_features}, in_features);
+    register_parameter("bias", bias);
+  }
+}
+
+Tensor Linear::forward(const Tensor& x) {
+  GLOBE_CHECK(x.dim() >= 1 && x.shape().back() == weight.shape()[1], "[Linear] input ", describe(x),
+              " does not end in in_features=", weight.shape()[1]);
+  Tensor y = matmul(x, transpose(weight, 0, 1));
+  return bias.defined() ? add(y, bias) : y;
+}
+
+Tensor ReLU::forward(const Tensor& x) { return relu(x); }
+Tensor GELU::forward(const Tensor& x) { return gelu(x); }
+Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, p_, is_training()); }
+
+Embedding::Embedding(int64_t num_embeddings, int64_t dim) {
+  weight = randn({num_embeddings, dim});
+  register_parameter("weight", weight);
+}
+
+Tensor Embedding::forward(const Tensor& indices) { return embedding(weight, indices); }
+
+LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool affine)
+    : normalized_shape_(std::move(normalized_shape)), eps_(eps) {
+  if (affine) {
+    weight = ones(normalized_shape_);
+    bias = zeros(normalized_shape_);
+    register_parameter("weight", weight);
+    register_parameter("bias", bias);
+  }
+}
+
+Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, normalized_shape_, weight, bias, eps_); }
+
+Tensor Flatten::forward(const Tensor& x) { return flatten(x, start_, end_); }
+
+void Sequential::push_back(std::shared_ptr<UnaryModule> module) {
+  GLOBE_CHECK(module != nullptr, "[Sequential] null module");
+  register_module(std::to_string(layers_.size()), *module);
+  layers_.push_back(std::move(module));
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor y = x;
+  for (auto& layer : layers_) y = layer->forward(y);
+  return y;
+}
+
+Tensor MSELoss::operator()(const Tensor& input, const Tensor& target) const {
+  return mse_loss(input, target);
+}
+
+Tensor CrossEntropyLoss::operator()(const Tensor& logits, const Tensor& target) const {
+  return cross_entropy(logits, target);
+}
+
+}  // namespace globe::nn

@@ -1,0 +1,135 @@
+#include "globe/nn/module.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "globe/autograd/grad_mode.h"
+#include "globe/ops/ops.h"
+
+namespace globe::nn {
+
+Tensor& Module::register_parameter(const std::string& name, Tensor& slot, bool requires_grad) {
+  GLOBE_CHECK(slot.defined(), "[register_parameter] '", name, "' is undefined");
+  if (requires_grad && !slot.requires_grad()) slot.set_requires_grad(true);
+  parameters_.push_back({name, &slot});
+  return slot;
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor& slot) {
+  buffers_.push_back({name, &slot});
+  return slot;
+}
+
+Module& Module::register_module(const std::string& name, Module& child) {
+  GLOBE_CHECK(&child != this, "[register_module] a module cannot contain itself");
+  children_.emplace_back(name, &child);
+  return child;
+}
+
+void Module::register_modules(
+    std::initializer_list<std::pair<std::string, std::reference_wrapper<Module>>> children) {
+  for (const auto& [name, child] : children) register_module(name, child.get());
+}
+
+void Module::collect(const std::string& prefix, bool params,
+                     std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (const Slot& s : params ? parameters_ : buffers_) out.emplace_back(prefix + s.name, *s.tensor);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", params, out);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", true, out);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", false, out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_parameters()) {
+    bool seen = std::any_of(out.begin(), out.end(), [&](const Tensor& o) { return o.same(t); });
+    if (!seen) out.push_back(t);  // a shared parameter appears once
+  }
+  return out;
+}
+
+StateDict Module::state_dict() const {
+  StateDict sd;
+  for (auto& [name, t] : named_parameters()) sd.set(name, t.detach());
+  for (auto& [name, t] : named_buffers()) sd.set(name, t.detach());
+  return sd;
+}
+
+void Module::for_each_slot(const std::function<void(const std::string&, Tensor&, bool)>& fn,
+                           const std::string& prefix) {
+  for (Slot& s : parameters_) fn(prefix + s.name, *s.tensor, true);
+  for (Slot& s : buffers_) fn(prefix + s.name, *s.tensor, false);
+  for (auto& [name, child] : children_) child->for_each_slot(fn, prefix + name + ".");
+}
+
+void Module::load_state_dict(const StateDict& state, bool strict) {
+  std::vector<std::string> missing, mismatched;
+  std::set<std::string> known;
+  std::vector<std::pair<Tensor, Tensor>> assignments;
+  for_each_slot([&](const std::string& name, Tensor& slot, bool) {
+    known.insert(name);
+    if (!state.contains(name)) {
+      missing.push_back(name);
+      return;
+    }
+    const Tensor& v = state.at(name);
+    if (v.shape() != slot.shape()) {
+      mismatched.push_back(name + ": checkpoint " + shape_str(v.shape()) + " vs model " +
+                           shape_str(slot.shape()));
+      return;
+    }
+    assignments.emplace_back(slot, v);
+  });
+  std::vector<std::string> unexpected;
+  for (const auto& [name, t] : state)
+    if (!known.count(name)) unexpected.push_back(name);
+  auto list = [](const std::vector<std::string>& v) {
+    std::ostringstream os;
+    for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+    return os.str();
+  };
+  const bool bad = !mismatched.empty() || (strict && (!missing.empty() || !unexpected.empty()));
+  GLOBE_CHECK(!bad, "[load_state_dict] state dict does not match the model:",
+              missing.empty() ? "" : " missing keys: " + list(missing) + ";",
+              unexpected.empty() ? "" : " unexpected keys: " + list(unexpected) + ";",
+              mismatched.empty() ? "" : " shape mismatch: " + list(mismatched) + ";");
+  // Validated first, assigned after: a failed load changes nothing.
+  NoGradGuard no_grad;
+  for (auto& [slot, v] : assignments) copy_(slot, v);
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+  for (Tensor& p : parameters()) p.set_grad(Tensor());
+}
+
+void Module::to(DType dtype) {
+  for_each_slot([&](const std::string&, Tensor& slot, bool) {
+    if (slot.dtype() == dtype || !is_floating(slot.dtype())) return;
+    const bool rg = slot.requires_grad();
+    Tensor converted;
+    {
+      NoGradGuard no_grad;
+      converted = to_dtype(slot, dtype);
+    }
+    slot = converted.detach();
+    if (rg) slot.set_requires_grad(true);
+  });
+}
+
+}  // namespace globe::nn

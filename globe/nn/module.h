@@ -1,0 +1,74 @@
+// nn::Module: parameters, buffers and submodules registered by name (state dicts depend on the
+// names), as in libtorch's C++ frontend.
+//
+//   struct Net : nn::Module {
+//     nn::Linear fc1{10, 20}, fc2{20, 5};
+//     Net() { register_modules({{"fc1", fc1}, {"fc2", fc2}}); }
+//     Tensor forward(const Tensor& x) { return fc2(relu(fc1(x))); }
+//   };
+//
+// Modules register pointers to their members, so a module is neither copyable nor movable.
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "globe/core/tensor.h"
+#include "globe/nn/state_dict.h"
+
+namespace globe::nn {
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // Registration. `slot` must outlive the module (normally it is a member of it).
+  Tensor& register_parameter(const std::string& name, Tensor& slot, bool requires_grad = true);
+  Tensor& register_buffer(const std::string& name, Tensor& slot);
+  Module& register_module(const std::string& name, Module& child);
+  void register_modules(std::initializer_list<std::pair<std::string, std::reference_wrapper<Module>>> children);
+
+  // Recursive views, names dotted ("net1.weight"), in registration order.
+  std::vector<Tensor> parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+  std::vector<std::pair<std::string, Module*>> named_children() const { return children_; }
+
+  // Parameters and buffers, detached.
+  StateDict state_dict() const;
+  // Copies values into the existing parameters (optimizers keep pointing at them). Strict: every
+  // key must match; missing, unexpected and mis-shaped keys are all listed in the error.
+  void load_state_dict(const StateDict& state, bool strict = true);
+
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  void zero_grad();
+  // Converts every parameter and buffer (e.g. to float64 for gradient checks), keeping requires_grad.
+  void to(DType dtype);
+
+  // Calls fn(qualified_name, slot, is_parameter) for every parameter and buffer slot; lets layers
+  // above nn (the global layer) replace tensors in place.
+  void for_each_slot(const std::function<void(const std::string&, Tensor&, bool)>& fn,
+                     const std::string& prefix = "");
+
+ private:
+  struct Slot {
+    std::string name;
+    Tensor* tensor;
+  };
+  void collect(const std::string& prefix, bool params, std::vector<std::pair<std::string, Tensor>>& out) const;
+
+  std::vector<Slot> parameters_;
+  std::vector<Slot> buffers_;
+  std::vector<std::pair<std::string, Module*>> children_;
+  bool training_ = true;
+};
+
+}  // namespace globe::nn

@@ -1,0 +1,86 @@
+// Local tensor creation. Global creation (globe/global/creation.cpp) reuses the same fills.
+#include <algorithm>
+#include <cmath>
+
+#include "globe/core/random.h"
+#include "globe/core/hooks.h"
+#include "globe/kernels/random_fill.h"
+#include "globe/ops/ops.h"
+
+namespace globe {
+
+namespace detail {
+// Installed by the global layer: a tensor like `t` (shape, dtype, placement, SBP; partial_sum
+// becomes broadcast unless value is 0) filled with `value`.
+Tensor (*g_full_like_global)(const Tensor& t, double value) = nullptr;
+}  // namespace detail
+
+Tensor zeros(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype); }
+
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = t.data<T>();
+    const int64_t n = t.numel();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(value);
+  });
+  return t;
+}
+
+Tensor arange(int64_t n, DType dtype) { return arange(0.0, double(n), 1.0, dtype); }
+
+Tensor arange(double start, double end, double step, DType dtype) {
+  GLOBE_CHECK(step != 0.0, "[arange] step must be non-zero");
+  const int64_t n = std::max<int64_t>(0, int64_t(std::ceil((end - start) / step)));
+  Tensor t = Tensor::empty({n}, dtype);
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + double(i) * step);
+  });
+  return t;
+}
+
+namespace {
+template <class T>
+Tensor from_values(const std::vector<T>& values, const Shape& shape) {
+  GLOBE_CHECK(int64_t(values.size()) == numel_of(shape), "[from_vector] ", values.size(),
+              " values do not fill shape ", shape_str(shape));
+  Tensor t = Tensor::empty(shape, dtype_of<T>());
+  std::copy(values.begin(), values.end(), t.data<T>());
+  return t;
+}
+}  // namespace
+
+Tensor from_vector(const std::vector<float>& v, const Shape& s) { return from_values(v, s); }
+Tensor from_vector(const std::vector<double>& v, const Shape& s) { return from_values(v, s); }
+Tensor from_vector(const std::vector<int64_t>& v, const Shape& s) { return from_values(v, s); }
+
+Tensor randn(const Shape& shape, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  kernels::fill_normal(t, next_random_stream(), shape, Shape(shape.size(), 0));
+  return t;
+}
+
+Tensor rand(const Shape& shape, DType dtype) { return uniform(shape, 0.0, 1.0, dtype); }
+
+Tensor uniform(const Shape& shape, double low, double high, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  kernels::fill_uniform(t, next_random_stream(), shape, Shape(shape.size(), 0), low, high);
+  return t;
+}
+
+Tensor zeros_like(const Tensor& t) {
+  if (t.is_global()) return detail::g_full_like_global(t, 0.0);
+  return zeros(t.shape(), t.dtype());
+}
+
+Tensor ones_like(const Tensor& t) {
+  if (t.is_global()) return detail::g_full_like_global(t, 1.0);
+  return ones(t.shape(), t.dtype());
+}
+
+}  // namespace globe

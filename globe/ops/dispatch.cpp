@@ -1,0 +1,83 @@
+#include "globe/autograd/grad_mode.h"
+#include "globe/autograd/node.h"
+#include "globe/ops/op.h"
+
+namespace globe {
+
+namespace detail {
+Tensor (*g_dispatch_global)(const OpPtr& op, const std::vector<Tensor>& inputs) = nullptr;
+}
+
+std::vector<Tensor> Op::vjp(const std::vector<Tensor>&, const Tensor&, const Tensor&,
+                            const std::vector<bool>&) const {
+  GLOBE_FAIL("[", name(), "] has no gradient (double backward is not supported)");
+}
+
+namespace {
+
+class OpNode final : public Node {
+ public:
+  OpNode(OpPtr op, std::vector<Tensor> inputs, Tensor output)
+      : Node(std::move(inputs)), op_(std::move(op)), output_(std::move(output)) {}
+  std::string name() const override { return op_->name(); }
+  std::vector<Tensor> apply(const Tensor& grad, const std::vector<bool>& needs) override {
+    std::vector<Tensor> grads = op_->vjp(inputs(), output_, grad, needs);
+    grads.resize(inputs().size());
+    return grads;
+  }
+
+ private:
+  OpPtr op_;
+  Tensor output_;  // detached alias of the forward output: no reference cycle
+};
+
+}  // namespace
+
+namespace detail {
+
+Tensor fresh_handle(const Tensor& out, const std::vector<Tensor>& inputs);
+
+std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs) {
+  std::vector<TensorMeta> metas;
+  metas.reserve(inputs.size());
+  for (const Tensor& t : inputs) metas.push_back({t.shape(), t.dtype()});
+  return metas;
+}
+
+void record_node(const OpPtr& op, const std::vector<Tensor>& inputs, Tensor& out) {
+  out = fresh_handle(out, inputs);
+  if (!grad_enabled() || !op->differentiable()) return;
+  bool any = false;
+  for (const Tensor& t : inputs) any |= t.requires_grad();
+  if (!any) return;
+  out.impl().grad_fn = std::make_shared<OpNode>(op, inputs, out.detach());
+  out.impl().requires_grad = true;
+}
+
+}  // namespace detail
+
+Tensor dispatch(const OpPtr& op, const std::vector<Tensor>& inputs) {
+  bool any_global = false;
+  for (const Tensor& t : inputs) {
+    GLOBE_CHECK(t.defined(), "[", op->name(), "] got an undefined tensor as input");
+    any_global |= t.is_global();
+  }
+  if (any_global) {
+    GLOBE_CHECK(detail::g_dispatch_global != nullptr, "[", op->name(), "] global layer not linked");
+    return detail::g_dispatch_global(op, inputs);
+  }
+  TensorMeta meta = op->infer(detail::metas_of(inputs));
+  Tensor out = op->compute(inputs, ComputeArgs{meta});
+  detail::record_node(op, inputs, out);
+  return out;
+}
+
+namespace detail {
+Tensor fresh_handle(const Tensor& out, const std::vector<Tensor>& inputs) {
+  for (const Tensor& t : inputs)
+    if (t.same(out)) return Tensor::view_of(out, out.shape(), out.strides(), out.offset());
+  return out;
+}
+}  // namespace detail
+
+}  // namespace globe

@@ -1,0 +1,58 @@
+// matmul: [..., n, k] @ [..., k, m] -> [..., n, m], batch dims broadcast.
+#include "globe/kernels/matmul.h"
+#include "globe/ops/op.h"
+#include "globe/ops/ops.h"
+
+namespace globe {
+
+namespace {
+
+class Matmul final : public Op {
+ public:
+  std::string name() const override { return "matmul"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    const Shape &a = in[0].shape, &b = in[1].shape;
+    GLOBE_CHECK(a.size() >= 2 && b.size() >= 2, "[matmul] needs tensors of at least 2 dims, got ",
+                shape_str(a), " and ", shape_str(b));
+    GLOBE_CHECK(in[0].dtype == in[1].dtype, "[matmul] dtype mismatch: ", dtype_name(in[0].dtype),
+                shape_str(a), " @ ", dtype_name(in[1].dtype), shape_str(b));
+    GLOBE_CHECK(is_floating(in[0].dtype), "[matmul] expects floating tensors, got ",
+                dtype_name(in[0].dtype));
+    GLOBE_CHECK(a.back() == b[b.size() - 2], "[matmul] inner dims differ: ", shape_str(a), " @ ",
+                shape_str(b));
+    Shape out = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), "matmul");
+    out.push_back(a[a.size() - 2]);
+    out.push_back(b.back());
+    return {out, in[0].dtype};
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
+    return kernels::matmul(in[0], in[1], args.out.shape);
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>& needs) const override {
+    const Tensor &a = in[0], &b = in[1];
+    Tensor ga, gb;
+    if (needs[0]) ga = sum_to(matmul(g, transpose(b, -1, -2)), a.shape());
+    if (needs[1]) {
+      if (b.dim() == 2 && a.dim() > 2) {
+        // Fold a's batch dims into its rows: one gemm instead of a batch summed afterwards.
+        const int64_t k = a.shape().back(), m = g.shape().back();
+        gb = matmul(transpose(reshape(a, {-1, k}), 0, 1), reshape(g, {-1, m}));
+      } else {
+        gb = sum_to(matmul(transpose(a, -1, -2), g), b.shape());
+      }
+    }
+    return {ga, gb};
+  }
+};
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  // 1-D operands follow numpy: a vector is a row (left) or a column (right), removed afterwards.
+  if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
+  if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
+  return apply_op<Matmul>({a, b});
+}
+
+}  // namespace globe

@@ -1,0 +1,131 @@
+// Neural-network functions: softmax family, embedding, layer_norm, dropout and losses.
+#include "globe/core/random.h"
+#include "globe/kernels/nn.h"
+#include "globe/kernels/random_fill.h"
+#include "globe/ops/op.h"
+#include "globe/ops/ops.h"
+
+namespace globe {
+
+namespace {
+
+class Softmax final : public Op {
+ public:
+  Softmax(int64_t dim, bool log) : dim_(dim), log_(log) {}
+  std::string name() const override { return log_ ? "log_softmax" : "softmax"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    normalize_dim(dim_, int64_t(in[0].shape.size()), log_ ? "log_softmax" : "softmax");
+    GLOBE_CHECK(is_floating(in[0].dtype), "[", name(), "] expects a floating tensor, got ",
+                dtype_name(in[0].dtype));
+    return in[0];
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return kernels::softmax(in[0], normalize_dim(dim_, in[0].dim(), "softmax"), log_);
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor& y, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    // softmax:      dx = y * (g - sum(g * y))
+    // log_softmax:  dx = g - exp(y) * sum(g)
+    if (log_) return {sub(g, mul(exp(y), sum(g, {dim_}, true)))};
+    return {mul(y, sub(g, sum(mul(g, y), {dim_}, true)))};
+  }
+
+ private:
+  int64_t dim_;
+  bool log_;
+};
+
+class EmbeddingBackward final : public Op {
+ public:
+  explicit EmbeddingBackward(int64_t vocab) : vocab_(vocab) {}
+  std::string name() const override { return "embedding_backward"; }
+  bool differentiable() const override { return false; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    return {{vocab_, in[0].shape.back()}, in[0].dtype};
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return kernels::embedding_backward(in[0], in[1], vocab_);
+  }
+
+ private:
+  int64_t vocab_;
+};
+
+// inputs: weight [V, D], indices [...].
+class Embedding final : public Op {
+ public:
+  std::string name() const override { return "embedding"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    GLOBE_CHECK(in[0].shape.size() == 2, "[embedding] weight must be 2-D [vocab, dim], got ",
+                shape_str(in[0].shape));
+    GLOBE_CHECK(in[1].dtype == kInt64, "[embedding] indices must be int64, got ",
+                dtype_name(in[1].dtype), shape_str(in[1].shape));
+    Shape out = in[1].shape;
+    out.push_back(in[0].shape[1]);
+    return {out, in[0].dtype};
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return kernels::embedding(in[0], in[1]);
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {apply_op<EmbeddingBackward>({g, in[1]}, in[0].shape()[0]), Tensor()};
+  }
+};
+
+}  // namespace
+
+Tensor softmax(const Tensor& a, int64_t dim) { return apply_op<Softmax>({a}, dim, false); }
+Tensor log_softmax(const Tensor& a, int64_t dim) { return apply_op<Softmax>({a}, dim, true); }
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  return apply_op<Embedding>({weight, indices});
+}
+
+Tensor layer_norm(const Tensor& a, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  const int64_t k = int64_t(normalized_shape.size());
+  GLOBE_CHECK(k >= 1 && k <= a.dim() &&
+                  Shape(a.shape().end() - k, a.shape().end()) == normalized_shape,
+              "[layer_norm] normalized_shape ", shape_str(normalized_shape),
+              " is not a suffix of the input shape ", shape_str(a.shape()));
+  std::vector<int64_t> dims;
+  for (int64_t i = a.dim() - k; i < a.dim(); ++i) dims.push_back(i);
+  // Composite: every step is a differentiable op, so the backward follows (and so do global
+  // layouts split along non-normalised dims).
+  Tensor centered = sub(a, mean(a, dims, true));
+  Tensor var = mean(mul(centered, centered), dims, true);
+  Tensor y = mul(centered, pow(add(var, eps), -0.5));
+  if (weight.defined()) y = mul(y, weight);
+  if (bias.defined()) y = add(y, bias);
+  return y;
+}
+
+Tensor dropout(const Tensor& a, double p, bool training) {
+  GLOBE_CHECK(p >= 0.0 && p < 1.0, "[dropout] probability must be in [0, 1), got ", p);
+  if (!training || p == 0.0) return a;
+  GLOBE_CHECK(!a.is_global(), "[dropout] global tensors are not supported yet");
+  Tensor mask = Tensor::empty(a.shape(), a.dtype());
+  kernels::fill_dropout_mask(mask, next_random_stream(), a.shape(), Shape(a.dim(), 0), p);
+  return mul(a, mask);
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target) {
+  GLOBE_CHECK(input.shape() == target.shape(), "[mse_loss] input ", describe(input), " and target ",
+              describe(target), " shapes differ");
+  Tensor d = sub(input, target);
+  return mean(mul(d, d));
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
+  GLOBE_CHECK(logits.dim() >= 1, "[cross_entropy] logits must have a class dim, got ", describe(logits));
+  GLOBE_CHECK(target.dtype() == kInt64, "[cross_entropy] target must hold int64 class indices, got ",
+              describe(target));
+  GLOBE_CHECK(Shape(logits.shape().begin(), logits.shape().end() - 1) == target.shape(),
+              "[cross_entropy] logits ", describe(logits), " (classes last) and target ",
+              describe(target), " shapes do not match");
+  Tensor logp = log_softmax(logits, -1);
+  return neg(mean(gather(logp, -1, unsqueeze(target, -1))));
+}
+
+}  // namespace globe

@@ -1,0 +1,119 @@
+// Globe's ops: free functions over Tensors, numpy broadcasting, each with a backward.
+// Every function validates its inputs and throws "[op] ..." naming shapes and dtypes.
+//
+//   Tensor x = randn({4, 3});
+//   Tensor y = relu(matmul(x, w) + b);   // shapes: [4,3] @ [3,5] + [5] -> [4,5]
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "globe/core/tensor.h"
+
+namespace globe {
+
+// ---- creation (local tensors; the global overloads live in globe/global/) -----------------------
+Tensor zeros(const Shape& shape, DType dtype = kFloat32);
+Tensor ones(const Shape& shape, DType dtype = kFloat32);
+Tensor full(const Shape& shape, double value, DType dtype = kFloat32);
+// 0, 1, ..., n-1 (or start, start+step, ... < end).
+Tensor arange(int64_t n, DType dtype = kInt64);
+Tensor arange(double start, double end, double step = 1.0, DType dtype = kFloat32);
+// From row-major values; `values.size()` must equal the shape's element count.
+Tensor from_vector(const std::vector<float>& values, const Shape& shape);
+Tensor from_vector(const std::vector<double>& values, const Shape& shape);
+Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape);
+// Seeded, counter-based (see globe/core/random.h): standard normal / uniform [low, high).
+Tensor randn(const Shape& shape, DType dtype = kFloat32);
+Tensor rand(const Shape& shape, DType dtype = kFloat32);
+Tensor uniform(const Shape& shape, double low, double high, DType dtype = kFloat32);
+// Same shape, dtype and (for a global tensor) placement and SBP; a partial_sum layout becomes
+// broadcast for ones_like (ones summed over ranks would not be ones).
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+
+// ---- elementwise, with broadcasting --------------------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double s);
+Tensor mul(const Tensor& a, double s);
+Tensor pow(const Tensor& a, double exponent);
+Tensor neg(const Tensor& a);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor relu(const Tensor& a);
+Tensor gelu(const Tensor& a);  // exact (erf) form, as torch's default
+Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor to_dtype(const Tensor& a, DType dtype);
+// A contiguous copy (or `a` itself when it is already contiguous).
+Tensor contiguous(const Tensor& a);
+// Writes src's values into dst in place (no autograd); shapes must match. For global tensors the
+// value is re-laid out to dst's placement and SBP first.
+void copy_(const Tensor& dst, const Tensor& src);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, double s);
+Tensor operator+(double s, const Tensor& a);
+Tensor operator-(const Tensor& a, double s);
+Tensor operator-(double s, const Tensor& a);
+Tensor operator*(const Tensor& a, double s);
+Tensor operator*(double s, const Tensor& a);
+Tensor operator/(const Tensor& a, double s);
+Tensor operator/(double s, const Tensor& a);
+
+// ---- matmul --------------------------------------------------------------------------------------
+// [..., n, k] @ [..., k, m] -> [..., n, m]; batch dims broadcast; 2-D uses one BLAS gemm.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- reductions ----------------------------------------------------------------------------------
+// Over `dims` (all dims when empty).
+Tensor sum(const Tensor& a, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& a, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor max(const Tensor& a, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+// Index of the largest element along `dim` (first on ties); int64, no gradient.
+Tensor argmax(const Tensor& a, int64_t dim, bool keepdim = false);
+// Sums `a` down to `shape` (the inverse of broadcasting `shape` up to a.shape()).
+Tensor sum_to(const Tensor& a, const Shape& shape);
+
+// ---- shape and data movement ---------------------------------------------------------------------
+Tensor reshape(const Tensor& a, const Shape& shape);  // one extent may be -1
+Tensor view(const Tensor& a, const Shape& shape);     // reshape that requires a contiguous input
+Tensor flatten(const Tensor& a, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor unsqueeze(const Tensor& a, int64_t dim);
+Tensor squeeze(const Tensor& a, int64_t dim);
+Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
+Tensor permute(const Tensor& a, const std::vector<int64_t>& dims);
+Tensor expand(const Tensor& a, const Shape& shape);  // broadcast view
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
+// Elements [start, end) of `dim`, python-style negative indices allowed.
+Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// out[i][j] = a[i][index[i][j]] along `dim` (torch.gather); index is int64 of out's shape.
+Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
+// zeros(shape) with src added at index along dim (the adjoint of gather).
+Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src);
+
+// ---- neural-network functions --------------------------------------------------------------------
+Tensor softmax(const Tensor& a, int64_t dim);
+Tensor log_softmax(const Tensor& a, int64_t dim);
+// weight [V, D], indices int64 [...] -> [..., D].
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+// Normalises over the trailing dims of `normalized_shape`; weight/bias optional (undefined).
+Tensor layer_norm(const Tensor& a, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps = 1e-5);
+// Zeroes elements with probability p and scales the rest by 1/(1-p); identity when !training.
+Tensor dropout(const Tensor& a, double p, bool training = true);
+Tensor mse_loss(const Tensor& input, const Tensor& target);  // mean reduction
+// logits [N, C], target int64 [N] -> mean negative log-likelihood.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target);
+
+}  // namespace globe

@@ -1,0 +1,201 @@
+// Reductions (sum, mean, max, argmax) and indexing (gather, scatter_add).
+#include <algorithm>
+#include <numeric>
+
+#include "globe/kernels/reduce.h"
+#include "globe/ops/op.h"
+#include "globe/ops/ops.h"
+
+namespace globe {
+
+namespace {
+
+// Normalised, sorted, unique dims; all dims when `dims` is empty.
+std::vector<int64_t> reduce_dims(const std::vector<int64_t>& dims, int64_t nd, const char* op) {
+  std::vector<int64_t> out;
+  if (dims.empty()) {
+    out.resize(nd);
+    std::iota(out.begin(), out.end(), 0);
+    return out;
+  }
+  for (int64_t d : dims) out.push_back(normalize_dim(d, nd, op));
+  std::sort(out.begin(), out.end());
+  GLOBE_CHECK(std::adjacent_find(out.begin(), out.end()) == out.end(), "[", op, "] dim repeated in ",
+              shape_str(dims));
+  return out;
+}
+
+Shape keepdim_shape(const Shape& s, const std::vector<int64_t>& dims) {
+  Shape k = s;
+  for (int64_t d : dims) k[d] = 1;
+  return k;
+}
+
+Shape reduced_shape(const Shape& s, const std::vector<int64_t>& dims, bool keepdim) {
+  if (keepdim) return keepdim_shape(s, dims);
+  Shape r;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!std::binary_search(dims.begin(), dims.end(), int64_t(i))) r.push_back(s[i]);
+  return r;
+}
+
+class Sum final : public Op {
+ public:
+  Sum(std::vector<int64_t> dims, bool keepdim) : dims_(std::move(dims)), keepdim_(keepdim) {}
+  std::string name() const override { return "sum"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    return {reduced_shape(in[0].shape, reduce_dims(dims_, int64_t(in[0].shape.size()), "sum"), keepdim_),
+            in[0].dtype};
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
+    const auto dims = reduce_dims(dims_, in[0].dim(), "sum");
+    Tensor r = kernels::sum_to_keepdim(in[0], keepdim_shape(in[0].shape(), dims));
+    return Tensor::view_of(r, args.out.shape, contiguous_strides(args.out.shape), 0);
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    const auto dims = reduce_dims(dims_, in[0].dim(), "sum");
+    return {expand(reshape(g, keepdim_shape(in[0].shape(), dims)), in[0].shape())};
+  }
+
+ private:
+  std::vector<int64_t> dims_;
+  bool keepdim_;
+};
+
+class Argmax final : public Op {
+ public:
+  Argmax(int64_t dim, bool keepdim) : dim_(dim), keepdim_(keepdim) {}
+  std::string name() const override { return "argmax"; }
+  bool differentiable() const override { return false; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    const int64_t d = normalize_dim(dim_, int64_t(in[0].shape.size()), "argmax");
+    GLOBE_CHECK(in[0].shape[d] > 0, "[argmax] dim ", d, " of shape ", shape_str(in[0].shape), " is empty");
+    return {reduced_shape(in[0].shape, {d}, keepdim_), kInt64};
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
+    Tensor r = kernels::argmax_keepdim(in[0], normalize_dim(dim_, in[0].dim(), "argmax"));
+    return Tensor::view_of(r, args.out.shape, contiguous_strides(args.out.shape), 0);
+  }
+
+ private:
+  int64_t dim_;
+  bool keepdim_;
+};
+
+void check_index_shape(const char* op, const Shape& a, int64_t dim, const TensorMeta& index) {
+  GLOBE_CHECK(index.dtype == kInt64, "[", op, "] index must be int64, got ", dtype_name(index.dtype));
+  bool ok = index.shape.size() == a.size();
+  for (size_t i = 0; ok && i < a.size(); ++i) ok = int64_t(i) == dim || index.shape[i] == a[i];
+  GLOBE_CHECK(ok, "[", op, "] index of shape ", shape_str(index.shape), " does not fit ",
+              shape_str(a), " along dim ", dim);
+}
+
+class ScatterAdd;
+
+class Gather final : public Op {
+ public:
+  explicit Gather(int64_t dim) : dim_(dim) {}
+  std::string name() const override { return "gather"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    const int64_t d = normalize_dim(dim_, int64_t(in[0].shape.size()), "gather");
+    check_index_shape("gather", in[0].shape, d, in[1]);
+    return {in[1].shape, in[0].dtype};
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return kernels::gather(in[0], normalize_dim(dim_, in[0].dim(), "gather"), in[1]);
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {scatter_add(in[0].shape(), dim_, in[1], g), Tensor()};
+  }
+
+ private:
+  int64_t dim_;
+};
+
+// inputs: index, src.
+class ScatterAdd final : public Op {
+ public:
+  ScatterAdd(Shape shape, int64_t dim) : shape_(std::move(shape)), dim_(dim) {}
+  std::string name() const override { return "scatter_add"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    const int64_t d = normalize_dim(dim_, int64_t(shape_.size()), "scatter_add");
+    check_index_shape("scatter_add", shape_, d, in[0]);
+    GLOBE_CHECK(in[1].shape == in[0].shape, "[scatter_add] src ", shape_str(in[1].shape),
+                " and index ", shape_str(in[0].shape), " shapes differ");
+    return {shape_, in[1].dtype};
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
+    return kernels::scatter_add(args.out.shape, normalize_dim(dim_, int64_t(shape_.size()), "scatter_add"),
+                                in[0], in[1]);
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {Tensor(), gather(g, dim_, in[0])};
+  }
+
+ private:
+  Shape shape_;
+  int64_t dim_;
+};
+
+}  // namespace
+
+Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  return apply_op<Sum>({a}, dims, keepdim);
+}
+
+Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  int64_t count = 1;
+  for (int64_t d : reduce_dims(dims, a.dim(), "mean")) count *= a.shape()[d];
+  GLOBE_CHECK(count > 0, "[mean] over an empty extent of shape ", shape_str(a.shape()));
+  return mul(sum(a, dims, keepdim), 1.0 / double(count));
+}
+
+Tensor max(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  // Move reduced dims last, fold them into one, take the max there via argmax + gather (so the
+  // gradient flows to the chosen element only, as in torch's max(dim)).
+  const auto rd = reduce_dims(dims, a.dim(), "max");
+  std::vector<int64_t> order;
+  Shape folded;
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (!std::binary_search(rd.begin(), rd.end(), d)) {
+      order.push_back(d);
+      folded.push_back(a.shape()[d]);
+    }
+  int64_t r = 1;
+  for (int64_t d : rd) {
+    order.push_back(d);
+    r *= a.shape()[d];
+  }
+  GLOBE_CHECK(r > 0, "[max] over an empty extent of shape ", shape_str(a.shape()));
+  folded.push_back(r);
+  Tensor x = reshape(permute(a, order), folded);
+  Tensor picked = gather(x, -1, argmax(x, -1, true));
+  return reshape(picked, reduced_shape(a.shape(), rd, keepdim));
+}
+
+Tensor argmax(const Tensor& a, int64_t dim, bool keepdim) { return apply_op<Argmax>({a}, dim, keepdim); }
+
+Tensor sum_to(const Tensor& a, const Shape& shape) {
+  if (a.shape() == shape) return a;
+  GLOBE_CHECK(shape.size() <= a.shape().size(), "[sum_to] cannot reduce ", shape_str(a.shape()),
+              " to ", shape_str(shape));
+  const size_t lead = a.shape().size() - shape.size();
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < a.shape().size(); ++i)
+    if (i < lead || (shape[i - lead] == 1 && a.shape()[i] != 1)) dims.push_back(int64_t(i));
+  Tensor s = dims.empty() ? a : sum(a, dims, true);
+  return reshape(s, shape);
+}
+
+Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
+  return apply_op<Gather>({a, index}, dim);
+}
+
+Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
+  return apply_op<ScatterAdd>({index, src}, shape, dim);
+}
+
+}  // namespace globe

@@ -1,0 +1,165 @@
+#include "globe/optim/optimizer.h"
+
+#include <cmath>
+
+#include "globe/autograd/grad_mode.h"
+#include "globe/ops/ops.h"
+
+namespace globe::optim {
+
+namespace {
+
+// Calls fn(T* p, const T* g, int64_t n, i) over each parameter's local data with a gradient.
+template <class Fn>
+void for_each_param(const std::vector<Tensor>& params, const char* op, Fn&& fn) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    GLOBE_CHECK(g.shape() == p.shape(), "[", op, "] gradient ", describe(g), " does not match parameter ",
+                describe(p));
+    Tensor pl = p.to_local(), gl = contiguous(g.to_local());
+    GLOBE_CHECK(pl.is_contiguous(), "[", op, "] parameter ", i, " is not contiguous");
+    visit_floating(pl.dtype(), op, [&](auto tag) {
+      using T = decltype(tag);
+      fn(pl.template data<T>(), gl.template data<T>(), pl.numel(), i);
+    });
+  }
+}
+
+// A zero-filled local state tensor shaped like parameter p's local shard, keeping p's layout
+// (so state_dict() can save it like the parameter itself).
+Tensor state_like(const Tensor& p) { return zeros_like(p); }
+
+template <class T>
+T* state_data(const Tensor& s) {
+  return s.to_local().template data<T>();
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
+  for (const Tensor& p : params_)
+    GLOBE_CHECK(p.defined() && p.is_leaf(), "[optimizer] parameters must be leaf tensors");
+}
+
+void Optimizer::zero_grad() {
+  for (const Tensor& p : params_) p.set_grad(Tensor());
+}
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions o)
+    : Optimizer(std::move(params)), options_(o), momentum_(params_.size()) {
+  GLOBE_CHECK(o.lr >= 0 && o.momentum >= 0 && o.weight_decay >= 0, "[SGD] invalid options: lr=", o.lr,
+              " momentum=", o.momentum, " weight_decay=", o.weight_decay);
+  GLOBE_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), "[SGD] nesterov needs momentum > 0 ",
+              "and dampening = 0");
+}
+
+void SGD::step() {
+  NoGradGuard no_grad;
+  const SGDOptions o = options_;
+  for_each_param(params_, "SGD", [&](auto* p, const auto* g, int64_t n, size_t i) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    const T lr = T(o.lr), wd = T(o.weight_decay), mom = T(o.momentum), damp = T(1 - o.dampening);
+    if (o.momentum == 0) {
+      if (wd == 0) {
+        for (int64_t j = 0; j < n; ++j) p[j] -= lr * g[j];
+      } else {
+        for (int64_t j = 0; j < n; ++j) p[j] -= lr * (g[j] + wd * p[j]);
+      }
+      return;
+    }
+    const bool first = !momentum_[i].defined();
+    if (first) momentum_[i] = state_like(params_[i]);
+    T* buf = state_data<T>(momentum_[i]);
+    for (int64_t j = 0; j < n; ++j) {
+      const T d = g[j] + wd * p[j];
+      buf[j] = first ? d : mom * buf[j] + damp * d;
+      p[j] -= lr * (o.nesterov ? d + mom * buf[j] : buf[j]);
+    }
+  });
+}
+
+StateDict SGD::state_dict() const {
+  StateDict sd;
+  for (size_t i = 0; i < momentum_.size(); ++i)
+    if (momentum_[i].defined()) sd.set("state." + std::to_string(i) + ".momentum_buffer", momentum_[i]);
+  return sd;
+}
+
+void SGD::load_state_dict(const StateDict& state) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const std::string key = "state." + std::to_string(i) + ".momentum_buffer";
+    if (!state.contains(key)) {
+      momentum_[i] = Tensor();
+      continue;
+    }
+    momentum_[i] = state_like(params_[i]);
+    copy_(momentum_[i], state.at(key));
+  }
+}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
+    : Optimizer(std::move(params)),
+      options_(o),
+      decoupled_(decoupled),
+      exp_avg_(params_.size()),
+      exp_avg_sq_(params_.size()) {
+  GLOBE_CHECK(o.lr >= 0 && o.eps >= 0 && o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
+              "[Adam] invalid options: lr=", o.lr, " betas=(", o.beta1, ", ", o.beta2, ") eps=", o.eps);
+}
+
+void Adam::step() {
+  NoGradGuard no_grad;
+  ++step_;
+  const AdamOptions o = options_;
+  const double bc1 = 1 - std::pow(o.beta1, double(step_));
+  const double bc2_sqrt = std::sqrt(1 - std::pow(o.beta2, double(step_)));
+  for_each_param(params_, decoupled_ ? "AdamW" : "Adam", [&](auto* p, const auto* g, int64_t n, size_t i) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    if (!exp_avg_[i].defined()) {
+      exp_avg_[i] = state_like(params_[i]);
+      exp_avg_sq_[i] = state_like(params_[i]);
+    }
+    T* m = state_data<T>(exp_avg_[i]);
+    T* v = state_data<T>(exp_avg_sq_[i]);
+    const T b1 = T(o.beta1), b2 = T(o.beta2), eps = T(o.eps), wd = T(o.weight_decay);
+    const T step_size = T(o.lr / bc1), decay = T(1 - o.lr * o.weight_decay), bc2s = T(bc2_sqrt);
+    for (int64_t j = 0; j < n; ++j) {
+      T grad = g[j];
+      if (decoupled_) p[j] *= decay;
+      else grad += wd * p[j];
+      m[j] = b1 * m[j] + (1 - b1) * grad;
+      v[j] = b2 * v[j] + (1 - b2) * grad * grad;
+      p[j] -= step_size * m[j] / (std::sqrt(v[j]) / bc2s + eps);
+    }
+  });
+}
+
+StateDict Adam::state_dict() const {
+  StateDict sd;
+  sd.set("step", from_vector(std::vector<int64_t>{step_}, {}));
+  for (size_t i = 0; i < exp_avg_.size(); ++i) {
+    if (!exp_avg_[i].defined()) continue;
+    sd.set("state." + std::to_string(i) + ".exp_avg", exp_avg_[i]);
+    sd.set("state." + std::to_string(i) + ".exp_avg_sq", exp_avg_sq_[i]);
+  }
+  return sd;
+}
+
+void Adam::load_state_dict(const StateDict& state) {
+  step_ = state.at("step").item<int64_t>();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const std::string base = "state." + std::to_string(i) + ".";
+    if (!state.contains(base + "exp_avg")) {
+      exp_avg_[i] = exp_avg_sq_[i] = Tensor();
+      continue;
+    }
+    exp_avg_[i] = state_like(params_[i]);
+    exp_avg_sq_[i] = state_like(params_[i]);
+    copy_(exp_avg_[i], state.at(base + "exp_avg"));
+    copy_(exp_avg_sq_[i], state.at(base + "exp_avg_sq"));
+  }
+}
+
+}  // namespace globe::optim

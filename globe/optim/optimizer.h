@@ -1,0 +1,81 @@
+// Optimizers update parameters in place from their .grad (on each rank's local shard: a global
+// parameter's gradient already has the parameter's own layout, SPEC §6).
+#pragma once
+
+#include <vector>
+
+#include "globe/core/tensor.h"
+#include "globe/nn/state_dict.h"
+
+namespace globe::optim {
+
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<Tensor> params);
+  virtual ~Optimizer() = default;
+  virtual void step() = 0;
+  // Drops every gradient (torch's set_to_none=True).
+  void zero_grad();
+  // Per-parameter state as "state.<i>.<name>" tensors plus "step"; hyper-parameters are not saved.
+  virtual StateDict state_dict() const = 0;
+  virtual void load_state_dict(const StateDict& state) = 0;
+  const std::vector<Tensor>& params() const { return params_; }
+
+ protected:
+  std::vector<Tensor> params_;
+};
+
+struct SGDOptions {
+  double lr = 0.01;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+// torch.optim.SGD semantics (momentum buffer starts as the first gradient).
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SGDOptions options = {});
+  void step() override;
+  StateDict state_dict() const override;
+  void load_state_dict(const StateDict& state) override;
+  SGDOptions& options() { return options_; }
+
+ private:
+  SGDOptions options_;
+  std::vector<Tensor> momentum_;  // undefined until first used
+};
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+// torch.optim.Adam; with `decoupled` (AdamW) weight decay shrinks the parameter directly.
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params, AdamOptions options = {}, bool decoupled = false);
+  void step() override;
+  StateDict state_dict() const override;
+  void load_state_dict(const StateDict& state) override;
+  AdamOptions& options() { return options_; }
+
+ private:
+  AdamOptions options_;
+  bool decoupled_;
+  int64_t step_ = 0;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+};
+
+// torch.optim.AdamW (default weight_decay 0.01).
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<Tensor> params, AdamOptions options = {.weight_decay = 0.01})
+      : Adam(std::move(params), options, /*decoupled=*/true) {}
+};
+
+}  // namespace globe::optim

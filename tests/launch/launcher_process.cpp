@@ -1,0 +1,202 @@
+#include "launcher_process.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace launch_test {
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+std::string bin_dir() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) throw std::runtime_error("readlink /proc/self/exe failed");
+  std::string exe(buf, static_cast<std::size_t>(n));
+  return exe.substr(0, exe.rfind('/'));
+}
+
+LauncherProcess::LauncherProcess(const std::vector<std::string>& args,
+                                 const std::vector<std::string>& extra_env) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe failed");
+  const std::string launcher = bin_dir() + "/globe-launch";
+  std::vector<std::string> argv_s = {launcher};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  start_s_ = now_s();
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    for (const char* name : {"GLOBE_LAUNCH_NO_PREFIX", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+      ::unsetenv(name);
+    for (const auto& kv : extra_env) {
+      const auto eq = kv.find('=');
+      ::setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
+    }
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, STDIN_FILENO);
+    ::execv(argv[0], argv.data());
+    ::_exit(121);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  out_fd_ = out[0];
+  err_fd_ = err[0];
+}
+
+LauncherProcess::~LauncherProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (out_fd_ >= 0) ::close(out_fd_);
+  if (err_fd_ >= 0) ::close(err_fd_);
+}
+
+RunResult LauncherProcess::wait(double deadline_s) {
+  RunResult r;
+  const double deadline = start_s_ + deadline_s;
+  bool out_open = true, err_open = true;
+  char buf[8192];
+  // Read until both streams end: the launcher (and everything it started) has exited.
+  while (out_open || err_open) {
+    const double left = deadline - now_s();
+    if (left <= 0) {
+      r.hung = true;
+      ::kill(pid_, SIGKILL);
+      break;
+    }
+    pollfd fds[2] = {{out_open ? out_fd_ : -1, POLLIN, 0}, {err_open ? err_fd_ : -1, POLLIN, 0}};
+    const int ready = ::poll(fds, 2, static_cast<int>(left * 1000) + 1);
+    if (ready < 0 && errno == EINTR) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        (i == 0 ? out_open : err_open) = false;
+      }
+    }
+  }
+  int status = 0;
+  // The streams can end before exit (or stay open in a leaked rank); bound the wait as well.
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (now_s() > deadline) {
+      r.hung = true;
+      ::kill(pid_, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  r.seconds = now_s() - start_s_;
+  pid_ = -1;
+  r.exit_code = WIFEXITED(status) && !r.hung ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+RunResult run_launcher(const std::vector<std::string>& args,
+                       const std::vector<std::string>& extra_env, double deadline_s) {
+  LauncherProcess p(args, extra_env);
+  return p.wait(deadline_s);
+}
+
+TempDir::TempDir() {
+  std::string tmpl = "/tmp/test_launch.XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  if (DIR* d = ::opendir(path_.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+        ::unlink((path_ + "/" + e->d_name).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(path_.c_str());
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<pid_t> read_pids(const std::string& dir, int n) {
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    const std::string text = read_file(dir + "/pid." + std::to_string(r));
+    pids.push_back(text.empty() ? -1 : static_cast<pid_t>(std::atoi(text.c_str())));
+  }
+  return pids;
+}
+
+bool fixture_alive(pid_t pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  // A zombie has already stopped running (no init may reap it in a container), and a reused pid
+  // belongs to some other program: neither counts as a leftover rank.
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return false;
+  if (stat[close_paren + 2] == 'Z') return false;
+  return read_file("/proc/" + std::to_string(pid) + "/cmdline").find("launch_fixture") !=
+         std::string::npos;
+}
+
+std::vector<pid_t> still_alive_after(const std::vector<pid_t>& pids, double seconds) {
+  const double deadline = now_s() + seconds;
+  std::vector<pid_t> alive;
+  do {
+    alive.clear();
+    for (pid_t p : pids)
+      if (fixture_alive(p)) alive.push_back(p);
+    if (alive.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (now_s() < deadline);
+  return alive;
+}
+
+bool wait_for_pid_files(const std::string& dir, int n, double seconds) {
+  const double deadline = now_s() + seconds;
+  for (;;) {
+    bool all = true;
+    for (pid_t p : read_pids(dir, n)) all = all && p > 0;
+    if (all) return true;
+    if (now_s() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::thread::hardware_concurrency());
+}
+
+}  // namespace launch_test

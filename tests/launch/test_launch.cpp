@@ -1,0 +1,201 @@
+// globe-launch, the happy paths: command line, rank environment, output prefixes and logs, and
+// MPI programs finding each other. Failures, signals and timeouts: test_launch_failures.cpp.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "launcher_process.h"
+
+namespace launch_test {
+namespace {
+
+std::string fixture() { return bin_dir() + "/launch_fixture"; }
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string describe(const RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + (r.hung ? " (hung)" : "") + "\n--- stdout\n" +
+         r.out + "--- stderr\n" + r.err;
+}
+
+TEST(Launch, HelpMentionsEveryOption) {
+  const RunResult r = run_launcher({"--help"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  for (const char* word :
+       {"--nproc_per_node", "--nproc-per-node", "--np", "--hosts", "--hostfile", "--nnodes",
+        "--node_rank", "--master_addr", "--master_port", "--no-prefix", "--logdir", "--timeout",
+        "--mpirun", "--mca", "-x VAR", "-h, --help", "GLOBE_LAUNCH_NO_PREFIX", "RANK", "LOCAL_RANK",
+        "WORLD_SIZE", "LOCAL_WORLD_SIZE", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "124", "130",
+        "127", "Example"}) {
+    EXPECT_TRUE(contains(r.out, word)) << "help lacks " << word;
+  }
+  EXPECT_EQ(run_launcher({"-h"}).out, r.out);
+}
+
+TEST(Launch, UnknownOptionIsAUsageError) {
+  const RunResult r = run_launcher({"--bogus", fixture(), "env"});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "unknown option '--bogus'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "Usage:")) << r.err;
+  EXPECT_EQ(run_launcher({"--nproc_per_node", "0", fixture(), "env"}).exit_code, 2);
+  EXPECT_EQ(run_launcher({"--nproc_per_node"}).exit_code, 2);
+  EXPECT_EQ(run_launcher({}).exit_code, 2);
+}
+
+class LaunchRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(LaunchRanks, EveryRankSeesItsEnvironment) {
+  const int n = GetParam();
+  const RunResult r = run_launcher({"--nproc_per_node", std::to_string(n), fixture(), "env"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const std::string threads = std::to_string(std::max(1, usable_cores() / n));
+  std::vector<std::string> got = lines_of(r.out), want;
+  for (int i = 0; i < n; ++i) {
+    const std::string s = std::to_string(i), ns = std::to_string(n);
+    want.push_back("[rank" + s + "] env RANK=" + s + " LOCAL_RANK=" + s + " WORLD_SIZE=" + ns +
+                   " LOCAL_WORLD_SIZE=" + ns + " OMP=" + threads + " BLAS=" + threads);
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want) << describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(OneTwoFour, LaunchRanks, ::testing::Values(1, 2, 4));
+
+TEST(Launch, PresetThreadCountsAreKept) {
+  const RunResult r = run_launcher({"--nproc-per-node=2", fixture(), "env"},
+                                   {"OMP_NUM_THREADS=7", "OPENBLAS_NUM_THREADS=5"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_TRUE(contains(r.out, "[rank0] env RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 "
+                              "OMP=7 BLAS=5\n"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "[rank1] env RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 "
+                              "OMP=7 BLAS=5\n"))
+      << r.out;
+  // Only the one that is set is kept; the other still gets the default.
+  const RunResult only_omp = run_launcher({fixture(), "env"}, {"OMP_NUM_THREADS=3"});
+  EXPECT_TRUE(contains(only_omp.out, " OMP=3 BLAS=" + std::to_string(usable_cores()) + "\n"))
+      << describe(only_omp);
+}
+
+TEST(Launch, OutputLinesArePrefixedPerStream) {
+  const RunResult r = run_launcher({"--nproc_per_node", "2", fixture(), "lines"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  for (const char* rank : {"0", "1"}) {
+    const std::string p = std::string("[rank") + rank + "] ";
+    EXPECT_TRUE(contains(r.out, p + "out from " + rank + "\n")) << r.out;
+    EXPECT_TRUE(contains(r.out, p + "tail " + rank + "\n")) << r.out;  // partial line flushed
+    EXPECT_TRUE(contains(r.err, p + "err from " + rank + "\n")) << r.err;
+  }
+  EXPECT_FALSE(contains(r.out, "err from")) << r.out;
+  EXPECT_FALSE(contains(r.err, "out from")) << r.err;
+  const std::vector<std::string> out_lines = lines_of(r.out);
+  EXPECT_EQ(out_lines.size(), 4u) << r.out;
+  for (const auto& line : out_lines) EXPECT_EQ(line.rfind("[rank", 0), 0u) << line;
+}
+
+TEST(Launch, NoPrefixByFlagOrEnvironment) {
+  for (const bool by_env : {false, true}) {
+    const RunResult r =
+        by_env ? run_launcher({"--nproc_per_node", "2", fixture(), "lines"},
+                              {"GLOBE_LAUNCH_NO_PREFIX=1"})
+               : run_launcher({"--nproc_per_node", "2", "--no-prefix", fixture(), "lines"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    EXPECT_TRUE(contains(r.out, "out from 0\n")) << r.out;
+    EXPECT_TRUE(contains(r.out, "out from 1\n")) << r.out;
+    EXPECT_TRUE(contains(r.err, "err from 1\n")) << r.err;
+    EXPECT_FALSE(contains(r.out + r.err, "[rank")) << describe(r);
+  }
+}
+
+TEST(Launch, LogdirKeepsOneUnprefixedLogPerRank) {
+  TempDir tmp;
+  const std::string logdir = tmp.path() + "/logs";  // does not exist yet
+  const RunResult r =
+      run_launcher({"--nproc_per_node", "2", "--logdir", logdir, fixture(), "lines"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  for (const char* rank : {"0", "1"}) {
+    const std::string path = logdir + "/rank." + rank + ".log";
+    const std::string log = read_file(path);
+    EXPECT_TRUE(contains(log, std::string("out from ") + rank + "\n")) << path << ": " << log;
+    EXPECT_TRUE(contains(log, std::string("err from ") + rank + "\n")) << path << ": " << log;
+    EXPECT_TRUE(contains(log, std::string("tail ") + rank)) << path << ": " << log;
+    EXPECT_FALSE(contains(log, "[rank")) << path << ": " << log;
+    std::remove(path.c_str());
+  }
+  EXPECT_TRUE(contains(r.out, "[rank1] out from 1\n")) << r.out;  // the terminal still gets it
+  ::rmdir(logdir.c_str());
+}
+
+TEST(Launch, ArgumentsArePassedUnchanged) {
+  const RunResult r = run_launcher({fixture(), "args", "a b", "", "--np", "$HOME", "c'd"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.out, "[rank0] args a b||--np|$HOME|c'd\n");
+  const RunResult dashdash = run_launcher({"--no-prefix", "--", fixture(), "args", "x"});
+  EXPECT_EQ(dashdash.out, "args x\n") << describe(dashdash);
+}
+
+TEST(Launch, SingleNodeOneFlowFlagsAreAccepted) {
+  const RunResult r = run_launcher({"--nnodes", "1", "--node_rank", "0", "--master_addr",
+                                    "127.0.0.1", "--master_port", "29500", "--nproc_per_node",
+                                    "2", fixture(), "env"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_TRUE(contains(r.out, "[rank1] env RANK=1 ")) << r.out;
+}
+
+TEST(Launch, MultiNodeOneFlowFlagsAreRefusedWithAlternative) {
+  const RunResult r = run_launcher({"--nnodes", "2", "--node_rank", "0", "--master_addr",
+                                    "10.0.0.1", "--nproc_per_node", "2", fixture(), "env"});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_TRUE(contains(r.err, "--nnodes 2")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--hosts host1:N,host2:N")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--hostfile FILE")) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(Launch, HostListAndHostfileRunLocally) {
+  const RunResult hosts = run_launcher({"--hosts", "localhost:2", fixture(), "env"});
+  ASSERT_EQ(hosts.exit_code, 0) << describe(hosts);
+  EXPECT_TRUE(contains(hosts.out, "[rank1] env RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 ")) << hosts.out;
+
+  TempDir tmp;
+  const std::string hostfile = tmp.path() + "/hostfile";
+  { std::ofstream(hostfile) << "localhost slots=3\n"; }
+  const RunResult file = run_launcher({"--hostfile", hostfile, "--np", "3", fixture(), "env"});
+  ASSERT_EQ(file.exit_code, 0) << describe(file);
+  EXPECT_TRUE(contains(file.out, "[rank2] env RANK=2 LOCAL_RANK=2 WORLD_SIZE=3 ")) << file.out;
+  EXPECT_EQ(run_launcher({"--hosts", "localhost:x", fixture(), "env"}).exit_code, 2);
+}
+
+TEST(Launch, MpiProgramsFindEachOther) {
+  for (const int n : {2, 4}) {
+    const RunResult r = run_launcher(
+        {"--nproc_per_node", std::to_string(n), bin_dir() + "/launch_mpi_fixture", "sum"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const std::string ns = std::to_string(n), sum = std::to_string(n * (n - 1) / 2);
+    for (int i = 0; i < n; ++i) {
+      const std::string s = std::to_string(i);
+      EXPECT_TRUE(contains(r.out, "[rank" + s + "] mpi " + s + "/" + ns + " sum " + sum +
+                                      " env " + s + "\n"))
+          << describe(r);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace launch_test

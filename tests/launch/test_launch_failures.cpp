@@ -1,0 +1,156 @@
+// globe-launch when things go wrong: failing and crashing ranks, a missing program, the job
+// timeout, and signals to the launcher. Every case checks the exit code, the message, that it
+// took seconds (not a hang), and that no rank process is left behind.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "launcher_process.h"
+
+namespace launch_test {
+namespace {
+
+std::string fixture() { return bin_dir() + "/launch_fixture"; }
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string describe(const RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + (r.hung ? " (hung)" : "") + " after " +
+         std::to_string(r.seconds) + " s\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
+}
+
+// Names in `dir` that start with "globe-launch." (the launcher's run directories).
+std::vector<std::string> run_dirs_in(const std::string& dir) {
+  std::vector<std::string> found;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (std::strncmp(e->d_name, "globe-launch.", 13) == 0) found.emplace_back(e->d_name);
+    ::closedir(d);
+  }
+  return found;
+}
+
+// Checks that all `n` ranks had started (wrote their pid) and that none is alive any more.
+void expect_all_ranks_gone(const std::string& pid_dir, int n) {
+  const std::vector<pid_t> pids = read_pids(pid_dir, n);
+  for (int r = 0; r < n; ++r) EXPECT_GT(pids[r], 0) << "rank " << r << " never started";
+  // The launcher has exited; its ranks must be gone right away (small grace for reaping).
+  EXPECT_TRUE(still_alive_after(pids, 2.0).empty()) << "rank processes left behind";
+}
+
+// (ranks, failing rank, exit code)
+class RankExit : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
+
+TEST_P(RankExit, FailingRankStopsAllOthersAndIsNamed) {
+  const auto [n, failing, code] = GetParam();
+  TempDir pid_dir, tmpdir;
+  const RunResult r = run_launcher({"--nproc_per_node", std::to_string(n), fixture(), "fail",
+                                    pid_dir.path(), std::to_string(failing), std::to_string(code)},
+                                   {"TMPDIR=" + tmpdir.path()});
+  const std::string how = "rank " + std::to_string(failing) + " failed";
+  EXPECT_EQ(r.exit_code, code) << describe(r);
+  EXPECT_TRUE(contains(r.err, "globe-launch: " + how + " first: exit code " +
+                                  std::to_string(code) + "\n"))
+      << describe(r);
+  EXPECT_TRUE(contains(r.err, "[globe-launch] " + how + ": exit code " + std::to_string(code)))
+      << describe(r);
+  EXPECT_LT(r.seconds, 10.0) << describe(r);  // the sleepers (120 s) were stopped
+  expect_all_ranks_gone(pid_dir.path(), n);
+  EXPECT_TRUE(run_dirs_in(tmpdir.path()).empty()) << "run directory not removed";
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, RankExit,
+                         ::testing::Values(std::make_tuple(4, 2, 3), std::make_tuple(2, 0, 1),
+                                           std::make_tuple(2, 1, 42)));
+
+TEST(LaunchFailure, CrashingRankIsReportedWithItsSignal) {
+  TempDir pid_dir;
+  const RunResult r =
+      run_launcher({"--nproc_per_node", "2", fixture(), "segv", pid_dir.path(), "1"});
+  EXPECT_EQ(r.exit_code, 128 + SIGSEGV) << describe(r);
+  EXPECT_TRUE(contains(r.err, "globe-launch: rank 1 failed first: signal 11 (SIGSEGV)\n"))
+      << describe(r);
+  EXPECT_LT(r.seconds, 10.0) << describe(r);
+  expect_all_ranks_gone(pid_dir.path(), 2);
+}
+
+TEST(LaunchFailure, MpiAbortStopsTheJobWithItsCode) {
+  const RunResult r = run_launcher(
+      {"--nproc_per_node", "2", bin_dir() + "/launch_mpi_fixture", "abort", "1", "7"});
+  EXPECT_EQ(r.exit_code, 7) << describe(r);
+  EXPECT_LT(r.seconds, 10.0) << describe(r);
+}
+
+TEST(LaunchFailure, MissingOrNonExecutableProgramIsRefusedUpFront) {
+  TempDir tmp;
+  const std::string not_exec = tmp.path() + "/script.sh";
+  { std::ofstream(not_exec) << "#!/bin/sh\necho hi\n"; }
+  ::chmod(not_exec.c_str(), 0644);
+  for (const std::string& program :
+       {std::string("/nonexistent/prog"), std::string("no_such_program_globe_xyz"), not_exec,
+        tmp.path()}) {
+    const RunResult r = run_launcher({"--nproc_per_node", "2", program, "arg"});
+    EXPECT_EQ(r.exit_code, 127) << program << ": " << describe(r);
+    EXPECT_TRUE(contains(r.err, "globe-launch: cannot run '" + program +
+                                    "': no such file (or not executable)"))
+        << describe(r);
+    EXPECT_LT(r.seconds, 5.0) << describe(r);
+  }
+  const RunResult bad_mpirun = run_launcher({"--mpirun", "/nonexistent/mpirun", fixture(), "env"});
+  EXPECT_EQ(bad_mpirun.exit_code, 127) << describe(bad_mpirun);
+  EXPECT_TRUE(contains(bad_mpirun.err, "cannot run mpirun")) << describe(bad_mpirun);
+}
+
+TEST(LaunchFailure, TimeoutStopsEveryRankWith124) {
+  TempDir pid_dir;
+  const RunResult r = run_launcher(
+      {"--timeout", "2", "--nproc_per_node", "2", fixture(), "sleep", pid_dir.path(), "60"});
+  EXPECT_EQ(r.exit_code, 124) << describe(r);
+  EXPECT_TRUE(contains(r.err, "timed out after 2 s")) << describe(r);
+  EXPECT_GE(r.seconds, 1.9) << describe(r);
+  EXPECT_LT(r.seconds, 10.0) << describe(r);
+  expect_all_ranks_gone(pid_dir.path(), 2);
+}
+
+TEST(LaunchFailure, JobWithinTimeoutSucceeds) {
+  TempDir pid_dir;
+  const RunResult r = run_launcher(
+      {"--timeout", "30", "--nproc_per_node", "2", fixture(), "sleep", pid_dir.path(), "0.2"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_LT(r.seconds, 10.0) << describe(r);
+}
+
+// (signal, expected exit code, name in the message)
+class LauncherSignal : public ::testing::TestWithParam<std::tuple<int, int, const char*>> {};
+
+TEST_P(LauncherSignal, IsForwardedAndStopsEveryRank) {
+  const auto [sig, code, name] = GetParam();
+  TempDir pid_dir, tmpdir;
+  LauncherProcess p({"--nproc_per_node", "2", fixture(), "sleep", pid_dir.path(), "60"},
+                    {"TMPDIR=" + tmpdir.path()});
+  ASSERT_TRUE(wait_for_pid_files(pid_dir.path(), 2, 30)) << "ranks did not start";
+  const double sent = now_s();
+  ASSERT_EQ(::kill(p.pid(), sig), 0);
+  const RunResult r = p.wait(60);
+  EXPECT_EQ(r.exit_code, code) << describe(r);
+  EXPECT_LT(now_s() - sent, 10.0) << describe(r);
+  EXPECT_TRUE(contains(r.err, std::string("got ") + name)) << describe(r);
+  expect_all_ranks_gone(pid_dir.path(), 2);
+  EXPECT_TRUE(run_dirs_in(tmpdir.path()).empty()) << "run directory not removed";
+}
+
+INSTANTIATE_TEST_SUITE_P(IntAndTerm, LauncherSignal,
+                         ::testing::Values(std::make_tuple(SIGINT, 130, "SIGINT"),
+                                           std::make_tuple(SIGTERM, 143, "SIGTERM")));
+
+}  // namespace
+}  // namespace launch_test

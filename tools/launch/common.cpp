@@ -1,0 +1,137 @@
+#include "common.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace globe_launch {
+
+bool write_all(int fd, const char* data, std::size_t len) {
+  while (len > 0) {
+    const ssize_t n = ::write(fd, data, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    len -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::string describe_signal(int sig) {
+  std::string text = "signal " + std::to_string(sig);
+  if (const char* abbrev = sigabbrev_np(sig)) text += std::string(" (SIG") + abbrev + ")";
+  return text;
+}
+
+std::string FailureRecord::describe() const {
+  return signal != 0 ? describe_signal(signal) : "exit code " + std::to_string(exit_code);
+}
+
+int FailureRecord::launcher_exit_code() const {
+  if (signal != 0) return 128 + signal;
+  return exit_code != 0 ? exit_code : 1;
+}
+
+bool record_failure(const std::string& run_dir, const FailureRecord& rec) {
+  const std::string r = std::to_string(rec.rank);
+  const std::string tmp = run_dir + "/.tmp." + r + "." + std::to_string(::getpid());
+  std::ostringstream body;
+  body << "rank " << rec.rank << "\nexit_code " << rec.exit_code << "\nsignal " << rec.signal
+       << "\n";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;  // e.g. a remote node without the run directory: nothing to record
+  const bool ok = write_all(fd, body.str());
+  ::close(fd);
+  bool first = false;
+  if (ok) {
+    // link() fails with EEXIST when another rank was first: an atomic "create if absent".
+    first = ::link(tmp.c_str(), (run_dir + "/first_failure").c_str()) == 0;
+    ::rename(tmp.c_str(), (run_dir + "/failure." + r).c_str());
+  } else {
+    ::unlink(tmp.c_str());
+  }
+  return first;
+}
+
+std::optional<FailureRecord> read_first_failure(const std::string& run_dir) {
+  FILE* f = std::fopen((run_dir + "/first_failure").c_str(), "r");
+  if (f == nullptr) return std::nullopt;
+  FailureRecord rec;
+  const int n = std::fscanf(f, "rank %d exit_code %d signal %d", &rec.rank, &rec.exit_code,
+                            &rec.signal);
+  std::fclose(f);
+  if (n != 3) return std::nullopt;
+  return rec;
+}
+
+namespace {
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         ::access(path.c_str(), X_OK) == 0;
+}
+}  // namespace
+
+std::optional<std::string> find_executable(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos) {
+    if (is_executable_file(name)) return name;
+    return std::nullopt;
+  }
+  const char* path_env = std::getenv("PATH");
+  // execvp's default search path when PATH is unset.
+  std::string path = path_env != nullptr ? path_env : "/bin:/usr/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";  // an empty PATH entry means the current directory
+    const std::string candidate = dir + "/" + name;
+    if (is_executable_file(candidate)) return candidate;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::string self_exe_path() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "globe-launch";
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+bool make_dirs(const std::string& path) {
+  std::string prefix;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    prefix = path.substr(0, pos);
+    if (!prefix.empty()) ::mkdir(prefix.c_str(), 0755);  // EEXIST is fine; checked below
+  }
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void remove_flat_dir(const std::string& path) {
+  if (DIR* d = ::opendir(path.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+        ::unlink((path + "/" + e->d_name).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(path.c_str());
+}
+
+}  // namespace globe_launch

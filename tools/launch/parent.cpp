@@ -1,0 +1,227 @@
+#include "parent.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common.h"
+
+extern char** environ;
+
+namespace globe_launch {
+namespace {
+
+// Signals the launcher handles synchronously (sigtimedwait) while mpirun runs.
+constexpr int kHandled[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
+// After asking mpirun to stop, give it this long before SIGKILL. Killing mpirun is safe: every
+// per-rank process dies with it (PR_SET_PDEATHSIG), and every program with its per-rank process.
+constexpr double kStopGraceS = 5.0;
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+std::string absolute_path(const std::string& p) {
+  if (!p.empty() && p[0] == '/') return p;
+  char buf[4096];
+  if (::getcwd(buf, sizeof(buf)) == nullptr) return p;
+  return std::string(buf) + "/" + p;
+}
+
+void say(const std::string& msg) { write_all(STDERR_FILENO, "globe-launch: " + msg + "\n"); }
+
+std::vector<std::string> mpirun_argv(const LaunchOptions& o, const std::string& run_dir,
+                                     const std::string& logdir) {
+  std::vector<std::string> v = {o.mpirun, "--oversubscribe", "--bind-to", "none"};
+  if (!o.hosts.empty()) {
+    v.insert(v.end(), {"--host", o.hosts, "-np", std::to_string(*o.np)});
+  } else if (!o.hostfile.empty()) {
+    v.insert(v.end(), {"--hostfile", o.hostfile});
+    if (o.np) v.insert(v.end(), {"-np", std::to_string(*o.np)});
+    if (o.nproc_per_node_given) v.insert(v.end(), {"--npernode", std::to_string(o.nproc_per_node)});
+  } else {
+    v.insert(v.end(), {"-np", std::to_string(o.nproc_per_node)});
+  }
+  // Without this mpirun waits ~1 s between SIGTERM and SIGKILL when it stops the other ranks.
+  v.insert(v.end(), {"--mca", "odls_base_sigkill_timeout", "0"});
+  const bool user_pml = std::getenv("OMPI_MCA_pml") != nullptr ||
+                        std::any_of(o.mca.begin(), o.mca.end(),
+                                    [](const auto& kv) { return kv.first == "pml"; });
+  // ob1 halves start-up by skipping UCX probing (PLATFORM-NOTES); the user may choose otherwise.
+  if (!user_pml) v.insert(v.end(), {"--mca", "pml", "ob1"});
+  for (const auto& [key, value] : o.mca) v.insert(v.end(), {"--mca", key, value});
+  // mpirun copies the whole environment to local ranks, but remote ranks only get what -x names.
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const std::string name = kv.substr(0, kv.find('='));
+    if (name == "PATH" || name == "LD_LIBRARY_PATH" || name == "OMP_NUM_THREADS" ||
+        name == "OPENBLAS_NUM_THREADS" || name.rfind("GLOBE_", 0) == 0) {
+      v.insert(v.end(), {"-x", name});
+    }
+  }
+  for (const auto& var : o.export_env) v.insert(v.end(), {"-x", var});
+
+  v.insert(v.end(), {self_exe_path(), kRankChildFlag, "--run-dir", run_dir});
+  if (o.no_prefix) v.emplace_back("--no-prefix");
+  if (!logdir.empty()) v.insert(v.end(), {"--logdir", logdir});
+  v.emplace_back("--");
+  v.insert(v.end(), o.program.begin(), o.program.end());
+  return v;
+}
+
+std::string format_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", s);
+  return buf;
+}
+
+}  // namespace
+
+int run_parent(const LaunchOptions& o) {
+  if (!find_executable(o.program[0])) {
+    say("cannot run '" + o.program[0] + "': no such file (or not executable)");
+    return 127;
+  }
+  if (!find_executable(o.mpirun)) {
+    say("cannot run mpirun '" + o.mpirun +
+        "': no such file (or not executable); install openmpi-bin or pass --mpirun PATH");
+    return 127;
+  }
+  std::string logdir;
+  if (!o.logdir.empty()) {
+    logdir = absolute_path(o.logdir);  // ranks may start in another directory on other hosts
+    if (!make_dirs(logdir)) {
+      say("cannot create log directory '" + logdir + "': " + std::strerror(errno));
+      return 1;
+    }
+  }
+
+  // Block the handled signals first, so a Ctrl-C from here on is always handled by the loop
+  // below (and the run directory always removed).
+  sigset_t handled, old_mask;
+  sigemptyset(&handled);
+  for (int sig : kHandled) sigaddset(&handled, sig);
+  ::sigprocmask(SIG_BLOCK, &handled, &old_mask);
+
+  // The run directory is where ranks record failures (see record_failure()).
+  const char* tmp = std::getenv("TMPDIR");
+  std::string run_dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                        "/globe-launch.XXXXXX";
+  if (::mkdtemp(run_dir.data()) == nullptr) {
+    say("cannot create a run directory in " + run_dir + ": " + std::strerror(errno));
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    return 1;
+  }
+
+  const std::vector<std::string> args = mpirun_argv(o, run_dir, logdir);
+  std::vector<char*> argv;
+  for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
+  argv.push_back(nullptr);
+  // Containers and CI run as root; mpirun refuses root without these.
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+
+  const pid_t self = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    say(std::string("fork: ") + std::strerror(errno));
+    remove_flat_dir(run_dir);
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    return 1;
+  }
+  if (pid == 0) {
+    // If the launcher is SIGKILLed, mpirun gets SIGTERM and stops the job.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != self) ::_exit(1);
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    ::execvp(argv[0], argv.data());
+    write_all(STDERR_FILENO, std::string("globe-launch: cannot run mpirun: ") +
+                                 std::strerror(errno) + "\n");
+    ::_exit(127);
+  }
+
+  const double timeout_at = o.timeout_s > 0 ? now_s() + o.timeout_s : kNever;
+  double kill_at = kNever;
+  int stop_signal = 0;
+  bool timed_out = false;
+  int status = 0;
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid || (w < 0 && errno == ECHILD)) break;
+    const double t = now_s();
+    if (!timed_out && stop_signal == 0 && t >= timeout_at) {
+      timed_out = true;
+      ::kill(pid, SIGTERM);  // mpirun stops every rank and exits
+      kill_at = t + kStopGraceS;
+    }
+    if (t >= kill_at) {
+      ::kill(pid, SIGKILL);
+      kill_at = kNever;
+    }
+    double wake = kill_at;
+    if (!timed_out && stop_signal == 0) wake = std::min(wake, timeout_at);
+    siginfo_t info{};
+    int sig;
+    if (wake == kNever) {
+      sig = ::sigwaitinfo(&handled, &info);
+    } else {
+      const double left = std::max(0.0, wake - t) + 0.001;
+      timespec ts{static_cast<time_t>(left),
+                  static_cast<long>((left - std::floor(left)) * 1e9)};
+      sig = ::sigtimedwait(&handled, &info, &ts);
+    }
+    if (sig <= 0 || sig == SIGCHLD) continue;  // timeout, EINTR, or mpirun changed state
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      if (stop_signal == 0) stop_signal = sig;
+      kill_at = std::min(kill_at, now_s() + kStopGraceS);
+      // A Ctrl-C typed at the terminal (si_code SI_KERNEL) reached mpirun directly, being in our
+      // process group; sending it again would count as mpirun's second Ctrl-C, on which it quits
+      // at once instead of stopping its ranks in order.
+      if (info.si_code != SI_KERNEL) ::kill(pid, sig == SIGHUP ? SIGTERM : sig);
+    } else {
+      ::kill(pid, sig);  // SIGUSR1/2: mpirun passes them on to every rank
+    }
+  }
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+
+  const auto failure = read_first_failure(run_dir);
+  remove_flat_dir(run_dir);
+  if (stop_signal != 0) {
+    say(std::string("got SIG") + sigabbrev_np(stop_signal) + "; stopped all ranks");
+    return 128 + stop_signal;
+  }
+  if (timed_out) {
+    say("job timed out after " + format_seconds(o.timeout_s) + " s (--timeout); stopped all ranks");
+    return 124;
+  }
+  if (failure) {
+    say("rank " + std::to_string(failure->rank) + " failed first: " + failure->describe());
+    return failure->launcher_exit_code();
+  }
+  if (WIFSIGNALED(status)) {
+    say("mpirun died by " + describe_signal(WTERMSIG(status)));
+    return 128 + WTERMSIG(status);
+  }
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (rc != 0) {
+    say("mpirun exited with code " + std::to_string(rc) +
+        " and no rank recorded a failure (see mpirun's messages above)");
+  }
+  return rc;
+}
+
+}  // namespace globe_launch
