@@ -15,3 +15,8 @@
 #include "globe/nn/module.h"
 #include "globe/ops/ops.h"
 #include "globe/optim/optimizer.h"
+#include "globe/dist/runtime.h"
+#include "globe/global/boxing.h"
+#include "globe/global/global_tensor.h"
+#include "globe/global/placement.h"
+#include "globe/global/sbp.h"

@@ -12,7 +12,5 @@ namespace globe::detail {
 // (collective), and a text describing its layout ("placement=..., sbp=(S(0),)").
 extern Tensor (*g_global_to_full_local)(const Tensor&);
 extern std::string (*g_describe_layout)(const Tensor&);
-// Installed by the global layer: this rank's shard of a global tensor, autograd-connected.
-extern Tensor (*g_to_local)(const Tensor&);
 
 }  // namespace globe::detail

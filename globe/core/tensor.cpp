@@ -14,7 +14,6 @@ namespace globe {
 namespace detail {
 Tensor (*g_global_to_full_local)(const Tensor&) = nullptr;
 std::string (*g_describe_layout)(const Tensor&) = nullptr;
-Tensor (*g_to_local)(const Tensor&) = nullptr;
 }  // namespace detail
 
 Storage::Storage(size_t n) : nbytes(n) {
@@ -151,11 +150,6 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::to_local() const {
-  if (!is_global()) return *this;
-  return detail::g_to_local(*this);
-}
-
 std::string describe(const Tensor& t) {
   if (!t.defined()) return "undefined";
   std::string s = std::string(dtype_name(t.dtype())) + shape_str(t.shape());
@@ -165,10 +159,15 @@ std::string describe(const Tensor& t) {
 
 namespace {
 
+void print_value(std::ostream& os, double x, bool integral) {
+  if (integral) os << static_cast<int64_t>(x);
+  else os << std::setprecision(5) << x;
+}
+
 void print_values(std::ostream& os, const std::vector<double>& v, const Shape& shape, size_t dim,
                   int64_t& pos, bool integral, int indent) {
   if (shape.empty()) {
-    os << v[0];
+    print_value(os, v[0], integral);
     return;
   }
   os << "[";
@@ -184,9 +183,7 @@ void print_values(std::ostream& os, const std::vector<double>& v, const Shape& s
       continue;
     }
     if (dim + 1 == shape.size()) {
-      double x = v[pos++];
-      if (integral) os << static_cast<int64_t>(x);
-      else os << std::setprecision(5) << x;
+      print_value(os, v[pos++], integral);
     } else {
       print_values(os, v, shape, dim + 1, pos, integral, indent + 1);
     }

@@ -16,7 +16,9 @@
 namespace globe {
 
 class Node;         // autograd graph node (globe/autograd/node.h)
-struct GlobalMeta;  // placement + sbp + local shard (globe/global/global_meta.h)
+struct GlobalMeta;  // placement + sbp + local shard (globe/global/global_tensor.h)
+class Placement;    // globe/global/placement.h
+class NdSbp;        // globe/global/sbp.h
 
 // A 64-byte aligned, zero-initialised buffer.
 struct Storage {
@@ -89,8 +91,16 @@ class Tensor {
   // Same values, cut from the graph.
   Tensor detach() const;
 
-  // Global tensors (globe/global/): this rank's shard, differentiable.
+  // Global tensors (globe/global/global_tensor.cpp).
+  // This rank's shard (a local tensor; empty when this rank is outside the placement);
+  // differentiable. On a local tensor: the tensor itself.
   Tensor to_local() const;
+  const Placement& placement() const;
+  const NdSbp& sbp() const;
+  // Local -> global (SPEC §3) or global -> global boxing (SPEC §4); differentiable.
+  Tensor to_global(const Placement& placement, const NdSbp& sbp) const;
+  Tensor to_global(const Placement& placement) const;  // keeps the SBP
+  Tensor to_global(const NdSbp& sbp) const;            // keeps the placement
 
   TensorImpl& impl() const;
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

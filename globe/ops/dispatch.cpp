@@ -13,6 +13,10 @@ std::vector<Tensor> Op::vjp(const std::vector<Tensor>&, const Tensor&, const Ten
   GLOBE_FAIL("[", name(), "] has no gradient (double backward is not supported)");
 }
 
+std::vector<SbpSignature> Op::sbp_signatures(const std::vector<TensorMeta>&, const SbpContext&) const {
+  return {};
+}
+
 namespace {
 
 class OpNode final : public Node {
@@ -67,7 +71,9 @@ Tensor dispatch(const OpPtr& op, const std::vector<Tensor>& inputs) {
     return detail::g_dispatch_global(op, inputs);
   }
   TensorMeta meta = op->infer(detail::metas_of(inputs));
-  Tensor out = op->compute(inputs, ComputeArgs{meta});
+  ComputeArgs args;
+  args.out = meta;
+  Tensor out = op->compute(inputs, args);
   detail::record_node(op, inputs, out);
   return out;
 }

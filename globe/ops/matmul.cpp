@@ -49,7 +49,9 @@ class Matmul final : public Op {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  // 1-D operands follow numpy: a vector is a row (left) or a column (right), removed afterwards.
+  // 1-D operands follow numpy: a vector is a row (left) or a column (right), removed afterwards;
+  // two vectors give their dot product as a 0-d tensor.
+  if (a.dim() == 1 && b.dim() == 1) return reshape(matmul(unsqueeze(a, 0), unsqueeze(b, 1)), {});
   if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
   if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
   return apply_op<Matmul>({a, b});

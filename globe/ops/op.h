@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "globe/core/tensor.h"
+#include "globe/global/sbp.h"
 
 namespace globe {
 
@@ -22,6 +23,24 @@ struct TensorMeta {
 
 struct ComputeArgs {
   TensorMeta out;  // metadata of the (local) output this compute must produce
+  // For a global op: each input's logical shape and the start of this rank's block in it (ops
+  // such as a vocab-split embedding need to know which rows they hold). Empty for local ops.
+  std::vector<Shape> in_global_shapes;
+  std::vector<Shape> in_block_starts;
+};
+
+// One valid layout combination of an op on one mesh axis: inputs laid out as `inputs` give the
+// output laid out as `output` by running the local kernel on each rank's shards (SPEC §5).
+struct SbpSignature {
+  std::vector<Sbp> inputs;
+  Sbp output;
+};
+
+// What a signature rule may know about the mesh: the ranks along the axis being decided and in
+// the whole placement (for rules that need even divisibility, such as reshape).
+struct SbpContext {
+  int64_t axis_size;
+  int64_t placement_size;
 };
 
 class Op {
@@ -36,6 +55,11 @@ class Op {
   // `grad` has the output's shape. Entries for inputs that need no grad may stay undefined.
   virtual std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const Tensor& output,
                                   const Tensor& grad, const std::vector<bool>& needs) const;
+  // Valid layouts per mesh axis, in order of preference (ties in cost go to the earlier one).
+  // All-broadcast is always valid and need not be listed. The default lists nothing more: such an
+  // op runs global by gathering its inputs.
+  virtual std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& inputs,
+                                                   const SbpContext& ctx) const;
   // Whether the op has a gradient at all (argmax, comparisons and backward kernels do not).
   virtual bool differentiable() const { return true; }
 };
@@ -53,6 +77,9 @@ Tensor apply_op(const std::vector<Tensor>& inputs, Args&&... args) {
 namespace detail {
 // Installed by the global layer: runs an op whose inputs include a global tensor.
 extern Tensor (*g_dispatch_global)(const OpPtr& op, const std::vector<Tensor>& inputs);
+// Installed by the global layer: copy_ when either side is global, and *_like of a global tensor.
+extern void (*g_copy_global)(const Tensor& dst, const Tensor& src);
+extern Tensor (*g_full_like_global)(const Tensor& t, double value);
 // Records the autograd node for `out` (shared by local and global dispatch).
 void record_node(const OpPtr& op, const std::vector<Tensor>& inputs, Tensor& out);
 // Metadata of each input.

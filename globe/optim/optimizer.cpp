@@ -105,8 +105,10 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
       decoupled_(decoupled),
       exp_avg_(params_.size()),
       exp_avg_sq_(params_.size()) {
-  GLOBE_CHECK(o.lr >= 0 && o.eps >= 0 && o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
-              "[Adam] invalid options: lr=", o.lr, " betas=(", o.beta1, ", ", o.beta2, ") eps=", o.eps);
+  GLOBE_CHECK(o.lr >= 0 && o.eps >= 0 && o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 &&
+                  o.weight_decay >= 0,
+              "[Adam] invalid options: lr=", o.lr, " betas=(", o.beta1, ", ", o.beta2, ") eps=", o.eps,
+              " weight_decay=", o.weight_decay);
 }
 
 void Adam::step() {
@@ -123,14 +125,16 @@ void Adam::step() {
     }
     T* m = state_data<T>(exp_avg_[i]);
     T* v = state_data<T>(exp_avg_sq_[i]);
+    // 1 - beta in double, as torch does: 1 - float(0.999) would be off by 1.3e-5 relative.
     const T b1 = T(o.beta1), b2 = T(o.beta2), eps = T(o.eps), wd = T(o.weight_decay);
+    const T one_minus_b1 = T(1 - o.beta1), one_minus_b2 = T(1 - o.beta2);
     const T step_size = T(o.lr / bc1), decay = T(1 - o.lr * o.weight_decay), bc2s = T(bc2_sqrt);
     for (int64_t j = 0; j < n; ++j) {
       T grad = g[j];
       if (decoupled_) p[j] *= decay;
       else grad += wd * p[j];
-      m[j] = b1 * m[j] + (1 - b1) * grad;
-      v[j] = b2 * v[j] + (1 - b2) * grad * grad;
+      m[j] = b1 * m[j] + one_minus_b1 * grad;
+      v[j] = b2 * v[j] + one_minus_b2 * grad * grad;
       p[j] -= step_size * m[j] / (std::sqrt(v[j]) / bc2s + eps);
     }
   });

@@ -8,6 +8,8 @@
 //                             so, then exits with CODE; the others sleep
 //   segv DIR RANK             like fail, but rank RANK dies by SIGSEGV
 //   sleep DIR SECONDS         write DIR/pid.<RANK>, then sleep
+//   orphan DIR                fork a child that writes DIR/pid.<RANK> and sleeps (keeping
+//                             stdout open), wait for that file, then exit 0
 #include <dirent.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -28,7 +30,9 @@ std::string env_or(const char* name, const char* fallback) {
   return v != nullptr ? v : fallback;
 }
 
-int my_rank() { return std::atoi(env_or("RANK", "-1").c_str()); }
+int my_rank() {
+  return std::atoi(env_or("RANK", "-1").c_str());
+}
 
 // One write() per message, so a message is never split between ranks' output.
 void put(int fd, const std::string& s) {
@@ -53,7 +57,9 @@ int count_pid_files(const std::string& dir) {
   return n;
 }
 
-void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+void sleep_s(double s) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
 
 // Waits (at most 30 s) until every rank has written its pid file, so the test can later check
 // that the launcher stopped all of them.
@@ -75,9 +81,8 @@ int main(int argc, char** argv) {
   const std::string r = std::to_string(my_rank());
   if (mode == "env") {
     put(1, "env RANK=" + env_or("RANK", "unset") + " LOCAL_RANK=" + env_or("LOCAL_RANK", "unset") +
-               " WORLD_SIZE=" + env_or("WORLD_SIZE", "unset") +
-               " LOCAL_WORLD_SIZE=" + env_or("LOCAL_WORLD_SIZE", "unset") +
-               " OMP=" + env_or("OMP_NUM_THREADS", "unset") +
+               " WORLD_SIZE=" + env_or("WORLD_SIZE", "unset") + " LOCAL_WORLD_SIZE=" +
+               env_or("LOCAL_WORLD_SIZE", "unset") + " OMP=" + env_or("OMP_NUM_THREADS", "unset") +
                " BLAS=" + env_or("OPENBLAS_NUM_THREADS", "unset") + "\n");
     return 0;
   }
@@ -107,6 +112,17 @@ int main(int argc, char** argv) {
     std::signal(SIGSEGV, SIG_DFL);
     std::raise(SIGSEGV);
     return 101;  // not reached
+  }
+  if (mode == "orphan" && argc == 3) {
+    const std::string dir = argv[2];
+    if (::fork() == 0) {
+      write_pid(dir);
+      sleep_s(120);
+      return 0;
+    }
+    for (int i = 0; i < 3000 && count_pid_files(dir) < 1; ++i) sleep_s(0.01);
+    put(1, "left a child behind\n");
+    return 0;
   }
   if (mode == "sleep" && argc == 4) {
     write_pid(argv[2]);

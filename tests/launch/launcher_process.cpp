@@ -11,8 +11,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -117,6 +119,68 @@ RunResult LauncherProcess::wait(double deadline_s) {
   return r;
 }
 
+RunResult run_on_tty_and_press_ctrl_c(const std::vector<std::string>& args,
+                                      const std::function<bool()>& ready, double deadline_s) {
+  RunResult r;
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  char name[128];
+  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0 ||
+      ::ptsname_r(master, name, sizeof(name)) != 0) {
+    throw std::runtime_error("cannot open a pseudo-terminal");
+  }
+  const std::string launcher = bin_dir() + "/globe-launch";
+  std::vector<std::string> argv_s = {launcher};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const double start = now_s();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::setsid();  // new session; opening the terminal makes it our controlling terminal
+    const int slave = ::open(name, O_RDWR);
+    for (int fd = 0; fd < 3; ++fd) ::dup2(slave, fd);
+    for (const char* v : {"GLOBE_LAUNCH_NO_PREFIX", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+      ::unsetenv(v);
+    ::execv(argv[0], argv.data());
+    ::_exit(121);
+  }
+  ::fcntl(master, F_SETFL, O_NONBLOCK);
+  bool pressed = false;
+  char buf[4096];
+  int status = 0;
+  for (;;) {
+    ssize_t n;
+    while ((n = ::read(master, buf, sizeof(buf))) > 0) r.out.append(buf, static_cast<size_t>(n));
+    if (::waitpid(pid, &status, WNOHANG) == pid) break;
+    if (now_s() - start > deadline_s) {
+      r.hung = true;
+      ::kill(pid, SIGKILL);
+    } else if (!pressed && ready()) {
+      const char ctrl_c = 3;  // VINTR: the terminal sends SIGINT to its foreground process group
+      pressed = ::write(master, &ctrl_c, 1) == 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  r.seconds = now_s() - start;
+  r.exit_code = WIFEXITED(status) && !r.hung ? WEXITSTATUS(status) : -1;
+  // What the launcher wrote just before exiting may still be on its way through the terminal;
+  // read until the terminal reports that no writer is left (EIO), for at most a second.
+  for (const double until = now_s() + 1; now_s() < until;) {
+    const ssize_t n = ::read(master, buf, sizeof(buf));
+    if (n > 0) {
+      r.out.append(buf, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EAGAIN) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    } else {
+      break;
+    }
+  }
+  ::close(master);
+  return r;
+}
+
 RunResult run_launcher(const std::vector<std::string>& args,
                        const std::vector<std::string>& extra_env, double deadline_s) {
   LauncherProcess p(args, extra_env);
@@ -130,14 +194,8 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
-  if (DIR* d = ::opendir(path_.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
-        ::unlink((path_ + "/" + e->d_name).c_str());
-    }
-    ::closedir(d);
-  }
-  ::rmdir(path_.c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
 }
 
 std::string read_file(const std::string& path) {
@@ -166,6 +224,16 @@ bool fixture_alive(pid_t pid) {
   if (stat[close_paren + 2] == 'Z') return false;
   return read_file("/proc/" + std::to_string(pid) + "/cmdline").find("launch_fixture") !=
          std::string::npos;
+}
+
+pid_t parent_of(pid_t pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto close_paren = stat.rfind(')');  // the command name may contain spaces
+  if (close_paren == std::string::npos) return -1;
+  char state = 0;
+  int ppid = -1;
+  if (std::sscanf(stat.c_str() + close_paren + 1, " %c %d", &state, &ppid) != 2) return -1;
+  return ppid;
 }
 
 std::vector<pid_t> still_alive_after(const std::vector<pid_t>& pids, double seconds) {

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,11 +45,17 @@ class LauncherProcess {
   double start_s_ = 0;
 };
 
+// Runs globe-launch ARGS as the foreground job of a new terminal session (a pseudo-terminal),
+// waits until `ready()` is true, then types Ctrl-C on that terminal, as a user would, and
+// collects the terminal's output (stdout and stderr together) into `out`.
+RunResult run_on_tty_and_press_ctrl_c(const std::vector<std::string>& args,
+                                      const std::function<bool()>& ready, double deadline_s = 60);
+
 // Starts, waits, returns.
 RunResult run_launcher(const std::vector<std::string>& args,
                        const std::vector<std::string>& extra_env = {}, double deadline_s = 60);
 
-// A fresh directory under /tmp, removed (with its plain files) by the destructor.
+// A fresh directory under /tmp, removed with everything in it by the destructor.
 class TempDir {
  public:
   TempDir();
@@ -66,6 +73,9 @@ std::vector<pid_t> read_pids(const std::string& dir, int n);
 
 // True while `pid` is a live (not zombie) launch_fixture process.
 bool fixture_alive(pid_t pid);
+
+// The parent pid of `pid` (from /proc), or -1.
+pid_t parent_of(pid_t pid);
 
 // Waits up to `seconds` for every pid to be gone; returns those still alive.
 std::vector<pid_t> still_alive_after(const std::vector<pid_t>& pids, double seconds);

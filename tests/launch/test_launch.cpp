@@ -1,7 +1,6 @@
 // globe-launch, the happy paths: command line, rank environment, output prefixes and logs, and
 // MPI programs finding each other. Failures, signals and timeouts: test_launch_failures.cpp.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,7 +15,9 @@
 namespace launch_test {
 namespace {
 
-std::string fixture() { return bin_dir() + "/launch_fixture"; }
+std::string fixture() {
+  return bin_dir() + "/launch_fixture";
+}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -37,12 +38,33 @@ std::string describe(const RunResult& r) {
 TEST(Launch, HelpMentionsEveryOption) {
   const RunResult r = run_launcher({"--help"});
   ASSERT_EQ(r.exit_code, 0) << describe(r);
-  for (const char* word :
-       {"--nproc_per_node", "--nproc-per-node", "--np", "--hosts", "--hostfile", "--nnodes",
-        "--node_rank", "--master_addr", "--master_port", "--no-prefix", "--logdir", "--timeout",
-        "--mpirun", "--mca", "-x VAR", "-h, --help", "GLOBE_LAUNCH_NO_PREFIX", "RANK", "LOCAL_RANK",
-        "WORLD_SIZE", "LOCAL_WORLD_SIZE", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "124", "130",
-        "127", "Example"}) {
+  for (const char* word : {"--nproc_per_node",
+                           "--nproc-per-node",
+                           "--np",
+                           "--hosts",
+                           "--hostfile",
+                           "--nnodes",
+                           "--node_rank",
+                           "--master_addr",
+                           "--master_port",
+                           "--no-prefix",
+                           "--logdir",
+                           "--timeout",
+                           "--mpirun",
+                           "--mca",
+                           "-x VAR",
+                           "-h, --help",
+                           "GLOBE_LAUNCH_NO_PREFIX",
+                           "RANK",
+                           "LOCAL_RANK",
+                           "WORLD_SIZE",
+                           "LOCAL_WORLD_SIZE",
+                           "OMP_NUM_THREADS",
+                           "OPENBLAS_NUM_THREADS",
+                           "124",
+                           "130",
+                           "127",
+                           "Example"}) {
     EXPECT_TRUE(contains(r.out, word)) << "help lacks " << word;
   }
   EXPECT_EQ(run_launcher({"-h"}).out, r.out);
@@ -81,11 +103,13 @@ TEST(Launch, PresetThreadCountsAreKept) {
   const RunResult r = run_launcher({"--nproc-per-node=2", fixture(), "env"},
                                    {"OMP_NUM_THREADS=7", "OPENBLAS_NUM_THREADS=5"});
   ASSERT_EQ(r.exit_code, 0) << describe(r);
-  EXPECT_TRUE(contains(r.out, "[rank0] env RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 "
-                              "OMP=7 BLAS=5\n"))
+  EXPECT_TRUE(contains(r.out,
+                       "[rank0] env RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 "
+                       "OMP=7 BLAS=5\n"))
       << r.out;
-  EXPECT_TRUE(contains(r.out, "[rank1] env RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 "
-                              "OMP=7 BLAS=5\n"))
+  EXPECT_TRUE(contains(r.out,
+                       "[rank1] env RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 "
+                       "OMP=7 BLAS=5\n"))
       << r.out;
   // Only the one that is set is kept; the other still gets the default.
   const RunResult only_omp = run_launcher({fixture(), "env"}, {"OMP_NUM_THREADS=3"});
@@ -151,9 +175,9 @@ TEST(Launch, ArgumentsArePassedUnchanged) {
 }
 
 TEST(Launch, SingleNodeOneFlowFlagsAreAccepted) {
-  const RunResult r = run_launcher({"--nnodes", "1", "--node_rank", "0", "--master_addr",
-                                    "127.0.0.1", "--master_port", "29500", "--nproc_per_node",
-                                    "2", fixture(), "env"});
+  const RunResult r =
+      run_launcher({"--nnodes", "1", "--node_rank", "0", "--master_addr", "127.0.0.1",
+                    "--master_port", "29500", "--nproc_per_node", "2", fixture(), "env"});
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   EXPECT_TRUE(contains(r.out, "[rank1] env RANK=1 ")) << r.out;
 }
@@ -182,6 +206,22 @@ TEST(Launch, HostListAndHostfileRunLocally) {
   EXPECT_EQ(run_launcher({"--hosts", "localhost:x", fixture(), "env"}).exit_code, 2);
 }
 
+TEST(Launch, UserMcaParametersReplaceTheDefaults) {
+  // mpirun refuses a parameter given twice, so the launcher must drop its own default.
+  const RunResult r = run_launcher({"--mca", "odls_base_sigkill_timeout", "1", "--mca", "pml",
+                                    "ob1", "--nproc_per_node", "2", fixture(), "env"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_TRUE(contains(r.out, "[rank1] env RANK=1 ")) << r.out;
+  const RunResult env = run_launcher({fixture(), "env"}, {"OMPI_MCA_pml=ob1"});
+  EXPECT_EQ(env.exit_code, 0) << describe(env);
+}
+
+TEST(Launch, MpirunErrorsAreReportedAsSuch) {
+  const RunResult r = run_launcher({"--hostfile", "/nonexistent/hostfile", fixture(), "env"});
+  EXPECT_NE(r.exit_code, 0) << describe(r);
+  EXPECT_TRUE(contains(r.err, "globe-launch: mpirun exited with code")) << describe(r);
+}
+
 TEST(Launch, MpiProgramsFindEachOther) {
   for (const int n : {2, 4}) {
     const RunResult r = run_launcher(
@@ -190,8 +230,8 @@ TEST(Launch, MpiProgramsFindEachOther) {
     const std::string ns = std::to_string(n), sum = std::to_string(n * (n - 1) / 2);
     for (int i = 0; i < n; ++i) {
       const std::string s = std::to_string(i);
-      EXPECT_TRUE(contains(r.out, "[rank" + s + "] mpi " + s + "/" + ns + " sum " + sum +
-                                      " env " + s + "\n"))
+      EXPECT_TRUE(contains(
+          r.out, "[rank" + s + "] mpi " + s + "/" + ns + " sum " + sum + " env " + s + "\n"))
           << describe(r);
     }
   }

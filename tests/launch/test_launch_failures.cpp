@@ -17,7 +17,9 @@
 namespace launch_test {
 namespace {
 
-std::string fixture() { return bin_dir() + "/launch_fixture"; }
+std::string fixture() {
+  return bin_dir() + "/launch_fixture";
+}
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -58,8 +60,8 @@ TEST_P(RankExit, FailingRankStopsAllOthersAndIsNamed) {
                                    {"TMPDIR=" + tmpdir.path()});
   const std::string how = "rank " + std::to_string(failing) + " failed";
   EXPECT_EQ(r.exit_code, code) << describe(r);
-  EXPECT_TRUE(contains(r.err, "globe-launch: " + how + " first: exit code " +
-                                  std::to_string(code) + "\n"))
+  EXPECT_TRUE(
+      contains(r.err, "globe-launch: " + how + " first: exit code " + std::to_string(code) + "\n"))
       << describe(r);
   EXPECT_TRUE(contains(r.err, "[globe-launch] " + how + ": exit code " + std::to_string(code)))
       << describe(r);
@@ -84,8 +86,8 @@ TEST(LaunchFailure, CrashingRankIsReportedWithItsSignal) {
 }
 
 TEST(LaunchFailure, MpiAbortStopsTheJobWithItsCode) {
-  const RunResult r = run_launcher(
-      {"--nproc_per_node", "2", bin_dir() + "/launch_mpi_fixture", "abort", "1", "7"});
+  const RunResult r =
+      run_launcher({"--nproc_per_node", "2", bin_dir() + "/launch_mpi_fixture", "abort", "1", "7"});
   EXPECT_EQ(r.exit_code, 7) << describe(r);
   EXPECT_LT(r.seconds, 10.0) << describe(r);
 }
@@ -100,14 +102,23 @@ TEST(LaunchFailure, MissingOrNonExecutableProgramIsRefusedUpFront) {
         tmp.path()}) {
     const RunResult r = run_launcher({"--nproc_per_node", "2", program, "arg"});
     EXPECT_EQ(r.exit_code, 127) << program << ": " << describe(r);
-    EXPECT_TRUE(contains(r.err, "globe-launch: cannot run '" + program +
-                                    "': no such file (or not executable)"))
+    EXPECT_TRUE(contains(
+        r.err, "globe-launch: cannot run '" + program + "': no such file (or not executable)"))
         << describe(r);
     EXPECT_LT(r.seconds, 5.0) << describe(r);
   }
   const RunResult bad_mpirun = run_launcher({"--mpirun", "/nonexistent/mpirun", fixture(), "env"});
   EXPECT_EQ(bad_mpirun.exit_code, 127) << describe(bad_mpirun);
   EXPECT_TRUE(contains(bad_mpirun.err, "cannot run mpirun")) << describe(bad_mpirun);
+}
+
+TEST(LaunchFailure, ProcessesARankLeavesBehindAreStopped) {
+  TempDir pid_dir;
+  const RunResult r = run_launcher({fixture(), "orphan", pid_dir.path()});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(r.out, "[rank0] left a child behind\n") << describe(r);
+  EXPECT_LT(r.seconds, 5.0) << describe(r);  // not held up by the child's open stdout
+  expect_all_ranks_gone(pid_dir.path(), 1);
 }
 
 TEST(LaunchFailure, TimeoutStopsEveryRankWith124) {
@@ -151,6 +162,45 @@ TEST_P(LauncherSignal, IsForwardedAndStopsEveryRank) {
 INSTANTIATE_TEST_SUITE_P(IntAndTerm, LauncherSignal,
                          ::testing::Values(std::make_tuple(SIGINT, 130, "SIGINT"),
                                            std::make_tuple(SIGTERM, 143, "SIGTERM")));
+
+TEST(LaunchFailure, CtrlCOnTheTerminalStopsEveryRank) {
+  TempDir pid_dir;
+  const RunResult r = run_on_tty_and_press_ctrl_c(
+      {"--nproc_per_node", "2", fixture(), "sleep", pid_dir.path(), "60"},
+      [&] { return wait_for_pid_files(pid_dir.path(), 2, 0); });
+  EXPECT_EQ(r.exit_code, 130) << describe(r);
+  EXPECT_LT(r.seconds, 20.0) << describe(r);
+  EXPECT_TRUE(contains(r.out, "globe-launch: got SIGINT; stopped all ranks")) << describe(r);
+  expect_all_ranks_gone(pid_dir.path(), 2);
+}
+
+// The process tree is launcher -> mpirun -> per-rank globe-launch -> program. Whichever of the
+// upper processes is SIGKILLed (nothing can be cleaned up by it then), no rank may survive.
+class KilledAncestor : public ::testing::TestWithParam<int> {};  // generations above the program
+
+TEST_P(KilledAncestor, TakesEveryRankAlong) {
+  const int generations = GetParam();  // 2: mpirun, 3: the launcher itself
+  TempDir pid_dir, tmpdir;  // a SIGKILLed launcher cannot remove its run directory: keep it here
+  LauncherProcess p({"--nproc_per_node", "2", fixture(), "sleep", pid_dir.path(), "60"},
+                    {"TMPDIR=" + tmpdir.path()});
+  ASSERT_TRUE(wait_for_pid_files(pid_dir.path(), 2, 30)) << "ranks did not start";
+  pid_t victim = read_pids(pid_dir.path(), 1)[0];
+  for (int g = 0; g < generations; ++g) victim = parent_of(victim);
+  ASSERT_GT(victim, 1);
+  if (generations == 3) {
+    ASSERT_EQ(victim, p.pid());
+  }
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const RunResult r = p.wait(30);
+  EXPECT_FALSE(r.hung) << describe(r);
+  if (generations == 2) {
+    EXPECT_EQ(r.exit_code, 128 + SIGKILL) << describe(r);
+    EXPECT_TRUE(contains(r.err, "mpirun died by signal 9 (SIGKILL)")) << describe(r);
+  }
+  expect_all_ranks_gone(pid_dir.path(), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(MpirunAndLauncher, KilledAncestor, ::testing::Values(2, 3));
 
 }  // namespace
 }  // namespace launch_test

@@ -67,8 +67,8 @@ std::optional<FailureRecord> read_first_failure(const std::string& run_dir) {
   FILE* f = std::fopen((run_dir + "/first_failure").c_str(), "r");
   if (f == nullptr) return std::nullopt;
   FailureRecord rec;
-  const int n = std::fscanf(f, "rank %d exit_code %d signal %d", &rec.rank, &rec.exit_code,
-                            &rec.signal);
+  const int n =
+      std::fscanf(f, "rank %d exit_code %d signal %d", &rec.rank, &rec.exit_code, &rec.signal);
   std::fclose(f);
   if (n != 3) return std::nullopt;
   return rec;
@@ -77,8 +77,7 @@ std::optional<FailureRecord> read_first_failure(const std::string& run_dir) {
 namespace {
 bool is_executable_file(const std::string& path) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-         ::access(path.c_str(), X_OK) == 0;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 }  // namespace
 

@@ -13,7 +13,9 @@ inline constexpr const char* kRankChildFlag = "--_rank-child";
 
 // Writes all of [data, data+len) to fd, retrying on EINTR and short writes. False on error.
 bool write_all(int fd, const char* data, std::size_t len);
-inline bool write_all(int fd, const std::string& s) { return write_all(fd, s.data(), s.size()); }
+inline bool write_all(int fd, const std::string& s) {
+  return write_all(fd, s.data(), s.size());
+}
 
 // "signal 11 (SIGSEGV)".
 std::string describe_signal(int sig);

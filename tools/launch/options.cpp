@@ -109,7 +109,8 @@ ParseResult parse_options(int argc, char** argv, const char* env_no_prefix) {
     } else if (name == "--np") {
       int np = 0;
       if (!value(v)) return missing();
-      if (!parse_int(v, np) || np < 1) return fail("--np: expected an integer >= 1, got '" + v + "'");
+      if (!parse_int(v, np) || np < 1)
+        return fail("--np: expected an integer >= 1, got '" + v + "'");
       o.np = np;
     } else if (name == "--hosts") {
       if (!value(o.hosts)) return missing();
@@ -231,8 +232,8 @@ Environment seen by each rank:
   OMPI_ALLOW_RUN_AS_ROOT=1, OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
                        set for mpirun so that running as root works
 mpirun is run with --oversubscribe --bind-to none, --mca odls_base_sigkill_timeout 0 (fast
-stop of the other ranks after a failure) and --mca pml ob1 (fast start-up) unless OMPI_MCA_pml
-is set or --mca pml is given.
+stop of the other ranks after a failure) and --mca pml ob1 (fast start-up); each of these two
+only unless set by --mca or an OMPI_MCA_* environment variable.
 
 Failures: when a rank exits non-zero or dies by a signal, all other ranks are stopped within
 seconds and globe-launch reports "rank R failed first: exit code C" (or "signal S (SIGxxx)").

@@ -28,7 +28,7 @@ struct LaunchOptions {
 struct ParseResult {
   enum class Kind { kRun, kHelp, kError } kind = Kind::kRun;
   LaunchOptions options;
-  std::string error;  // for kError: one line, without the "globe-launch: " prefix
+  std::string error;        // for kError: one line, without the "globe-launch: " prefix
   bool show_usage = false;  // for kError: the command line's shape was wrong (unknown option...)
 };
 

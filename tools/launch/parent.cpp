@@ -42,7 +42,9 @@ std::string absolute_path(const std::string& p) {
   return std::string(buf) + "/" + p;
 }
 
-void say(const std::string& msg) { write_all(STDERR_FILENO, "globe-launch: " + msg + "\n"); }
+void say(const std::string& msg) {
+  write_all(STDERR_FILENO, "globe-launch: " + msg + "\n");
+}
 
 std::vector<std::string> mpirun_argv(const LaunchOptions& o, const std::string& run_dir,
                                      const std::string& logdir) {
@@ -56,13 +58,17 @@ std::vector<std::string> mpirun_argv(const LaunchOptions& o, const std::string& 
   } else {
     v.insert(v.end(), {"-np", std::to_string(o.nproc_per_node)});
   }
+  // Our defaults give way to the user's choice, on the command line or in the environment
+  // (mpirun also refuses a parameter given twice).
+  auto user_set = [&o](const std::string& key) {
+    return std::getenv(("OMPI_MCA_" + key).c_str()) != nullptr ||
+           std::any_of(o.mca.begin(), o.mca.end(), [&](const auto& kv) { return kv.first == key; });
+  };
   // Without this mpirun waits ~1 s between SIGTERM and SIGKILL when it stops the other ranks.
-  v.insert(v.end(), {"--mca", "odls_base_sigkill_timeout", "0"});
-  const bool user_pml = std::getenv("OMPI_MCA_pml") != nullptr ||
-                        std::any_of(o.mca.begin(), o.mca.end(),
-                                    [](const auto& kv) { return kv.first == "pml"; });
-  // ob1 halves start-up by skipping UCX probing (PLATFORM-NOTES); the user may choose otherwise.
-  if (!user_pml) v.insert(v.end(), {"--mca", "pml", "ob1"});
+  if (!user_set("odls_base_sigkill_timeout"))
+    v.insert(v.end(), {"--mca", "odls_base_sigkill_timeout", "0"});
+  // ob1 halves start-up by skipping UCX probing (PLATFORM-NOTES).
+  if (!user_set("pml")) v.insert(v.end(), {"--mca", "pml", "ob1"});
   for (const auto& [key, value] : o.mca) v.insert(v.end(), {"--mca", key, value});
   // mpirun copies the whole environment to local ranks, but remote ranks only get what -x names.
   for (char** e = environ; *e != nullptr; ++e) {
@@ -119,8 +125,8 @@ int run_parent(const LaunchOptions& o) {
 
   // The run directory is where ranks record failures (see record_failure()).
   const char* tmp = std::getenv("TMPDIR");
-  std::string run_dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                        "/globe-launch.XXXXXX";
+  std::string run_dir =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/globe-launch.XXXXXX";
   if (::mkdtemp(run_dir.data()) == nullptr) {
     say("cannot create a run directory in " + run_dir + ": " + std::strerror(errno));
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
@@ -149,8 +155,8 @@ int run_parent(const LaunchOptions& o) {
     if (::getppid() != self) ::_exit(1);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::execvp(argv[0], argv.data());
-    write_all(STDERR_FILENO, std::string("globe-launch: cannot run mpirun: ") +
-                                 std::strerror(errno) + "\n");
+    write_all(STDERR_FILENO,
+              std::string("globe-launch: cannot run mpirun: ") + std::strerror(errno) + "\n");
     ::_exit(127);
   }
 
@@ -180,8 +186,7 @@ int run_parent(const LaunchOptions& o) {
       sig = ::sigwaitinfo(&handled, &info);
     } else {
       const double left = std::max(0.0, wake - t) + 0.001;
-      timespec ts{static_cast<time_t>(left),
-                  static_cast<long>((left - std::floor(left)) * 1e9)};
+      timespec ts{static_cast<time_t>(left), static_cast<long>((left - std::floor(left)) * 1e9)};
       sig = ::sigtimedwait(&handled, &info, &ts);
     }
     if (sig <= 0 || sig == SIGCHLD) continue;  // timeout, EINTR, or mpirun changed state
@@ -218,8 +223,11 @@ int run_parent(const LaunchOptions& o) {
   }
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   if (rc != 0) {
+    // Typically MPI_Abort (mpirun kills the aborting rank's wrapper before it can record
+    // anything) or an error of mpirun's own (bad hostfile, unreachable host).
     say("mpirun exited with code " + std::to_string(rc) +
-        " and no rank recorded a failure (see mpirun's messages above)");
+        " before any rank recorded a failure (a rank's MPI_Abort, or mpirun's own error: see "
+        "its messages above)");
   }
   return rc;
 }

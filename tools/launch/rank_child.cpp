@@ -1,5 +1,6 @@
 #include "rank_child.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +32,9 @@ constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
 volatile sig_atomic_t g_program_pid = 0;
 volatile sig_atomic_t g_stop_signal = 0;  // set when we were asked to stop (TERM/INT/HUP)
 int g_sigchld_write_fd = -1;
+
+// After the program exited, how long its streams may keep us waiting (see the poll loop).
+constexpr double kMaxDrainS = 1.0;
 
 void forward_signal(int sig) {
   const int saved = errno;
@@ -90,7 +95,9 @@ int usable_cores() {
   return hc > 0 ? static_cast<int>(hc) : 1;
 }
 
-void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+void set_nonblocking(int fd) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
 
 // The program's stdout. mpirun hands each rank a pseudo-terminal, so programs run under plain
 // mpirun see a tty and line-buffer their stdout; we give the program a pty too (when we have
@@ -127,8 +134,9 @@ bool open_pipe(int& read_fd, int& write_fd) {
   return true;
 }
 
-// Reads once from a ready stream; false at end of stream (EIO is a pty's end of stream).
-bool pump(int fd, OutputRelay& relay) {
+// Reads once from a ready stream. Returns whether it got data; clears `open` at the end of the
+// stream (EIO is how a pty says so).
+bool pump(int fd, OutputRelay& relay, bool& open) {
   char buf[65536];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof(buf));
@@ -137,8 +145,40 @@ bool pump(int fd, OutputRelay& relay) {
       return true;
     }
     if (n < 0 && errno == EINTR) continue;
-    return n < 0 && errno == EAGAIN;
+    if (n == 0 || errno != EAGAIN) open = false;
+    return false;
   }
+}
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Kills what the program left running in our process group (`cmd &` in a script, data-loader
+// workers...), as torchrun does, so nothing of a rank outlives it. mpirun makes each rank a
+// process-group leader; when we are not one (started some other way) the group is not ours.
+void kill_stragglers() {
+  const pid_t self = ::getpid();
+  if (::getpgrp() != self) return;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return;
+  while (const dirent* e = ::readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0 || pid == self) continue;
+    char line[1024] = {};
+    if (FILE* f = std::fopen(("/proc/" + std::string(e->d_name) + "/stat").c_str(), "r")) {
+      if (std::fgets(line, sizeof(line), f) == nullptr) line[0] = '\0';
+      std::fclose(f);
+    }
+    const char* after_name = std::strrchr(line, ')');  // the name itself may contain ')'
+    int ppid = 0, pgrp = 0;
+    if (after_name != nullptr && std::sscanf(after_name + 1, " %*c %d %d", &ppid, &pgrp) == 2 &&
+        pgrp == self) {
+      ::kill(pid, SIGKILL);
+    }
+  }
+  ::closedir(proc);
 }
 
 [[noreturn]] void exec_program(const ChildArgs& a, pid_t parent, int out_fd, int err_fd,
@@ -245,6 +285,7 @@ int run_rank_child(int argc, char** argv) {
   rec.rank = rank;
   auto on_exit = [&] {
     exited = true;
+    g_program_pid = 0;  // reaped: its pid may be reused, so no more forwarding to it
     if (WIFSIGNALED(status)) rec.signal = WTERMSIG(status);
     if (WIFEXITED(status)) rec.exit_code = WEXITSTATUS(status);
     failed = rec.signal != 0 || rec.exit_code != 0;
@@ -253,36 +294,45 @@ int run_rank_child(int argc, char** argv) {
     // is a consequence, not a cause, so it does not compete for "first".
     if (failed && g_stop_signal == 0 && !a.run_dir.empty()) record_failure(a.run_dir, rec);
   };
+  double drain_until = 0;
   for (;;) {
-    if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) on_exit();
-    if (exited && !out_open && !err_open) break;
+    if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) {
+      on_exit();
+      drain_until = now_s() + kMaxDrainS;
+    }
+    if (exited && ((!out_open && !err_open) || now_s() > drain_until)) break;
     pollfd fds[3];
     nfds_t n = 0;
     int out_idx = -1, err_idx = -1;
     if (out_open) out_idx = static_cast<int>(n), fds[n++] = {out_r, POLLIN, 0};
     if (err_open) err_idx = static_cast<int>(n), fds[n++] = {err_r, POLLIN, 0};
     if (!exited) fds[n++] = {chld[0], POLLIN, 0};
-    // After the program exited, a grandchild may still hold its pipes open; stop after 100 ms
-    // of silence instead of waiting for an end of stream that may never come.
+    // After the program exited, something it started may still hold its streams open; stop
+    // after 100 ms of silence instead of waiting for an end of stream that may never come.
     const int ready = ::poll(fds, n, exited ? 100 : -1);
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) break;
-    if (out_idx >= 0 && fds[out_idx].revents != 0) out_open = pump(out_r, out_relay);
-    if (err_idx >= 0 && fds[err_idx].revents != 0) err_open = pump(err_r, err_relay);
+    if (out_idx >= 0 && fds[out_idx].revents != 0) pump(out_r, out_relay, out_open);
+    if (err_idx >= 0 && fds[err_idx].revents != 0) pump(err_r, err_relay, err_open);
     if (!exited && fds[n - 1].revents != 0) {
       char drain[64];
       while (::read(chld[0], drain, sizeof(drain)) > 0) {
       }
     }
   }
-  out_relay.finish();
-  err_relay.finish();
-  if (log_fd >= 0) ::close(log_fd);
   if (!exited) {  // only after a poll() error: wait rather than leave the program behind
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     on_exit();
   }
+  kill_stragglers();
+  while (out_open && pump(out_r, out_relay, out_open)) {  // what is left, without waiting
+  }
+  while (err_open && pump(err_r, err_relay, err_open)) {
+  }
+  out_relay.finish();
+  err_relay.finish();
+  if (log_fd >= 0) ::close(log_fd);
   if (!failed) return 0;
   if (g_stop_signal == 0) {
     const std::string msg =

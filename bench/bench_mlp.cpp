@@ -1,0 +1,106 @@
+// MLP training-step rate: the model of ../shared/peers/torch_mlp.py in Globe.
+//
+//   Linear(H, H) - ReLU - Linear(H, H), MSE loss, plain SGD (lr 0.01), one fixed random batch.
+//   build/bin/bench_mlp [--hidden 1024] [--batch 64] [--steps 50] [--warmup 10] [--threads 1]
+//
+// Times every step (zero_grad + forward + loss + backward + optimizer step) after --warmup
+// untimed steps; prints a human line and one "RESULT {json}" line with the same field names as the
+// peer. The model and the step live in MlpTrainer/run_timed_steps, which take the batch tensors,
+// so a data-parallel variant only has to supply its rank's batch and reduce the gradients.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "bench_common.h"
+#include "globe/globe.h"
+
+using namespace globe;
+
+namespace {
+
+struct MlpTrainer {
+  std::shared_ptr<nn::Sequential> model;
+  std::unique_ptr<optim::SGD> opt;
+
+  MlpTrainer(int64_t hidden, double lr) {
+    manual_seed(0);  // identical initial weights on every rank
+    model = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(hidden, hidden),
+                                             std::make_shared<nn::ReLU>(),
+                                             std::make_shared<nn::Linear>(hidden, hidden));
+    opt = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = lr});
+  }
+
+  // One training step on (x, y); returns the loss (before the update).
+  Tensor step(const Tensor& x, const Tensor& y) {
+    opt->zero_grad();
+    Tensor loss = mse_loss((*model)(x), y);
+    loss.backward();
+    opt->step();
+    return loss;
+  }
+};
+
+struct StepStats {
+  std::vector<double> seconds;  // per timed step
+  double loss_first = 0, loss_last = 0;
+};
+
+StepStats run_timed_steps(MlpTrainer& trainer, const Tensor& x, const Tensor& y, int warmup, int steps) {
+  for (int i = 0; i < warmup; ++i) trainer.step(x, y);
+  StepStats st;
+  Tensor loss;
+  for (int i = 0; i < steps; ++i) {
+    const double t0 = bench::now_s();
+    loss = trainer.step(x, y);
+    st.seconds.push_back(bench::now_s() - t0);
+    if (i == 0) st.loss_first = loss.item<float>();
+  }
+  if (loss.defined()) st.loss_last = loss.item<float>();
+  return st;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Flags f(argc, argv, {{"hidden", 1024}, {"batch", 64}, {"steps", 50}, {"warmup", 10}, {"threads", 1}});
+  const int threads = int(f["threads"]), steps = int(f["steps"]), warmup = int(f["warmup"]);
+  const int64_t hidden = f["hidden"], batch = f["batch"];
+  if (threads < 1 || steps < 1 || warmup < 0 || hidden < 1 || batch < 1) {
+    std::fprintf(stderr, "bench_mlp: invalid flags\n");
+    return 2;
+  }
+  bench::set_threads(threads);
+  const int world = 1, rank = 0;
+  const double lr = 0.01;
+
+  MlpTrainer trainer(hidden, lr);
+  manual_seed(1234 + rank);  // different data per rank
+  const Tensor x = randn({batch, hidden}), y = randn({batch, hidden});
+
+  StepStats st = run_timed_steps(trainer, x, y, warmup, steps);
+
+  std::vector<double> rates;
+  double total = 0;
+  for (double s : st.seconds) {
+    rates.push_back(1.0 / s);
+    total += s;
+  }
+  std::sort(rates.begin(), rates.end());
+  const double med = bench::median(rates);
+  int64_t nparams = 0;
+  for (const Tensor& p : trainer.model->parameters()) nparams += p.numel();
+  nlohmann::json res = {
+      {"bench", "bench_mlp"}, {"mode", "single"}, {"world", world}, {"threads_per_proc", threads},
+      {"hidden", hidden}, {"batch_per_rank", batch}, {"params", nparams}, {"steps", steps},
+      {"warmup", warmup}, {"steps_per_s_median", med}, {"steps_per_s_min", rates.front()},
+      {"steps_per_s_max", rates.back()}, {"steps_per_s_mean", steps / total},
+      {"samples_per_s_global_median", med * double(batch) * world}, {"step_ms_median", 1000.0 / med},
+      {"loss_first", st.loss_first}, {"loss_last", st.loss_last}};
+  std::printf("[globe single] world=%d threads/proc=%d batch/rank=%lld H=%lld: %.1f steps/s median (min %.1f, "
+              "max %.1f; mean %.1f), %.2f ms/step, %.0f samples/s global; loss %.4f -> %.4f\n",
+              world, threads, (long long)batch, (long long)hidden, med, rates.front(), rates.back(),
+              steps / total, 1000.0 / med, med * double(batch) * world, st.loss_first, st.loss_last);
+  std::printf("RESULT %s\n", res.dump().c_str());
+  return 0;
+}

@@ -1,0 +1,112 @@
+// Op-level costs on one thread:
+//   * matmul 1024x1024x1024 float32 through globe::matmul vs raw cblas_sgemm on the same input
+//     buffers, interleaved, median of --reps runs each (GFLOP/s and the ratio);
+//   * dispatch cost of tiny ops (add of two 16-element tensors, 16x16 matmul), with and without
+//     requires_grad (ns per op, median over --reps batches of --iters calls).
+//   build/bin/bench_ops [--n 1024] [--reps 11] [--iters 100000] [--threads 1]
+// Prints a human line and a "RESULT {json}" line per measurement.
+#include <cblas.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "bench_common.h"
+#include "globe/globe.h"
+
+using namespace globe;
+
+namespace {
+
+volatile float g_sink;  // keeps results alive
+
+void bench_matmul(int64_t n, int reps, int threads) {
+  manual_seed(7);
+  const Tensor a = randn({n, n}), b = randn({n, n});
+  std::vector<float> c(size_t(n * n));
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  auto raw = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.0f, pa, int(n), pb, int(n),
+                0.0f, c.data(), int(n));
+    g_sink = c[0];
+  };
+  auto ours = [&] {
+    Tensor out = matmul(a, b);
+    g_sink = out.data<float>()[0];
+  };
+  raw();
+  ours();  // warm up both (threads, page faults, caches)
+  std::vector<double> t_raw, t_ours;
+  for (int r = 0; r < reps; ++r) {
+    double t0 = bench::now_s();
+    raw();
+    t_raw.push_back(bench::now_s() - t0);
+    t0 = bench::now_s();
+    ours();
+    t_ours.push_back(bench::now_s() - t0);
+  }
+  // Same values from both paths.
+  const Tensor check = matmul(a, b);
+  raw();
+  double maxdiff = 0;
+  const float* pc = check.data<float>();
+  for (int64_t i = 0; i < n * n; ++i) maxdiff = std::max(maxdiff, double(std::fabs(pc[i] - c[size_t(i)])));
+
+  const double flop = 2.0 * double(n) * double(n) * double(n);
+  const double g_raw = flop / bench::median(t_raw) / 1e9, g_ours = flop / bench::median(t_ours) / 1e9;
+  nlohmann::json res = {{"bench", "matmul"}, {"n", n}, {"threads", threads}, {"reps", reps},
+                        {"sgemm_gflops_median", g_raw}, {"globe_gflops_median", g_ours},
+                        {"ratio_globe_over_sgemm", g_ours / g_raw}, {"sgemm_ms_median", 1e3 * bench::median(t_raw)},
+                        {"globe_ms_median", 1e3 * bench::median(t_ours)}, {"max_abs_diff", maxdiff}};
+  std::printf("matmul %lldx%lldx%lld, %d thread(s): globe %.1f GFLOP/s, raw sgemm %.1f GFLOP/s, ratio %.3f "
+              "(max |diff| %g)\n",
+              (long long)n, (long long)n, (long long)n, threads, g_ours, g_raw, g_ours / g_raw, maxdiff);
+  std::printf("RESULT %s\n", res.dump().c_str());
+}
+
+// Median ns per call of fn over `reps` batches of `iters` calls.
+template <class Fn>
+double ns_per_op(Fn&& fn, int reps, int iters) {
+  for (int i = 0; i < iters / 10; ++i) fn();
+  std::vector<double> per;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = bench::now_s();
+    for (int i = 0; i < iters; ++i) fn();
+    per.push_back((bench::now_s() - t0) / iters * 1e9);
+  }
+  return bench::median(per);
+}
+
+void bench_tiny(const char* name, const Shape& sa, const Shape& sb, bool is_matmul, int reps, int iters) {
+  nlohmann::json res = {{"bench", name}, {"shape_a", sa}, {"shape_b", sb}, {"iters", iters}, {"reps", reps}};
+  std::printf("%s %s x %s:", name, shape_str(sa).c_str(), shape_str(sb).c_str());
+  for (bool grad : {false, true}) {
+    Tensor a = randn(sa), b = randn(sb);
+    if (grad) {
+      a.set_requires_grad(true);
+      b.set_requires_grad(true);
+    }
+    const double ns = ns_per_op(
+        [&] {
+          Tensor c = is_matmul ? matmul(a, b) : add(a, b);
+          g_sink = c.data<float>()[0];
+        },
+        reps, iters);
+    res[grad ? "ns_per_op_requires_grad" : "ns_per_op_no_grad"] = ns;
+    std::printf(" %s %.0f ns/op", grad ? "requires_grad" : "no grad", ns);
+  }
+  std::printf("\nRESULT %s\n", res.dump().c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Flags f(argc, argv, {{"n", 1024}, {"reps", 11}, {"iters", 100000}, {"threads", 1}});
+  const int threads = int(f["threads"]);
+  bench::set_threads(threads);
+  bench_matmul(f["n"], int(f["reps"]), threads);
+  bench_tiny("tiny_add", {16}, {16}, false, int(f["reps"]), int(f["iters"]));
+  bench_tiny("tiny_matmul", {16, 16}, {16, 16}, true, int(f["reps"]), int(f["iters"]) / 4);
+  return 0;
+}

@@ -1,0 +1,259 @@
+#include "globe/dist/mpi_communicator.h"
+
+#include <sched.h>
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <thread>
+
+#include "globe/dist/runtime.h"
+
+namespace globe::dist {
+
+void check_mpi(int rc, const char* op) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  GLOBE_FAIL("[", op, "] MPI error: ", std::string(text, len));
+}
+
+namespace {
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::float32: return MPI_FLOAT;
+    case DType::float64: return MPI_DOUBLE;
+    case DType::int64: return MPI_INT64_T;
+  }
+  return MPI_BYTE;
+}
+
+int as_count(int64_t n, const char* op) {
+  GLOBE_CHECK(n >= 0 && n <= INT_MAX, "[", op, "] ", n, " elements exceed MPI's int count");
+  return int(n);
+}
+
+void* ptr(const Tensor& t, const char* op) {
+  GLOBE_CHECK(!t.is_global() && t.is_contiguous(), "[", op, "] needs a contiguous local tensor, got ",
+              describe(t));
+  return t.raw_data();
+}
+
+// Counts and displacements in MPI's int form.
+struct Layout {
+  std::vector<int> counts, displs;
+};
+Layout layout(const std::vector<int64_t>& counts, const char* op) {
+  Layout l;
+  int64_t at = 0;
+  for (int64_t c : counts) {
+    l.counts.push_back(as_count(c, op));
+    l.displs.push_back(as_count(at, op));
+    at += c;
+  }
+  return l;
+}
+
+// Polls a request until done or `deadline`; yields the core between polls (ranks may outnumber
+// cores).
+bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline) {
+  int done = 0;
+  for (int spin = 0;; ++spin) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    if (spin < 200) sched_yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(spin < 2000 ? 20 : 200));
+  }
+}
+
+std::chrono::steady_clock::time_point deadline_from_now() {
+  return std::chrono::steady_clock::now() +
+         std::chrono::milliseconds(int64_t(timeout_seconds() * 1000.0));
+}
+
+class MpiRequest final : public Request::Impl {
+ public:
+  MpiRequest(MPI_Request req, Tensor keep, std::string what)
+      : req_(req), keep_(std::move(keep)), what_(std::move(what)) {}
+  ~MpiRequest() override {
+    if (req_ != MPI_REQUEST_NULL) {
+      // Abandoned (e.g. unwinding after an error): cancel so the buffer is not written later.
+      MPI_Cancel(&req_);
+      MPI_Request_free(&req_);
+    }
+  }
+  bool test() override {
+    int done = 0;
+    if (req_ != MPI_REQUEST_NULL) MPI_Test(&req_, &done, MPI_STATUS_IGNORE);
+    return req_ == MPI_REQUEST_NULL || done;
+  }
+  void wait() override {
+    if (req_ == MPI_REQUEST_NULL) return;
+    GLOBE_CHECK(poll_until(req_, deadline_from_now()), "[", what_, "] timed out after ",
+                timeout_seconds(), " s: the peer never matched it (GLOBE_TIMEOUT sets the limit)");
+  }
+
+ private:
+  MPI_Request req_;
+  Tensor keep_;
+  std::string what_;
+};
+
+constexpr int kCheckBytes = 256;  // seq (8) + text
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::vector<int> ranks) : comm_(comm), ranks_(std::move(ranks)) {
+  MPI_Comm_rank(comm_, &rank_);
+  check_mpi(MPI_Comm_dup(comm_, &check_comm_), "comm_dup");
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  MPI_Comm_free(&check_comm_);
+  if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
+}
+
+std::string MpiCommunicator::members() const {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks_.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks_[i]);
+  return s + "]";
+}
+
+void MpiCommunicator::wait(MPI_Request& req, const char* op) {
+  const uint64_t seq = seq_;
+  GLOBE_CHECK(poll_until(req, deadline_from_now()), "[", op, "] collective #", seq, " on ranks ", members(),
+              " timed out after ", timeout_seconds(), " s: some rank did not arrive",
+              consistency_checks() ? "" : " (run with GLOBE_CHECK_CONSISTENCY=1 to name it)");
+}
+
+void MpiCommunicator::all_reduce_sum(const Tensor& t) {
+  ++seq_;
+  MPI_Request req;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, ptr(t, "all_reduce"), as_count(t.numel(), "all_reduce"),
+                           mpi_type(t.dtype()), MPI_SUM, comm_, &req),
+            "all_reduce");
+  wait(req, "all_reduce");
+}
+
+void MpiCommunicator::all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) {
+  ++seq_;
+  GLOBE_CHECK(int(counts.size()) == size() && local.numel() == counts[rank_], "[all_gather] counts do not ",
+              "match: local ", describe(local), " for ", counts.size(), " members");
+  Layout l = layout(counts, "all_gather");
+  MPI_Request req;
+  check_mpi(MPI_Iallgatherv(ptr(local, "all_gather"), l.counts[rank_], mpi_type(local.dtype()),
+                            ptr(out, "all_gather"), l.counts.data(), l.displs.data(), mpi_type(out.dtype()),
+                            comm_, &req),
+            "all_gather");
+  wait(req, "all_gather");
+}
+
+void MpiCommunicator::reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) {
+  ++seq_;
+  GLOBE_CHECK(int(counts.size()) == size() && out.numel() == counts[rank_], "[reduce_scatter] counts do not ",
+              "match: out ", describe(out), " for ", counts.size(), " members");
+  Layout l = layout(counts, "reduce_scatter");
+  MPI_Request req;
+  check_mpi(MPI_Ireduce_scatter(ptr(in, "reduce_scatter"), ptr(out, "reduce_scatter"), l.counts.data(),
+                                mpi_type(in.dtype()), MPI_SUM, comm_, &req),
+            "reduce_scatter");
+  wait(req, "reduce_scatter");
+}
+
+void MpiCommunicator::all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts,
+                                   const Tensor& recv, const std::vector<int64_t>& recv_counts) {
+  ++seq_;
+  Layout s = layout(send_counts, "all_to_all"), r = layout(recv_counts, "all_to_all");
+  MPI_Request req;
+  check_mpi(MPI_Ialltoallv(ptr(send, "all_to_all"), s.counts.data(), s.displs.data(), mpi_type(send.dtype()),
+                           ptr(recv, "all_to_all"), r.counts.data(), r.displs.data(), mpi_type(recv.dtype()),
+                           comm_, &req),
+            "all_to_all");
+  wait(req, "all_to_all");
+}
+
+void MpiCommunicator::broadcast(const Tensor& t, int root) {
+  ++seq_;
+  MPI_Request req;
+  check_mpi(MPI_Ibcast(ptr(t, "broadcast"), as_count(t.numel(), "broadcast"), mpi_type(t.dtype()), root,
+                       comm_, &req),
+            "broadcast");
+  wait(req, "broadcast");
+}
+
+Request MpiCommunicator::isend(const Tensor& t, int peer, int tag) {
+  MPI_Request req;
+  check_mpi(MPI_Isend(ptr(t, "send"), as_count(t.numel(), "send"), mpi_type(t.dtype()), peer, tag, comm_, &req),
+            "send");
+  return Request(std::make_shared<MpiRequest>(req, t, "send to rank " + std::to_string(ranks_[peer])));
+}
+
+Request MpiCommunicator::irecv(const Tensor& t, int peer, int tag) {
+  MPI_Request req;
+  check_mpi(MPI_Irecv(ptr(t, "recv"), as_count(t.numel(), "recv"), mpi_type(t.dtype()), peer, tag, comm_, &req),
+            "recv");
+  return Request(std::make_shared<MpiRequest>(req, t, "recv from rank " + std::to_string(ranks_[peer])));
+}
+
+void MpiCommunicator::barrier() {
+  ++seq_;
+  MPI_Request req;
+  check_mpi(MPI_Ibarrier(comm_, &req), "barrier");
+  wait(req, "barrier");
+}
+
+void MpiCommunicator::check_consistency(const std::string& what) {
+  const uint64_t seq = ++check_seq_;
+  const int p = size();
+  // Every member sends (seq, what) to every other member and receives theirs.
+  std::vector<char> mine(kCheckBytes, 0);
+  std::memcpy(mine.data(), &seq, 8);
+  std::memcpy(mine.data() + 8, what.data(), std::min<size_t>(what.size(), kCheckBytes - 9));
+  std::vector<std::vector<char>> theirs(p, std::vector<char>(kCheckBytes, 0));
+  std::vector<MPI_Request> sends, recvs(p, MPI_REQUEST_NULL);
+  for (int r = 0; r < p; ++r) {
+    if (r == rank_) continue;
+    MPI_Request s;
+    MPI_Isend(mine.data(), kCheckBytes, MPI_CHAR, r, 0, check_comm_, &s);
+    sends.push_back(s);
+    MPI_Irecv(theirs[r].data(), kCheckBytes, MPI_CHAR, r, 0, check_comm_, &recvs[r]);
+  }
+  const auto deadline = deadline_from_now();
+  std::string missing;
+  for (int r = 0; r < p; ++r) {
+    if (r == rank_) continue;
+    if (!poll_until(recvs[r], deadline)) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(ranks_[r]);
+      MPI_Cancel(&recvs[r]);
+      MPI_Request_free(&recvs[r]);
+    }
+  }
+  for (MPI_Request& s : sends) {
+    if (!missing.empty()) {
+      MPI_Request_free(&s);  // a peer that never arrives never receives; let MPI drop it
+    } else {
+      MPI_Wait(&s, MPI_STATUS_IGNORE);
+    }
+  }
+  GLOBE_CHECK(missing.empty(), "[consistency] global op #", seq, " (", what, ") on ranks ", members(),
+              ": ranks [", missing, "] did not arrive within ", timeout_seconds(), " s");
+  std::string diff;
+  for (int r = 0; r < p; ++r) {
+    if (r == rank_) continue;
+    uint64_t their_seq;
+    std::memcpy(&their_seq, theirs[r].data(), 8);
+    std::string their_what(theirs[r].data() + 8);
+    if (their_seq != seq || their_what != what.substr(0, kCheckBytes - 9))
+      diff += " rank " + std::to_string(ranks_[r]) + " runs #" + std::to_string(their_seq) + " (" + their_what + ");";
+  }
+  GLOBE_CHECK(diff.empty(), "[consistency] ranks diverged at global op #", seq, ": this rank (",
+              ranks_[rank_], ") runs (", what, ") but", diff);
+}
+
+}  // namespace globe::dist

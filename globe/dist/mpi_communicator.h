@@ -1,0 +1,49 @@
+// Communicator over an MPI communicator (Open MPI). Collectives run non-blocking and are waited
+// on with a deadline (runtime.h's timeout), so a missing peer is an error, not a hang.
+#pragma once
+
+#include <mpi.h>
+
+#include "globe/dist/communicator.h"
+
+namespace globe::dist {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  // Takes ownership of `comm`; `ranks` are its members' world ranks in group order.
+  MpiCommunicator(MPI_Comm comm, std::vector<int> ranks);
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return int(ranks_.size()); }
+  const std::vector<int>& world_ranks() const override { return ranks_; }
+
+  void all_reduce_sum(const Tensor& t) override;
+  void all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) override;
+  void reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) override;
+  void all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts, const Tensor& recv,
+                    const std::vector<int64_t>& recv_counts) override;
+  void broadcast(const Tensor& t, int root) override;
+  Request isend(const Tensor& t, int peer, int tag) override;
+  Request irecv(const Tensor& t, int peer, int tag) override;
+  void barrier() override;
+  void check_consistency(const std::string& what) override;
+
+ private:
+  // Waits for `req` until the deadline; the error names `op`, this communicator's sequence number
+  // and the members.
+  void wait(MPI_Request& req, const char* op);
+  std::string members() const;
+
+  MPI_Comm comm_;
+  MPI_Comm check_comm_;  // separate context for consistency messages
+  std::vector<int> ranks_;
+  int rank_ = 0;
+  uint64_t seq_ = 0;          // collectives issued on this communicator
+  uint64_t check_seq_ = 0;    // consistency checks issued
+};
+
+// Throws globe::Error "[op] MPI error: <MPI's message>" when rc is not MPI_SUCCESS.
+void check_mpi(int rc, const char* op);
+
+}  // namespace globe::dist

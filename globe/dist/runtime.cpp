@@ -1,0 +1,104 @@
+#include "globe/dist/runtime.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "globe/dist/local_communicator.h"
+#include "globe/dist/mpi_communicator.h"
+
+namespace globe::dist {
+
+namespace {
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
+}
+
+// Started by mpirun / globe-launch / srun (PMI)?
+bool launched_by_mpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+}
+
+class Runtime {
+ public:
+  Runtime() {
+    consistency_ = env_flag("GLOBE_CHECK_CONSISTENCY");
+    if (const char* t = std::getenv("GLOBE_TIMEOUT")) timeout_ = std::atof(t);
+    if (!launched_by_mpi()) return;
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "init");
+      owns_mpi_ = true;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // Errors come back as codes we turn into exceptions, not MPI aborts.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    globe::detail::set_error_rank(rank_);
+  }
+  ~Runtime() {
+    groups_.clear();  // free communicators before MPI goes away
+    if (owns_mpi_) {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Finalize();
+    }
+  }
+
+  Communicator& group(const std::vector<int>& ranks) {
+    auto it = groups_.find(ranks);
+    if (it != groups_.end()) return *it->second;
+    int me = -1;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      GLOBE_CHECK(ranks[i] >= 0 && ranks[i] < size_, "[group] rank ", ranks[i], " is outside the world of ",
+                  size_, " ranks");
+      if (ranks[i] == rank_) me = int(i);
+    }
+    GLOBE_CHECK(me >= 0, "[group] rank ", rank_, " asked for a communicator it is not a member of");
+    std::unique_ptr<Communicator> comm;
+    if (ranks.size() == 1) {
+      comm = std::make_unique<LocalCommunicator>(rank_);
+    } else {
+      MPI_Group world_group, sub_group;
+      MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+      MPI_Group_incl(world_group, int(ranks.size()), ranks.data(), &sub_group);
+      MPI_Comm sub;
+      check_mpi(MPI_Comm_create_group(MPI_COMM_WORLD, sub_group, /*tag=*/0x6c0be, &sub), "comm_create");
+      MPI_Group_free(&sub_group);
+      MPI_Group_free(&world_group);
+      MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+      comm = std::make_unique<MpiCommunicator>(sub, ranks);
+    }
+    return *groups_.emplace(ranks, std::move(comm)).first->second;
+  }
+
+  int rank_ = 0, size_ = 1;
+  bool owns_mpi_ = false;
+  bool consistency_ = false;
+  double timeout_ = 300.0;
+  std::map<std::vector<int>, std::unique_ptr<Communicator>> groups_;
+};
+
+Runtime& runtime() {
+  static Runtime r;
+  return r;
+}
+
+}  // namespace
+
+int world_rank() { return runtime().rank_; }
+int world_size() { return runtime().size_; }
+bool is_distributed() { return runtime().size_ > 1; }
+Communicator& group(const std::vector<int>& ranks) { return runtime().group(ranks); }
+double timeout_seconds() { return runtime().timeout_; }
+bool consistency_checks() { return runtime().consistency_; }
+void set_consistency_checks(bool on) { runtime().consistency_ = on; }
+
+}  // namespace globe::dist

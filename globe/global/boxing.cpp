@@ -1,0 +1,168 @@
+// Boxing planner. Same placement: a sequence of single-mesh-axis steps, each run inside that
+// axis's sub-groups with the direct collective (boxing_1d.cpp). When no sequence of direct steps
+// exists (e.g. (S(0), S(0)) -> (B, S(0))), the fallback goes through broadcast: every non-B axis
+// is gathered (last axis first), then the target layout is sliced out locally. Different
+// placements: the value is made whole on the source ranks and sent to the destination ranks
+// that lack it; a same-shaped same-layout move is a direct shard-to-shard send.
+#include "globe/global/boxing.h"
+
+#include <algorithm>
+#include <set>
+
+#include "globe/dist/runtime.h"
+#include "globe/global/boxing_1d.h"
+#include "globe/global/global_tensor.h"
+#include "globe/kernels/elementwise.h"
+
+namespace globe {
+
+namespace {
+
+constexpr int kTransferTag = 0x7a;
+
+// Whether converting mesh axis f from cur[f] to `to` can run inside f's sub-groups: no inner axis
+// may split a tensor dim that the step touches.
+bool step_is_direct(const NdSbp& cur, size_t f, const Sbp& to) {
+  std::set<int64_t> touched;
+  if (cur[f].is_split()) touched.insert(cur[f].axis);
+  if (to.is_split()) touched.insert(to.axis);
+  for (size_t a = f + 1; a < cur.size(); ++a)
+    if (cur[a].is_split() && touched.count(cur[a].axis)) return false;
+  return true;
+}
+
+// One step on mesh axis f. `local` is this rank's shard under `cur`.
+Tensor step(const Tensor& local, const Shape& shape, const Placement& p, NdSbp& cur, size_t f, const Sbp& to) {
+  const int me = dist::world_rank();
+  NdSbp whole_axis = cur;
+  whole_axis[f] = sbp::broadcast;
+  const Shape block = local_block(shape, p, whole_axis, me).shape;
+  dist::Communicator& comm = dist::group(p.axis_group(me, int64_t(f)));
+  Tensor out = detail::box_axis(local, block, comm, cur[f], to);
+  cur[f] = to;
+  return out;
+}
+
+// Same placement, this rank a member.
+Tensor box_same_placement(const Tensor& local, const Shape& shape, const Placement& p, const NdSbp& from,
+                          const NdSbp& to) {
+  NdSbp cur = from;
+  Tensor x = local;
+  // Greedy: fix differing axes, last first, while a direct step exists.
+  for (bool progressed = true; progressed && cur != to;) {
+    progressed = false;
+    for (size_t f = cur.size(); f-- > 0;) {
+      if (cur[f] != to[f] && step_is_direct(cur, f, to[f])) {
+        x = step(x, shape, p, cur, f, to[f]);
+        progressed = true;
+        break;
+      }
+    }
+  }
+  if (cur == to) return x;
+  // Fallback through broadcast: gather every axis (inner first), then slice (outer first).
+  for (size_t f = cur.size(); f-- > 0;)
+    if (!cur[f].is_broadcast()) x = step(x, shape, p, cur, f, sbp::broadcast);
+  for (size_t f = 0; f < cur.size(); ++f)
+    if (cur[f] != to[f]) x = step(x, shape, p, cur, f, to[f]);
+  return x;
+}
+
+std::vector<int> union_ranks(const Placement& a, const Placement& b) {
+  std::set<int> s(a.ranks().begin(), a.ranks().end());
+  s.insert(b.ranks().begin(), b.ranks().end());
+  return {s.begin(), s.end()};
+}
+
+int index_in(const std::vector<int>& v, int r) {
+  return int(std::find(v.begin(), v.end(), r) - v.begin());
+}
+
+// Different placements.
+Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp) {
+  const Placement& sp = x.placement();
+  const NdSbp& ssbp = x.sbp();
+  const Shape& shape = x.shape();
+  const int me = dist::world_rank();
+  const bool in_src = sp.contains(me), in_dst = dp.contains(me);
+  if (!in_src && !in_dst) return Tensor::empty(Shape(shape.size(), 0), x.dtype());
+  const std::vector<int> members = union_ranks(sp, dp);
+  dist::Communicator& comm = dist::group(members);
+  const Tensor& local = x.impl().global->local;
+
+  // A move between meshes of one shape with one layout: member i sends its shard to member i.
+  if (sp.mesh_shape() == dp.mesh_shape() && ssbp == dsbp) {
+    Tensor out = in_dst ? Tensor::empty(local_shape(shape, dp, dsbp, me), x.dtype()) : Tensor();
+    dist::Request send, recv;
+    if (in_src) {
+      const int peer = dp.ranks()[sp.index_of(me)];
+      if (peer == me) out = local;
+      else send = comm.isend(kernels::dense(local), index_in(members, peer), kTransferTag);
+    }
+    if (in_dst) {
+      const int peer = sp.ranks()[dp.index_of(me)];
+      if (peer != me) recv = comm.irecv(out, index_in(members, peer), kTransferTag);
+    }
+    send.wait();
+    recv.wait();
+    return in_dst ? out : Tensor::empty(Shape(shape.size(), 0), x.dtype());
+  }
+
+  // General: whole value on the source ranks, sent to destination ranks outside the source.
+  Tensor whole;
+  if (in_src) {
+    whole = box_same_placement(local, shape, sp, ssbp, NdSbp(std::vector<Sbp>(sp.mesh_ndim(), sbp::broadcast)));
+  }
+  std::vector<int> needy;
+  for (int r : dp.ranks())
+    if (!sp.contains(r)) needy.push_back(r);
+  std::vector<dist::Request> sends;
+  for (size_t k = 0; k < needy.size(); ++k) {
+    const int sender = sp.ranks()[k % sp.ranks().size()];
+    if (sender == me) sends.push_back(comm.isend(kernels::dense(whole), index_in(members, needy[k]), kTransferTag));
+    if (needy[k] == me) {
+      whole = Tensor::empty(shape, x.dtype());
+      comm.irecv(whole, index_in(members, sender), kTransferTag).wait();
+    }
+  }
+  for (auto& s : sends) s.wait();
+  if (!in_dst) return Tensor::empty(Shape(shape.size(), 0), x.dtype());
+  return box_same_placement(whole, shape, dp, NdSbp(std::vector<Sbp>(dp.mesh_ndim(), sbp::broadcast)), dsbp);
+}
+
+}  // namespace
+
+Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp) {
+  GLOBE_CHECK(x.is_global(), "[to_global] box() needs a global tensor");
+  const NdSbp to = normalize_sbp(sbp, x.dim(), placement.mesh_ndim(), "to_global");
+  if (x.placement() == placement && x.sbp() == to) return x;
+  if (dist::consistency_checks()) {
+    std::vector<int> members = union_ranks(x.placement(), placement);
+    if (std::count(members.begin(), members.end(), dist::world_rank()))
+      dist::group(members).check_consistency("to_global " + describe(x) + " -> " + placement.to_string() + " " +
+                                             to.to_string());
+  }
+  Tensor local;
+  if (x.placement() == placement) {
+    local = placement.contains(dist::world_rank())
+                ? box_same_placement(x.impl().global->local, x.shape(), placement, x.sbp(), to)
+                : x.impl().global->local;
+  } else {
+    local = box_across(x, placement, to);
+  }
+  return make_global(local, x.shape(), placement, to);
+}
+
+double boxing_cost_bytes(const Sbp& from, const Sbp& to, double block_bytes, int group_size) {
+  if (from == to || group_size <= 1) return 0.0;
+  const double p = group_size, frac = (p - 1) / p;
+  using K = Sbp::Kind;
+  if (from.kind == K::broadcast) return 0.0;                    // B -> S, B -> P: local
+  if (from.kind == K::split && to.kind == K::partial_sum) return 0.0;  // S -> P: local
+  if (from.kind == K::split && to.kind == K::broadcast) return block_bytes * frac;  // all-gather
+  if (from.kind == K::split) return block_bytes * frac / p;     // all-to-all
+  if (to.kind == K::split) return block_bytes * frac;           // reduce-scatter
+  return 2 * block_bytes * frac;                                // all-reduce
+}
+
+}  // namespace globe

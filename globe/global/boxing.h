@@ -1,0 +1,18 @@
+// Boxing: converting a global tensor's layout without changing its value (SPEC §4).
+#pragma once
+
+#include "globe/core/tensor.h"
+#include "globe/global/placement.h"
+#include "globe/global/sbp.h"
+
+namespace globe {
+
+// The same value laid out as (placement, sbp). No autograd (Tensor::to_global adds it). Every rank
+// of the world calls it; members of either placement communicate.
+Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp);
+
+// Bytes this rank would send to convert `from` into `to` on one mesh axis of `group_size` ranks,
+// for a block of `block_bytes` bytes: the cost model SBP deduction ranks candidates with.
+double boxing_cost_bytes(const Sbp& from, const Sbp& to, double block_bytes, int group_size);
+
+}  // namespace globe

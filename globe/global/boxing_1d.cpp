@@ -1,0 +1,150 @@
+#include "globe/global/boxing_1d.h"
+
+#include <functional>
+
+#include "globe/kernels/elementwise.h"
+#include "globe/ops/ops.h"
+
+namespace globe::detail {
+
+namespace {
+
+using kernels::copy_into;
+
+// A view of `t` narrowed along d (kernel-level: no autograd, no dispatch).
+Tensor narrow_view(const Tensor& t, int64_t d, int64_t start, int64_t len) {
+  Shape s = t.shape();
+  s[d] = len;
+  return Tensor::view_of(t, s, t.strides(), t.offset() + start * t.strides()[d]);
+}
+
+Tensor copy_of(const Tensor& t) {
+  Tensor out = Tensor::empty(t.shape(), t.dtype());
+  copy_into(out, t);
+  return out;
+}
+
+// Elements of each of the p pieces of `block` split along d.
+std::vector<int64_t> piece_counts(const Shape& block, int64_t d, int p) {
+  const int64_t n = block[d];
+  const int64_t rest = n == 0 ? 0 : numel_of(block) / n;
+  std::vector<int64_t> c(p);
+  for (int r = 0; r < p; ++r) c[r] = split_range(n, p, r).length * rest;
+  return c;
+}
+
+// Shapes of the pieces of `shape` split along d into p parts.
+Shape piece_shape(Shape shape, int64_t d, int p, int r) {
+  shape[d] = split_range(shape[d], p, r).length;
+  return shape;
+}
+
+// Whether pieces along d are already consecutive in a contiguous tensor of `shape`.
+bool pieces_contiguous(const Shape& shape, int64_t d) {
+  for (int64_t i = 0; i < d; ++i)
+    if (shape[i] != 1) return false;
+  return true;
+}
+
+// `t` (contiguous or not) as one buffer holding its p pieces along d one after another.
+Tensor pack(const Tensor& t, int64_t d, int p) {
+  if (t.is_contiguous() && pieces_contiguous(t.shape(), d)) return t;
+  Tensor buf = Tensor::empty({t.numel()}, t.dtype());
+  int64_t at = 0;
+  for (int r = 0; r < p; ++r) {
+    Range rg = split_range(t.shape()[d], p, r);
+    Tensor piece = narrow_view(t, d, rg.start, rg.length);
+    Tensor dst = Tensor::view_of(buf, piece.shape(), contiguous_strides(piece.shape()), at);
+    copy_into(dst, piece);
+    at += piece.numel();
+  }
+  return buf;
+}
+
+// The inverse of pack: a `shape` tensor from a buffer of pieces along d, piece r shaped
+// piece_shape(r).
+Tensor unpack(const Tensor& buf, const Shape& shape, int64_t d, int p,
+              const std::function<Shape(int)>& piece_shape_of) {
+  if (pieces_contiguous(shape, d)) return Tensor::view_of(buf, shape, contiguous_strides(shape), buf.offset());
+  Tensor out = Tensor::empty(shape, buf.dtype());
+  int64_t at = 0, pos = 0;
+  for (int r = 0; r < p; ++r) {
+    const Shape ps = piece_shape_of(r);
+    Tensor src = Tensor::view_of(buf, ps, contiguous_strides(ps), buf.offset() + at);
+    copy_into(narrow_view(out, d, pos, ps[d]), src);
+    at += numel_of(ps);
+    pos += ps[d];
+  }
+  return out;
+}
+
+Tensor gather_split(const Tensor& local, const Shape& block, dist::Communicator& comm, int64_t d) {
+  const int p = comm.size();
+  Tensor buf = Tensor::empty({numel_of(block)}, local.dtype());
+  comm.all_gather_v(kernels::dense(local), buf, piece_counts(block, d, p));
+  return unpack(buf, block, d, p, [&](int r) { return piece_shape(block, d, p, r); });
+}
+
+Tensor reduce_scatter_split(const Tensor& local, const Shape& block, dist::Communicator& comm, int64_t d) {
+  const int p = comm.size();
+  Tensor packed = pack(local, d, p);
+  if (packed.same(local)) packed = copy_of(local);  // MPI may use the send buffer as scratch: keep ours
+  Tensor out = Tensor::empty(piece_shape(block, d, p, comm.rank()), local.dtype());
+  comm.reduce_scatter_v(packed, out, piece_counts(block, d, p));
+  return out;
+}
+
+Tensor slice_split(const Tensor& local, const Shape& block, int p, int me, int64_t d) {
+  Range r = split_range(block[d], p, me);
+  return copy_of(narrow_view(local, d, r.start, r.length));
+}
+
+Tensor all_to_all(const Tensor& local, const Shape& block, dist::Communicator& comm, int64_t from_d,
+                  int64_t to_d) {
+  const int p = comm.size(), me = comm.rank();
+  // Send: my block (split on from_d) cut along to_d, piece r to member r.
+  const Shape mine = local.shape();
+  Tensor send = pack(kernels::dense(local), to_d, p);
+  std::vector<int64_t> send_counts = piece_counts(mine, to_d, p);
+  // Receive: from member s, the block [range_from(s), range_to(me)].
+  Shape target = piece_shape(block, to_d, p, me);
+  auto recv_shape = [&](int s) { return piece_shape(target, from_d, p, s); };
+  std::vector<int64_t> recv_counts(p);
+  for (int s = 0; s < p; ++s) recv_counts[s] = numel_of(recv_shape(s));
+  Tensor recv = Tensor::empty({numel_of(target)}, local.dtype());
+  comm.all_to_all_v(send, send_counts, recv, recv_counts);
+  return unpack(recv, target, from_d, p, recv_shape);
+}
+
+}  // namespace
+
+Tensor box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm, const Sbp& from,
+                const Sbp& to) {
+  if (from == to) return local;
+  const int p = comm.size(), me = comm.rank();
+  using K = Sbp::Kind;
+  switch (from.kind) {
+    case K::split:
+      if (to.is_broadcast()) return gather_split(local, block, comm, from.axis);
+      if (to.is_split()) return all_to_all(local, block, comm, from.axis, to.axis);
+      {  // S(i) -> P: my shard in zeros of the full block
+        Tensor out = Tensor::empty(block, local.dtype());
+        copy_into(narrow_view(out, from.axis, split_range(block[from.axis], p, me).start, local.shape()[from.axis]),
+                  local);
+        return out;
+      }
+    case K::broadcast:
+      if (to.is_split()) return slice_split(local, block, p, me, to.axis);
+      return me == 0 ? copy_of(local) : Tensor::empty(block, local.dtype());  // B -> P
+    case K::partial_sum:
+      if (to.is_split()) return reduce_scatter_split(local, block, comm, to.axis);
+      {  // P -> B
+        Tensor out = copy_of(local);
+        comm.all_reduce_sum(out);
+        return out;
+      }
+  }
+  GLOBE_FAIL("[boxing] unknown sbp");
+}
+
+}  // namespace globe::detail

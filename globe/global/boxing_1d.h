@@ -1,0 +1,15 @@
+// One-mesh-axis conversions inside a group: the direct collective per SBP pair (SPEC §4 table).
+#pragma once
+
+#include "globe/core/tensor.h"
+#include "globe/dist/communicator.h"
+#include "globe/global/sbp.h"
+
+namespace globe::detail {
+
+// `local` is this member's shard, under `from`, of the `block`-shaped value the group shares;
+// returns its shard under `to`. Never mutates `local`.
+Tensor box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm, const Sbp& from,
+                const Sbp& to);
+
+}  // namespace globe::detail

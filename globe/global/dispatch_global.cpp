@@ -1,0 +1,111 @@
+// Global op dispatch (SPEC §5): every op whose inputs are global comes here from dispatch().
+//   1. all inputs global, on one placement (else an error naming both);
+//   2. output metadata from the op's infer() on the logical shapes;
+//   3. per mesh axis, the op's cheapest valid SBP signature (no boxing if possible, else the
+//      fewest bytes moved, ties to the earlier declaration; identical on every rank);
+//   4. inputs boxed to it, the local kernel run on the shards, the result wrapped as global.
+#include <limits>
+#include <sstream>
+
+#include "globe/dist/runtime.h"
+#include "globe/global/boxing.h"
+#include "globe/global/global_tensor.h"
+#include "globe/ops/op.h"
+
+namespace globe {
+
+namespace {
+
+std::string layouts(const std::vector<Tensor>& inputs) {
+  std::ostringstream os;
+  for (size_t i = 0; i < inputs.size(); ++i) os << (i ? ", " : "") << describe(inputs[i]);
+  return os.str();
+}
+
+void check_inputs(const Op& op, const std::vector<Tensor>& inputs) {
+  for (const Tensor& t : inputs)
+    GLOBE_CHECK(t.is_global(), "[", op.name(), "] mixes local and global tensors: ", layouts(inputs),
+                "; convert the local one with to_global(placement, sbp)");
+  for (const Tensor& t : inputs)
+    GLOBE_CHECK(t.placement() == inputs[0].placement(), "[", op.name(), "] inputs are on different placements: ",
+                inputs[0].placement().to_string(), " and ", t.placement().to_string(),
+                "; move one with to_global(placement)");
+}
+
+// Block of every input as seen along mesh axis a's group: the value the group shares.
+double block_bytes(const Tensor& t, const Placement& p, size_t axis) {
+  NdSbp s = t.sbp();
+  for (size_t a = axis; a < s.size(); ++a) s[a] = sbp::broadcast;
+  const int me = p.contains(dist::world_rank()) ? dist::world_rank() : p.first();
+  return double(numel_of(local_block(t.shape(), p, s, me).shape)) * double(itemsize(t.dtype()));
+}
+
+// The chosen signature on mesh axis a: cheapest total boxing cost, first on ties.
+SbpSignature choose(const Op& op, const std::vector<Tensor>& inputs, const std::vector<TensorMeta>& metas,
+                    const Placement& p, size_t axis) {
+  const SbpContext ctx{p.mesh_shape()[axis], int64_t(p.size())};
+  std::vector<SbpSignature> candidates = op.sbp_signatures(metas, ctx);
+  candidates.push_back({std::vector<Sbp>(inputs.size(), sbp::broadcast), sbp::broadcast});
+  const SbpSignature* best = nullptr;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const SbpSignature& sig : candidates) {
+    double cost = 0;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      cost += boxing_cost_bytes(inputs[i].sbp()[axis], sig.inputs[i], block_bytes(inputs[i], p, axis),
+                                int(ctx.axis_size));
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = &sig;
+    }
+  }
+  return *best;
+}
+
+Tensor dispatch_global(const OpPtr& op, const std::vector<Tensor>& inputs) {
+  check_inputs(*op, inputs);
+  const Placement& p = inputs[0].placement();
+  const std::vector<TensorMeta> metas = detail::metas_of(inputs);
+  const TensorMeta meta = op->infer(metas);
+  const int me = dist::world_rank();
+  if (dist::consistency_checks() && p.contains(me))
+    dist::group(p.ranks()).check_consistency(op->name() + " " + layouts(inputs));
+
+  // Per mesh axis: the signature, then every input boxed to its part of it.
+  std::vector<std::vector<Sbp>> in_sbp(inputs.size());
+  std::vector<Sbp> out_sbp;
+  for (size_t a = 0; a < size_t(p.mesh_ndim()); ++a) {
+    SbpSignature sig = choose(*op, inputs, metas, p, a);
+    for (size_t i = 0; i < inputs.size(); ++i) in_sbp[i].push_back(sig.inputs[i]);
+    out_sbp.push_back(sig.output);
+  }
+  const NdSbp out_nd(out_sbp);
+  std::vector<Tensor> locals;
+  ComputeArgs args;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor boxed = box(inputs[i], p, NdSbp(in_sbp[i]));
+    locals.push_back(boxed.impl().global->local);
+    args.in_global_shapes.push_back(inputs[i].shape());
+    if (p.contains(me)) args.in_block_starts.push_back(local_block(inputs[i].shape(), p, boxed.sbp(), me).start);
+  }
+  Tensor local;
+  if (p.contains(me)) {
+    args.out = {local_shape(meta.shape, p, normalize_sbp(out_nd, int64_t(meta.shape.size()), p.mesh_ndim(), "dispatch"), me),
+                meta.dtype};
+    local = op->compute(locals, args);
+    GLOBE_CHECK(local.shape() == args.out.shape, "[", op->name(), "] internal: shard ", describe(local),
+                " but the layout ", out_nd.to_string(), " needs ", shape_str(args.out.shape));
+  } else {
+    local = Tensor::empty(Shape(meta.shape.size(), 0), meta.dtype);
+  }
+  Tensor out = make_global(local, meta.shape, p, out_nd);
+  detail::record_node(op, inputs, out);
+  return out;
+}
+
+}  // namespace
+
+namespace detail {
+void install_dispatch_hooks() { g_dispatch_global = dispatch_global; }
+}  // namespace detail
+
+}  // namespace globe

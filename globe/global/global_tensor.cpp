@@ -1,0 +1,231 @@
+#include "globe/global/global_tensor.h"
+
+#include <sstream>
+
+#include "globe/core/hooks.h"
+#include "globe/core/random.h"
+#include "globe/dist/runtime.h"
+#include "globe/global/boxing.h"
+#include "globe/kernels/elementwise.h"
+#include "globe/kernels/random_fill.h"
+#include "globe/ops/op.h"
+#include "globe/ops/ops.h"
+
+namespace globe {
+
+namespace detail {
+void install_global_hooks();
+}
+
+namespace {
+
+const GlobalMeta& meta_of(const Tensor& t, const char* op) {
+  GLOBE_CHECK(t.is_global(), "[", op, "] needs a global tensor, got local ", describe(t));
+  return *t.impl().global;
+}
+
+}  // namespace
+
+Block local_block(const Shape& shape, const Placement& placement, const NdSbp& sbp, int rank) {
+  return block_of(shape, placement.mesh_shape(), sbp, placement.coord_of(placement.index_of(rank)));
+}
+
+Shape local_shape(const Shape& shape, const Placement& placement, const NdSbp& sbp, int rank) {
+  if (!placement.contains(rank)) return Shape(shape.size(), 0);
+  return local_block(shape, placement, sbp, rank).shape;
+}
+
+Tensor make_global(const Tensor& local, const Shape& shape, const Placement& placement, const NdSbp& sbp) {
+  detail::install_global_hooks();
+  GLOBE_CHECK(!local.is_global(), "[make_global] the shard must be a local tensor");
+  NdSbp norm = normalize_sbp(sbp, int64_t(shape.size()), placement.mesh_ndim(), "to_global");
+  const Shape expect = local_shape(shape, placement, norm, dist::world_rank());
+  GLOBE_CHECK(local.shape() == expect, "[make_global] shard ", describe(local), " does not match the block ",
+              shape_str(expect), " of ", shape_str(shape), " under ", placement.to_string(), " ",
+              norm.to_string());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = local.dtype();
+  impl->global = std::make_shared<const GlobalMeta>(GlobalMeta{placement, std::move(norm), local});
+  return Tensor(std::move(impl));
+}
+
+const Placement& Tensor::placement() const { return meta_of(*this, "placement").placement; }
+const NdSbp& Tensor::sbp() const { return meta_of(*this, "sbp").sbp; }
+
+// ---- to_local (differentiable) ----------------------------------------------------------------
+
+namespace {
+
+// The dual layout of a gradient (SPEC §6): B <-> P, S(i) stays S(i).
+NdSbp dual(const NdSbp& s) {
+  NdSbp d = s;
+  for (size_t a = 0; a < d.size(); ++a) {
+    if (s[a].is_broadcast()) d[a] = sbp::partial_sum;
+    else if (s[a].is_partial()) d[a] = sbp::broadcast;
+  }
+  return d;
+}
+
+// Ops recorded directly (not dispatched): only name and vjp are used.
+class RecordedOnly : public Op {
+ public:
+  TensorMeta infer(const std::vector<TensorMeta>&) const override { GLOBE_FAIL("[", name(), "] not dispatched"); }
+  Tensor compute(const std::vector<Tensor>&, const ComputeArgs&) const override {
+    GLOBE_FAIL("[", name(), "] not dispatched");
+  }
+};
+
+class ToLocal final : public RecordedOnly {
+ public:
+  std::string name() const override { return "to_local"; }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    // Each rank's local gradient is its shard of the dual layout.
+    return {make_global(contiguous(g), in[0].shape(), in[0].placement(), dual(in[0].sbp()))};
+  }
+};
+
+}  // namespace
+
+Tensor Tensor::to_local() const {
+  if (!is_global()) return *this;
+  Tensor out = Tensor::view_of(impl().global->local, impl().global->local.shape(),
+                               impl().global->local.strides(), impl().global->local.offset());
+  detail::record_node(std::make_shared<const ToLocal>(), {*this}, out);
+  return out;
+}
+
+// ---- creation ---------------------------------------------------------------------------------
+
+namespace {
+
+// A global tensor whose shard is filled by fill(shard, block); P axes other than coordinate 0 hold
+// zeros (the value is the first rank's, as for B -> P).
+template <class Fill>
+Tensor create(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtype, Fill&& fill) {
+  NdSbp norm = normalize_sbp(sbp, int64_t(shape.size()), p.mesh_ndim(), "create");
+  const int me = dist::world_rank();
+  Tensor local = Tensor::empty(local_shape(shape, p, norm, me), dtype);
+  if (p.contains(me)) {
+    const auto coord = p.coord_of(p.index_of(me));
+    bool zero = false;
+    for (size_t a = 0; a < norm.size(); ++a) zero |= norm[a].is_partial() && coord[a] != 0;
+    if (!zero) fill(local, local_block(shape, p, norm, me));
+  }
+  return make_global(local, shape, p, norm);
+}
+
+}  // namespace
+
+Tensor randn(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtype) {
+  const RandomStream s = next_random_stream();  // every rank draws the stream, members or not
+  return create(shape, p, sbp, dtype, [&](const Tensor& t, const Block& b) {
+    kernels::fill_normal(t, s, shape, b.start);
+  });
+}
+
+Tensor rand(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtype) {
+  const RandomStream s = next_random_stream();
+  return create(shape, p, sbp, dtype, [&](const Tensor& t, const Block& b) {
+    kernels::fill_uniform(t, s, shape, b.start, 0.0, 1.0);
+  });
+}
+
+Tensor full(const Shape& shape, double value, const Placement& p, const NdSbp& sbp, DType dtype) {
+  return create(shape, p, sbp, dtype, [&](const Tensor& t, const Block&) {
+    kernels::copy_into(t, globe::full(t.shape(), value, dtype));
+  });
+}
+
+Tensor zeros(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtype) {
+  return create(shape, p, sbp, dtype, [](const Tensor&, const Block&) {});
+}
+
+Tensor ones(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtype) {
+  return full(shape, 1.0, p, sbp, dtype);
+}
+
+Tensor from_full(const Tensor& value, const Placement& p, const NdSbp& sbp) {
+  GLOBE_CHECK(!value.is_global(), "[from_full] expects a local tensor holding the whole value");
+  return create(value.shape(), p, sbp, value.dtype(), [&](const Tensor& t, const Block& b) {
+    Tensor view = value;
+    for (size_t d = 0; d < b.start.size(); ++d) view = narrow(view, int64_t(d), b.start[d], b.shape[d]);
+    kernels::copy_into(t, view);
+  });
+}
+
+Tensor arange(int64_t n, const Placement& p, const NdSbp& sbp, DType dtype) {
+  return create({n}, p, sbp, dtype, [&](const Tensor& t, const Block& b) {
+    kernels::copy_into(t, globe::arange(double(b.start[0]), double(b.start[0] + b.shape[0]), 1.0, dtype));
+  });
+}
+
+// ---- hooks into core --------------------------------------------------------------------------
+
+namespace {
+
+std::string describe_layout(const Tensor& t) {
+  const GlobalMeta& m = *t.impl().global;
+  return m.placement.to_string() + ", sbp=" + m.sbp.to_string();
+}
+
+// Collective: every rank gets the whole value.
+Tensor whole_value(const Tensor& t) {
+  Tensor all = box(t, Placement::all(t.placement().device()), NdSbp(std::vector<Sbp>(1, sbp::broadcast)));
+  return all.impl().global->local;
+}
+
+Tensor full_like_global(const Tensor& t, double value) {
+  NdSbp s = t.sbp();
+  if (value != 0.0)
+    for (size_t a = 0; a < s.size(); ++a)
+      if (s[a].is_partial()) s[a] = sbp::broadcast;
+  return full(t.shape(), value, t.placement(), s, t.dtype());
+}
+
+}  // namespace
+
+namespace detail {
+void install_to_global_hooks();
+void install_dispatch_hooks();
+
+// Called whenever a global tensor is made, so the hooks are in place before any is used (a static
+// initialiser could be dropped by the linker from a static library).
+void install_global_hooks() {
+  static const bool once = [] {
+    g_describe_layout = describe_layout;
+    g_global_to_full_local = whole_value;
+    g_full_like_global = full_like_global;
+    install_to_global_hooks();
+    install_dispatch_hooks();
+    return true;
+  }();
+  (void)once;
+}
+}  // namespace detail
+
+// ---- visualize --------------------------------------------------------------------------------
+
+std::string visualize(const Tensor& t) {
+  const GlobalMeta& m = meta_of(t, "visualize");
+  std::ostringstream os;
+  os << "global tensor " << dtype_name(t.dtype()) << shape_str(t.shape()) << " on " << m.placement.to_string()
+     << " with sbp " << m.sbp.to_string() << "\n";
+  const Placement& p = m.placement;
+  for (int i = 0; i < p.size(); ++i) {
+    const int r = p.ranks()[i];
+    const auto coord = p.coord_of(i);
+    Block b = local_block(t.shape(), p, m.sbp, r);
+    os << "  rank " << r << " (mesh " << shape_str(coord) << "): ";
+    bool partial = false;
+    for (size_t a = 0; a < m.sbp.size(); ++a) partial |= m.sbp[a].is_partial();
+    os << "[";
+    for (size_t d = 0; d < b.start.size(); ++d)
+      os << (d ? ", " : "") << b.start[d] << ":" << b.start[d] + b.shape[d];
+    os << "]" << (partial ? " partial sum" : "") << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace globe

@@ -1,0 +1,46 @@
+// Global tensors: a logical tensor + placement + SBP, with this rank's shard as a local tensor.
+//
+//   auto p = globe::placement("cpu", {0, 1});
+//   Tensor x = globe::randn({4, 6}, p, sbp::split(0));   // rank r holds rows [2r, 2r+2)
+//   Tensor y = x.to_global(p, sbp::broadcast);           // all-gather: both hold all 4 rows
+//
+// Every rank runs every global op (SPMD); ranks outside the placement hold an empty shard.
+#pragma once
+
+#include "globe/core/tensor.h"
+#include "globe/global/placement.h"
+#include "globe/global/sbp.h"
+
+namespace globe {
+
+struct GlobalMeta {
+  Placement placement;
+  NdSbp sbp;    // normalised: one entry per mesh axis, split axes non-negative
+  Tensor local; // this rank's shard; all extents 0 outside the placement
+};
+
+// Wraps an existing shard (no communication, no checks beyond shapes): the building block of
+// every global op. `local` must already be this rank's block of `shape` under (placement, sbp).
+Tensor make_global(const Tensor& local, const Shape& shape, const Placement& placement, const NdSbp& sbp);
+
+// The shape of this rank's shard of a `shape`-tensor under (placement, sbp); zeros outside.
+Shape local_shape(const Shape& shape, const Placement& placement, const NdSbp& sbp, int rank);
+// The block (start, shape) of the logical tensor held by `rank` (a member of the placement).
+Block local_block(const Shape& shape, const Placement& placement, const NdSbp& sbp, int rank);
+
+// Creation with a layout. Random values are sharding-invariant (SPEC §3).
+Tensor randn(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);
+Tensor rand(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);
+Tensor zeros(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);
+Tensor ones(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);
+Tensor full(const Shape& shape, double value, const Placement& placement, const NdSbp& sbp,
+            DType dtype = kFloat32);
+Tensor arange(int64_t n, const Placement& placement, const NdSbp& sbp, DType dtype = kInt64);
+// The same logical value on every rank (e.g. from a file or literal), laid out as asked: each rank
+// keeps only its block. No communication.
+Tensor from_full(const Tensor& value, const Placement& placement, const NdSbp& sbp);
+
+// Which rank holds which block: a text picture for tutorials (1-D and 2-D meshes).
+std::string visualize(const Tensor& t);
+
+}  // namespace globe

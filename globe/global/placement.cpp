@@ -1,0 +1,110 @@
+#include "globe/global/placement.h"
+
+#include <set>
+#include <sstream>
+
+#include "globe/core/error.h"
+#include "globe/core/shape.h"
+#include "globe/dist/runtime.h"
+
+namespace globe {
+
+Placement::Placement(std::string device, std::vector<int> ranks, std::vector<int64_t> mesh_shape)
+    : device_(std::move(device)), ranks_(std::move(ranks)), mesh_(std::move(mesh_shape)) {
+  GLOBE_CHECK(device_ == "cpu", "[placement] unknown device type '", device_, "' (supported: cpu)");
+  GLOBE_CHECK(!ranks_.empty(), "[placement] needs at least one rank");
+  GLOBE_CHECK(numel_of(mesh_) == int64_t(ranks_.size()), "[placement] mesh ", shape_str(mesh_),
+              " does not hold ", ranks_.size(), " ranks");
+  std::set<int> seen;
+  const int world = dist::world_size();
+  for (int r : ranks_) {
+    GLOBE_CHECK(seen.insert(r).second, "[placement] rank ", r, " appears twice in ", to_string());
+    GLOBE_CHECK(r >= 0, "[placement] negative rank ", r, " in ", to_string());
+    GLOBE_CHECK(r < world, "[placement] ", to_string(), " names rank ", r, " but the world has ", world,
+                " rank", world == 1 ? "" : "s",
+                world == 1 ? " (this program was started directly; to run N ranks use "
+                             "`globe-launch --nproc_per_node N PROGRAM`)"
+                           : "");
+  }
+}
+
+Placement Placement::all(const std::string& device) {
+  std::vector<int> ranks(dist::world_size());
+  for (int i = 0; i < int(ranks.size()); ++i) ranks[i] = i;
+  return Placement(device, ranks, {int64_t(ranks.size())});
+}
+
+int Placement::index_of(int rank) const {
+  for (size_t i = 0; i < ranks_.size(); ++i)
+    if (ranks_[i] == rank) return int(i);
+  return -1;
+}
+
+std::vector<int64_t> Placement::coord_of(int index) const {
+  std::vector<int64_t> c(mesh_.size());
+  for (size_t a = mesh_.size(); a-- > 0;) {
+    c[a] = index % mesh_[a];
+    index /= int(mesh_[a]);
+  }
+  return c;
+}
+
+std::vector<int> Placement::axis_group(int rank, int64_t axis) const {
+  const auto strides = contiguous_strides(mesh_);
+  std::vector<int64_t> c = coord_of(index_of(rank));
+  std::vector<int> out;
+  for (int64_t k = 0; k < mesh_[axis]; ++k) {
+    int64_t idx = 0;
+    c[axis] = k;
+    for (size_t a = 0; a < mesh_.size(); ++a) idx += c[a] * strides[a];
+    out.push_back(ranks_[idx]);
+  }
+  return out;
+}
+
+size_t Placement::hash() const {
+  size_t h = std::hash<std::string>()(device_);
+  for (int r : ranks_) h = h * 1000003u ^ size_t(r);
+  for (int64_t m : mesh_) h = h * 31u ^ size_t(m);
+  return h;
+}
+
+std::string Placement::to_string() const {
+  std::ostringstream os;
+  os << "placement(" << device_ << ", ";
+  // Nested brackets following the mesh.
+  const auto strides = contiguous_strides(mesh_);
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    for (size_t a = 0; a < mesh_.size(); ++a)
+      if (int64_t(i) % (strides[a] * mesh_[a]) == 0) os << "[";
+    os << ranks_[i];
+    size_t closes = 0;
+    for (size_t a = 0; a < mesh_.size(); ++a)
+      if ((int64_t(i) + 1) % (strides[a] * mesh_[a]) == 0) ++closes;
+    os << std::string(closes, ']');
+    if (i + 1 < ranks_.size()) os << ", ";
+  }
+  os << ")";
+  return os.str();
+}
+
+Placement placement(const std::string& device, std::initializer_list<int> ranks) {
+  return Placement(device, std::vector<int>(ranks), {int64_t(ranks.size())});
+}
+
+Placement placement(const std::string& device, const std::vector<int>& ranks) {
+  return Placement(device, ranks, {int64_t(ranks.size())});
+}
+
+Placement placement(const std::string& device, std::initializer_list<std::initializer_list<int>> rows) {
+  std::vector<int> flat;
+  const size_t width = rows.size() ? rows.begin()->size() : 0;
+  for (const auto& row : rows) {
+    GLOBE_CHECK(row.size() == width, "[placement] ragged rank array: rows of ", width, " and ", row.size(),
+                " ranks");
+    flat.insert(flat.end(), row.begin(), row.end());
+  }
+  return Placement(device, flat, {int64_t(rows.size()), int64_t(width)});
+}
+
+}  // namespace globe

@@ -1,0 +1,63 @@
+// Placement: which ranks hold a global tensor, arranged as a mesh (SPEC §1).
+//
+//   auto p1 = globe::placement("cpu", {0, 1});            // 1-D mesh of 2 ranks
+//   auto p2 = globe::placement("cpu", {{0, 1}, {2, 3}});  // 2x2 mesh
+//
+// The order written is kept: mesh coordinate (i, j) is the rank written there.
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace globe {
+
+class Placement {
+ public:
+  Placement() = default;
+  // `ranks` in row-major mesh order; validates (see SPEC §1) and throws "[placement] ...".
+  Placement(std::string device, std::vector<int> ranks, std::vector<int64_t> mesh_shape);
+  // Every rank of the world, 1-D.
+  static Placement all(const std::string& device = "cpu");
+
+  const std::string& device() const { return device_; }
+  const std::vector<int>& ranks() const { return ranks_; }
+  const std::vector<int64_t>& mesh_shape() const { return mesh_; }
+  int64_t mesh_ndim() const { return int64_t(mesh_.size()); }
+  int size() const { return int(ranks_.size()); }
+  bool contains(int rank) const { return index_of(rank) >= 0; }
+  // Position of `rank` in ranks() (row-major mesh index), or -1.
+  int index_of(int rank) const;
+  // Mesh coordinate of the member at row-major `index`.
+  std::vector<int64_t> coord_of(int index) const;
+  // Ranks that share every mesh coordinate with `rank` except along `axis`, ordered by that axis.
+  std::vector<int> axis_group(int rank, int64_t axis) const;
+  // The first rank (mesh coordinate 0, 0, ...).
+  int first() const { return ranks_.front(); }
+
+  bool operator==(const Placement& o) const {
+    return device_ == o.device_ && mesh_ == o.mesh_ && ranks_ == o.ranks_;
+  }
+  bool operator!=(const Placement& o) const { return !(*this == o); }
+  size_t hash() const;
+  // "placement(cpu, [[0, 1], [2, 3]])".
+  std::string to_string() const;
+
+ private:
+  std::string device_;
+  std::vector<int> ranks_;
+  std::vector<int64_t> mesh_;
+};
+
+// The user-facing constructors of the API (1-D list, 2-D nested list).
+Placement placement(const std::string& device, std::initializer_list<int> ranks);
+Placement placement(const std::string& device, std::initializer_list<std::initializer_list<int>> ranks);
+Placement placement(const std::string& device, const std::vector<int>& ranks);
+
+}  // namespace globe
+
+template <>
+struct std::hash<globe::Placement> {
+  size_t operator()(const globe::Placement& p) const { return p.hash(); }
+};

@@ -1,0 +1,66 @@
+#include "globe/global/sbp.h"
+
+#include "globe/core/error.h"
+
+namespace globe {
+
+std::string Sbp::to_string() const {
+  switch (kind) {
+    case Kind::split: return "S(" + std::to_string(axis) + ")";
+    case Kind::broadcast: return "B";
+    case Kind::partial_sum: return "P";
+  }
+  return "?";
+}
+
+bool NdSbp::all_broadcast() const {
+  for (const Sbp& s : v_)
+    if (!s.is_broadcast()) return false;
+  return true;
+}
+
+bool NdSbp::any_partial() const {
+  for (const Sbp& s : v_)
+    if (s.is_partial()) return true;
+  return false;
+}
+
+std::string NdSbp::to_string() const {
+  std::string s = "(";
+  for (size_t i = 0; i < v_.size(); ++i) s += (i ? ", " : "") + v_[i].to_string();
+  return s + ")";
+}
+
+Range split_range(int64_t n, int64_t parts, int64_t i) {
+  const int64_t base = n / parts, extra = n % parts;
+  return {i * base + std::min(i, extra), base + (i < extra ? 1 : 0)};
+}
+
+NdSbp normalize_sbp(const NdSbp& nd_sbp, int64_t tensor_ndim, int64_t mesh_ndim, const char* op) {
+  GLOBE_CHECK(int64_t(nd_sbp.size()) == mesh_ndim, "[", op, "] sbp ", nd_sbp.to_string(), " has ",
+              nd_sbp.size(), " entries but the placement's mesh has ", mesh_ndim, " axes");
+  NdSbp out = nd_sbp;
+  for (size_t a = 0; a < out.size(); ++a) {
+    if (!out[a].is_split()) continue;
+    const int64_t ax = out[a].axis;
+    GLOBE_CHECK(ax >= -tensor_ndim && ax < tensor_ndim, "[", op, "] split axis ", ax,
+                " out of range for a tensor of ", tensor_ndim, " dims (sbp ", nd_sbp.to_string(), ")");
+    out[a].axis = ax < 0 ? ax + tensor_ndim : ax;
+  }
+  return out;
+}
+
+Block block_of(const Shape& logical, const std::vector<int64_t>& mesh, const NdSbp& nd_sbp,
+               const std::vector<int64_t>& coord) {
+  Block b{Shape(logical.size(), 0), logical};
+  for (size_t a = 0; a < nd_sbp.size(); ++a) {
+    if (!nd_sbp[a].is_split()) continue;
+    const int64_t d = nd_sbp[a].axis;
+    Range r = split_range(b.shape[d], mesh[a], coord[a]);
+    b.start[d] += r.start;
+    b.shape[d] = r.length;
+  }
+  return b;
+}
+
+}  // namespace globe

@@ -1,0 +1,75 @@
+// SBP: how a global tensor's value is laid out over one mesh axis (SPEC §2).
+//   split(i)    each rank holds a balanced block along tensor dim i
+//   broadcast   each rank holds the whole value
+//   partial_sum each rank holds a summand; the value is their sum
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "globe/core/shape.h"
+
+namespace globe {
+
+struct Sbp {
+  enum class Kind : uint8_t { split, broadcast, partial_sum };
+  Kind kind = Kind::broadcast;
+  int64_t axis = 0;  // for split; may be negative until normalised against a tensor's rank
+
+  bool is_split() const { return kind == Kind::split; }
+  bool is_broadcast() const { return kind == Kind::broadcast; }
+  bool is_partial() const { return kind == Kind::partial_sum; }
+  bool operator==(const Sbp& o) const { return kind == o.kind && (kind != Kind::split || axis == o.axis); }
+  bool operator!=(const Sbp& o) const { return !(*this == o); }
+  std::string to_string() const;  // "S(0)", "B", "P"
+};
+
+namespace sbp {
+constexpr Sbp split(int64_t axis) { return Sbp{Sbp::Kind::split, axis}; }
+inline constexpr Sbp broadcast{Sbp::Kind::broadcast, 0};
+inline constexpr Sbp partial_sum{Sbp::Kind::partial_sum, 0};
+}  // namespace sbp
+
+// One Sbp per mesh axis. A single Sbp converts implicitly (for 1-D meshes).
+class NdSbp {
+ public:
+  NdSbp() = default;
+  NdSbp(Sbp s) : v_{s} {}  // NOLINT: implicit on purpose, `to_global(p, sbp::broadcast)`
+  NdSbp(std::initializer_list<Sbp> s) : v_(s) {}
+  explicit NdSbp(std::vector<Sbp> s) : v_(std::move(s)) {}
+
+  size_t size() const { return v_.size(); }
+  const Sbp& operator[](size_t i) const { return v_[i]; }
+  Sbp& operator[](size_t i) { return v_[i]; }
+  std::vector<Sbp>::const_iterator begin() const { return v_.begin(); }
+  std::vector<Sbp>::const_iterator end() const { return v_.end(); }
+  bool operator==(const NdSbp& o) const { return v_ == o.v_; }
+  bool operator!=(const NdSbp& o) const { return !(*this == o); }
+  bool all_broadcast() const;
+  bool any_partial() const;
+  std::string to_string() const;  // "(S(0), B)"
+
+ private:
+  std::vector<Sbp> v_;
+};
+
+// Balanced split of `n` over `parts`: part i gets floor(n/parts) + 1 elements if i < n % parts.
+struct Range {
+  int64_t start, length;
+};
+Range split_range(int64_t n, int64_t parts, int64_t i);
+
+// Checks `nd_sbp` against a tensor rank and mesh (one entry per mesh axis, split axes in range)
+// and returns it with split axes normalised. `op` names the caller in errors.
+NdSbp normalize_sbp(const NdSbp& nd_sbp, int64_t tensor_ndim, int64_t mesh_ndim, const char* op);
+
+// The block of the logical tensor held at mesh coordinate `coord`: split axes apply one mesh axis
+// after another (axis 0 splits the logical extent, axis 1 splits each part, ...).
+struct Block {
+  Shape start, shape;
+};
+Block block_of(const Shape& logical, const std::vector<int64_t>& mesh, const NdSbp& nd_sbp,
+               const std::vector<int64_t>& coord);
+
+}  // namespace globe

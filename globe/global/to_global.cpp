@@ -1,0 +1,185 @@
+// Tensor::to_global: local -> global (SPEC §3) and global -> global boxing (SPEC §4), both
+// differentiable (SPEC §6), plus the hooks that let core autograd and copy_ see global tensors.
+#include <sstream>
+
+#include "globe/autograd/engine.h"
+#include "globe/dist/runtime.h"
+#include "globe/global/boxing.h"
+#include "globe/global/global_tensor.h"
+#include "globe/kernels/elementwise.h"
+#include "globe/ops/op.h"
+#include "globe/ops/ops.h"
+
+namespace globe {
+
+namespace {
+
+NdSbp dual_of(const NdSbp& s) {
+  NdSbp d = s;
+  for (size_t a = 0; a < d.size(); ++a) {
+    if (s[a].is_broadcast()) d[a] = sbp::partial_sum;
+    else if (s[a].is_partial()) d[a] = sbp::broadcast;
+  }
+  return d;
+}
+
+class RecordedOnly : public Op {
+ public:
+  TensorMeta infer(const std::vector<TensorMeta>&) const override { GLOBE_FAIL("[", name(), "] not dispatched"); }
+  Tensor compute(const std::vector<Tensor>&, const ComputeArgs&) const override {
+    GLOBE_FAIL("[", name(), "] not dispatched");
+  }
+};
+
+// Global -> global. The gradient goes back to the input's placement and SBP, except that a
+// broadcast input may keep a partial-sum gradient (its natural dual: no all-reduce needed).
+class Boxing final : public RecordedOnly {
+ public:
+  std::string name() const override { return "to_global"; }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    NdSbp target = in[0].sbp();
+    if (g.placement() == in[0].placement())
+      for (size_t a = 0; a < target.size(); ++a)
+        if (target[a].is_broadcast() && g.sbp()[a].is_partial()) target[a] = sbp::partial_sum;
+    return {g.to_global(in[0].placement(), target)};
+  }
+};
+
+// Local -> global: the local gradient is this rank's shard of the dual layout.
+class LocalToGlobal final : public RecordedOnly {
+ public:
+  std::string name() const override { return "local_to_global"; }
+  std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor& out, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {g.to_global(out.placement(), dual_of(out.sbp())).to_local()};
+  }
+};
+
+// Every rank's [member, dtype, ndim, shape...] (fixed width), gathered over the world.
+constexpr int kMaxDims = 13;
+std::vector<std::vector<int64_t>> gather_shapes(const Tensor& local, bool member) {
+  GLOBE_CHECK(local.dim() <= kMaxDims, "[to_global] tensors of more than ", kMaxDims, " dims are not supported");
+  std::vector<int64_t> mine(3 + kMaxDims, 0);
+  mine[0] = member;
+  mine[1] = int64_t(local.dtype());
+  mine[2] = local.dim();
+  for (int64_t d = 0; d < local.dim(); ++d) mine[3 + d] = local.shape()[d];
+  const int n = dist::world_size();
+  std::vector<std::vector<int64_t>> all(n);
+  if (n == 1) {
+    all[0] = mine;
+    return all;
+  }
+  std::vector<int> world(n);
+  for (int r = 0; r < n; ++r) world[r] = r;
+  Tensor out = Tensor::empty({int64_t(n) * int64_t(mine.size())}, kInt64);
+  dist::group(world).all_gather_v(from_vector(mine, {int64_t(mine.size())}), out,
+                                  std::vector<int64_t>(n, int64_t(mine.size())));
+  const int64_t* p = out.data<int64_t>();
+  for (int r = 0; r < n; ++r) all[r].assign(p + r * mine.size(), p + (r + 1) * mine.size());
+  return all;
+}
+
+Shape shape_of(const std::vector<int64_t>& row) {
+  return Shape(row.begin() + 3, row.begin() + 3 + row[2]);
+}
+
+// The logical shape implied by the members' shards; every member's shard must be its balanced
+// block of it.
+Shape infer_global_shape(const std::vector<std::vector<int64_t>>& rows, const Placement& p, const NdSbp& sbp) {
+  const int first = p.first();
+  Shape global = shape_of(rows[first]);
+  // A dim split over mesh axes A: the sum of the extents held along A (other coordinates 0).
+  for (int64_t d = 0; d < int64_t(global.size()); ++d) {
+    std::vector<bool> splits_d(sbp.size(), false);
+    bool any = false;
+    for (size_t a = 0; a < sbp.size(); ++a) any |= splits_d[a] = sbp[a].is_split() && sbp[a].axis == d;
+    if (!any) continue;
+    int64_t total = 0;
+    for (int i = 0; i < p.size(); ++i) {
+      const auto c = p.coord_of(i);
+      bool on_line = true;
+      for (size_t a = 0; a < sbp.size(); ++a) on_line &= splits_d[a] || c[a] == 0;
+      if (on_line) total += shape_of(rows[p.ranks()[i]])[d];
+    }
+    global[d] = total;
+  }
+  std::ostringstream bad;
+  for (int r : p.ranks()) {
+    const auto& row = rows[r];
+    const Shape expect = local_shape(global, p, sbp, r);
+    if (row[1] != rows[first][1] || row[2] != int64_t(global.size()) || shape_of(row) != expect)
+      bad << " rank " << r << " has " << dtype_name(DType(row[1])) << shape_str(shape_of(row)) << " but the layout needs "
+          << dtype_name(DType(rows[first][1])) << shape_str(expect) << ";";
+  }
+  GLOBE_CHECK(bad.str().empty(), "[to_global] local tensors do not fit ", p.to_string(), " ", sbp.to_string(),
+              " (global shape ", shape_str(global), " inferred from the ranks' shards):", bad.str());
+  return global;
+}
+
+Tensor local_to_global(const Tensor& local, const Placement& p, const NdSbp& sbp_in) {
+  const NdSbp sbp = normalize_sbp(sbp_in, local.dim(), p.mesh_ndim(), "to_global");
+  const int me = dist::world_rank();
+  const bool member = p.contains(me);
+  const Shape shape = infer_global_shape(gather_shapes(local, member), p, sbp);
+  Tensor shard = member ? kernels::dense(local) : Tensor::empty(Shape(shape.size(), 0), local.dtype());
+  if (member) {
+    // Broadcast axes take the value held at coordinate 0 of that axis (SPEC §3).
+    for (size_t a = 0; a < sbp.size(); ++a) {
+      if (!sbp[a].is_broadcast() || p.mesh_shape()[a] == 1) continue;
+      Tensor copy = Tensor::empty(shard.shape(), shard.dtype());
+      kernels::copy_into(copy, shard);
+      dist::group(p.axis_group(me, int64_t(a))).broadcast(copy, 0);
+      shard = copy;
+    }
+  }
+  Tensor out = make_global(shard, shape, p, sbp);
+  detail::record_node(std::make_shared<const LocalToGlobal>(), {local}, out);
+  return out;
+}
+
+// ---- hooks ------------------------------------------------------------------------------------
+
+Tensor grad_to_leaf_layout(const Tensor& g, const Tensor& leaf) {
+  if (!leaf.is_global() && !g.is_global()) return g;
+  GLOBE_CHECK(leaf.is_global() && g.is_global(), "[backward] gradient ", describe(g), " and its leaf ",
+              describe(leaf), " are not both global");
+  return box(g, leaf.placement(), leaf.sbp());
+}
+
+void copy_global(const Tensor& dst, const Tensor& src) {
+  GLOBE_CHECK(dst.is_global(), "[copy_] cannot copy global ", describe(src), " into local ", describe(dst),
+              "; use to_local() or to_global()");
+  Tensor value = src.is_global() ? box(src, dst.placement(), dst.sbp()) : from_full(src, dst.placement(), dst.sbp());
+  kernels::copy_into(dst.impl().global->local, value.impl().global->local);
+}
+
+}  // namespace
+
+namespace detail {
+void install_to_global_hooks() {
+  g_grad_to_leaf_layout = grad_to_leaf_layout;
+  g_copy_global = copy_global;
+}
+}  // namespace detail
+
+Tensor Tensor::to_global(const Placement& p, const NdSbp& sbp) const {
+  if (!is_global()) return local_to_global(*this, p, sbp);
+  Tensor out = box(*this, p, sbp);
+  if (out.same(*this)) return out;
+  detail::record_node(std::make_shared<const Boxing>(), {*this}, out);
+  return out;
+}
+
+Tensor Tensor::to_global(const Placement& p) const {
+  GLOBE_CHECK(is_global(), "[to_global] a local tensor needs an sbp too");
+  return to_global(p, sbp());
+}
+
+Tensor Tensor::to_global(const NdSbp& s) const {
+  GLOBE_CHECK(is_global(), "[to_global] a local tensor needs a placement too");
+  return to_global(placement(), s);
+}
+
+}  // namespace globe

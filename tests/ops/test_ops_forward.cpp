@@ -1,0 +1,533 @@
+// Forward values of every op in globe/ops/ops.h against hand-computed or std:: reference values.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "globe/globe.h"
+
+namespace globe {
+namespace {
+
+using ::testing::DoubleNear;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::Pointwise;
+using V = std::vector<double>;
+
+V values(const Tensor& t) { return t.to_vector<double>(); }
+
+Tensor f32(const V& v, const Shape& shape) {
+  return from_vector(std::vector<float>(v.begin(), v.end()), shape);
+}
+Tensor f64(const V& v, const Shape& shape) { return from_vector(v, shape); }
+Tensor i64(const std::vector<int64_t>& v, const Shape& shape) { return from_vector(v, shape); }
+
+// Expects `t` to have `shape` and values within `tol` of `expected`.
+void expect_values(const Tensor& t, const Shape& shape, const V& expected, double tol = 1e-6) {
+  EXPECT_EQ(t.shape(), shape);
+  EXPECT_THAT(values(t), Pointwise(DoubleNear(tol), expected));
+}
+
+// Applies f elementwise to v.
+V map(const V& v, const std::function<double(double)>& f) {
+  V out;
+  for (double x : v) out.push_back(f(x));
+  return out;
+}
+
+// ---- elementwise binary with broadcasting --------------------------------------------------------
+
+TEST(OpsForward, AddSubMulDivSameShape) {
+  Tensor a = f32({1, 2, 3, 4}, {2, 2}), b = f32({5, 6, 7, 8}, {2, 2});
+  expect_values(add(a, b), {2, 2}, {6, 8, 10, 12});
+  expect_values(sub(a, b), {2, 2}, {-4, -4, -4, -4});
+  expect_values(mul(a, b), {2, 2}, {5, 12, 21, 32});
+  expect_values(div(a, b), {2, 2}, {1.0 / 5, 2.0 / 6, 3.0 / 7, 4.0 / 8});
+  EXPECT_EQ(add(a, b).dtype(), kFloat32);
+}
+
+TEST(OpsForward, BroadcastColumnPlusRow) {
+  Tensor col = f32({1, 2, 3}, {3, 1}), row = f32({10, 20, 30, 40}, {1, 4});
+  expect_values(add(col, row), {3, 4}, {11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43});
+  expect_values(sub(col, row), {3, 4}, {-9, -19, -29, -39, -8, -18, -28, -38, -7, -17, -27, -37});
+  expect_values(mul(col, row), {3, 4}, {10, 20, 30, 40, 20, 40, 60, 80, 30, 60, 90, 120});
+  expect_values(div(row, col), {3, 4},
+                {10, 20, 30, 40, 5, 10, 15, 20, 10.0 / 3, 20.0 / 3, 10, 40.0 / 3}, 1e-5);
+}
+
+TEST(OpsForward, BroadcastVectorAgainstRank3) {
+  Tensor v = f64({1, 2, 3, 4}, {4});
+  Tensor big = reshape(arange(0.0, 24.0, 1.0, kFloat64), {2, 3, 4});
+  V expected;
+  for (int i = 0; i < 24; ++i) expected.push_back(i + (i % 4) + 1);
+  expect_values(add(v, big), {2, 3, 4}, expected);
+  expect_values(add(big, v), {2, 3, 4}, expected);
+  V prod;
+  for (int i = 0; i < 24; ++i) prod.push_back(i * ((i % 4) + 1));
+  expect_values(mul(big, v), {2, 3, 4}, prod);
+}
+
+TEST(OpsForward, BroadcastWithScalarTensorAndNonContiguous) {
+  Tensor s = full({}, 2.0, kFloat64);
+  Tensor a = f64({1, 2, 3, 4, 5, 6}, {2, 3});
+  expect_values(mul(a, s), {2, 3}, {2, 4, 6, 8, 10, 12});
+  Tensor t = transpose(a, 0, 1);  // [3, 2] non-contiguous
+  expect_values(add(t, f64({100, 200}, {2})), {3, 2}, {101, 204, 102, 205, 103, 206});
+}
+
+TEST(OpsForward, IntegerArithmetic) {
+  Tensor a = i64({1, 2, 3}, {3}), b = i64({10, 20, 30}, {3});
+  Tensor c = add(a, b);
+  EXPECT_EQ(c.dtype(), kInt64);
+  EXPECT_THAT(c.to_vector<int64_t>(), ElementsAre(11, 22, 33));
+  EXPECT_THAT(sub(a, b).to_vector<int64_t>(), ElementsAre(-9, -18, -27));
+  EXPECT_THAT(mul(a, b).to_vector<int64_t>(), ElementsAre(10, 40, 90));
+}
+
+TEST(OpsForward, ScalarOpsAndOperators) {
+  Tensor a = f64({1, 2, 4}, {3}), b = f64({2, 2, 2}, {3});
+  expect_values(add(a, 1.5), {3}, {2.5, 3.5, 5.5});
+  expect_values(mul(a, -2.0), {3}, {-2, -4, -8});
+  expect_values(a + b, {3}, {3, 4, 6});
+  expect_values(a - b, {3}, {-1, 0, 2});
+  expect_values(a * b, {3}, {2, 4, 8});
+  expect_values(a / b, {3}, {0.5, 1, 2});
+  expect_values(-a, {3}, {-1, -2, -4});
+  expect_values(a + 1.0, {3}, {2, 3, 5});
+  expect_values(1.0 + a, {3}, {2, 3, 5});
+  expect_values(a - 1.0, {3}, {0, 1, 3});
+  expect_values(1.0 - a, {3}, {0, -1, -3});
+  expect_values(a * 3.0, {3}, {3, 6, 12});
+  expect_values(3.0 * a, {3}, {3, 6, 12});
+  expect_values(a / 4.0, {3}, {0.25, 0.5, 1});
+  expect_values(4.0 / a, {3}, {4, 2, 1});
+}
+
+// ---- elementwise unary ---------------------------------------------------------------------------
+
+TEST(OpsForward, UnaryMathMatchesStd) {
+  const V x = {-2.5, -1, -0.3, 0.2, 1, 3};
+  const V pos = {0.1, 0.5, 1, 2, 9, 100};
+  Tensor t = f64(x, {2, 3}), p = f64(pos, {2, 3});
+  const double tol = 1e-12;
+  expect_values(neg(t), {2, 3}, map(x, [](double v) { return -v; }), tol);
+  expect_values(exp(t), {2, 3}, map(x, [](double v) { return std::exp(v); }), tol);
+  expect_values(log(p), {2, 3}, map(pos, [](double v) { return std::log(v); }), tol);
+  expect_values(sqrt(p), {2, 3}, map(pos, [](double v) { return std::sqrt(v); }), tol);
+  expect_values(pow(p, 3.0), {2, 3}, map(pos, [](double v) { return v * v * v; }), 1e-9);
+  expect_values(pow(p, 0.5), {2, 3}, map(pos, [](double v) { return std::sqrt(v); }), tol);
+  expect_values(pow(t, 2.0), {2, 3}, map(x, [](double v) { return v * v; }), tol);
+  expect_values(pow(p, -1.0), {2, 3}, map(pos, [](double v) { return 1 / v; }), tol);
+  expect_values(relu(t), {2, 3}, {0, 0, 0, 0.2, 1, 3}, 0);
+  expect_values(tanh(t), {2, 3}, map(x, [](double v) { return std::tanh(v); }), tol);
+  expect_values(sigmoid(t), {2, 3}, map(x, [](double v) { return 1 / (1 + std::exp(-v)); }), tol);
+  expect_values(gelu(t), {2, 3},
+                map(x, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }), tol);
+}
+
+TEST(OpsForward, GeluKnownValues) {
+  // torch.nn.functional.gelu (erf form) at -1, 0, 1, 2.
+  expect_values(gelu(f32({-1, 0, 1, 2}, {4})), {4},
+                {-0.15865525393145707, 0.0, 0.8413447460685429, 1.9544997361036416}, 1e-6);
+}
+
+TEST(OpsForward, UnaryOnFloat32AndNonContiguous) {
+  Tensor a = f32({0, 1, 2, 3, 4, 5}, {2, 3});
+  Tensor t = transpose(a, 0, 1);
+  EXPECT_EQ(exp(t).dtype(), kFloat32);
+  expect_values(exp(t), {3, 2},
+                {1, std::exp(3.0), std::exp(1.0), std::exp(4.0), std::exp(2.0), std::exp(5.0)}, 1e-4);
+}
+
+// ---- matmul --------------------------------------------------------------------------------------
+
+// Reference: [B, n, k] @ [B, k, m] (row-major values, B may be 1).
+V reference_matmul(const V& a, const V& b, int64_t batch, int64_t n, int64_t k, int64_t m) {
+  V out(batch * n * m, 0.0);
+  for (int64_t z = 0; z < batch; ++z)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p) s += a[z * n * k + i * k + p] * b[z * k * m + p * m + j];
+        out[z * n * m + i * m + j] = s;
+      }
+  return out;
+}
+
+TEST(OpsForward, Matmul2D) {
+  Tensor a = f32({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = f32({7, 8, 9, 10, 11, 12}, {3, 2});
+  expect_values(matmul(a, b), {2, 2}, {58, 64, 139, 154});
+}
+
+TEST(OpsForward, MatmulBatched) {
+  manual_seed(3);
+  Tensor a = randn({4, 2, 3}, kFloat64), b = randn({4, 3, 5}, kFloat64);
+  expect_values(matmul(a, b), {4, 2, 5}, reference_matmul(values(a), values(b), 4, 2, 3, 5), 1e-12);
+}
+
+TEST(OpsForward, MatmulBroadcastBatch) {
+  manual_seed(4);
+  Tensor a = randn({2, 1, 3, 4}, kFloat64), b = randn({5, 4, 2}, kFloat64);
+  Tensor c = matmul(a, b);  // [2, 5, 3, 2]
+  ASSERT_EQ(c.shape(), (Shape{2, 5, 3, 2}));
+  V av = values(a), bv = values(b), cv = values(c);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 5; ++j) {
+      V ai(av.begin() + i * 12, av.begin() + (i + 1) * 12);
+      V bj(bv.begin() + j * 8, bv.begin() + (j + 1) * 8);
+      V ref = reference_matmul(ai, bj, 1, 3, 4, 2);
+      V got(cv.begin() + (i * 5 + j) * 6, cv.begin() + (i * 5 + j + 1) * 6);
+      EXPECT_THAT(got, Pointwise(DoubleNear(1e-12), ref)) << "batch " << i << "," << j;
+    }
+  // A 2-D operand broadcasts against a batch.
+  Tensor w = randn({4, 3}, kFloat64);
+  Tensor d = matmul(narrow(a, 1, 0, 1), w);  // [2, 1, 3, 4] @ [4, 3]
+  EXPECT_EQ(d.shape(), (Shape{2, 1, 3, 3}));
+  V dref = reference_matmul(av, [&] {
+    V w2 = values(w);
+    V rep = w2;
+    rep.insert(rep.end(), w2.begin(), w2.end());
+    return rep;
+  }(), 2, 3, 4, 3);
+  EXPECT_THAT(values(d), Pointwise(DoubleNear(1e-12), dref));
+}
+
+TEST(OpsForward, MatmulTransposedAndNarrowedInputs) {
+  manual_seed(5);
+  Tensor a = randn({3, 4}, kFloat64), b = randn({5, 4}, kFloat64);
+  Tensor bt = transpose(b, 0, 1);  // [4, 5], non-contiguous
+  ASSERT_FALSE(bt.is_contiguous());
+  V ref = reference_matmul(values(a), values(contiguous(bt)), 1, 3, 4, 5);
+  expect_values(matmul(a, bt), {3, 5}, ref, 1e-12);
+  // Both transposed.
+  Tensor at = transpose(contiguous(transpose(a, 0, 1)), 0, 1);  // a's values, column-major
+  ASSERT_FALSE(at.is_contiguous());
+  expect_values(matmul(at, bt), {3, 5}, ref, 1e-12);
+  // A column window of a wider matrix (row stride > columns) and a batched transpose.
+  Tensor wide = randn({3, 7}, kFloat64);
+  Tensor window = narrow(wide, 1, 2, 4);
+  expect_values(matmul(window, bt), {3, 5},
+                reference_matmul(values(window), values(contiguous(bt)), 1, 3, 4, 5), 1e-12);
+  Tensor batch = randn({2, 4, 3}, kFloat64);
+  Tensor bt3 = transpose(batch, 1, 2);  // [2, 3, 4]
+  Tensor rhs = randn({2, 4, 2}, kFloat64);
+  expect_values(matmul(bt3, rhs), {2, 3, 2},
+                reference_matmul(values(contiguous(bt3)), values(rhs), 2, 3, 4, 2), 1e-12);
+}
+
+TEST(OpsForward, MatmulVectorOperands) {
+  Tensor m = f64({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor v3 = f64({1, 0, -1}, {3}), v2 = f64({1, 2}, {2});
+  expect_values(matmul(m, v3), {2}, {-2, -2});    // [2,3] @ [3] -> [2]
+  expect_values(matmul(v2, m), {3}, {9, 12, 15});  // [2] @ [2,3] -> [3]
+  Tensor dot = matmul(v3, f64({4, 5, 6}, {3}));    // [3] @ [3] -> scalar
+  EXPECT_EQ(dot.dim(), 0);
+  EXPECT_DOUBLE_EQ(dot.item<double>(), -2.0);
+  Tensor batch = reshape(arange(0.0, 12.0, 1.0, kFloat64), {2, 2, 3});
+  expect_values(matmul(batch, v3), {2, 2}, {-2, -2, -2, -2});  // [2,2,3] @ [3] -> [2,2]
+  expect_values(matmul(v2, batch), {2, 3}, {6, 9, 12, 24, 27, 30});
+}
+
+// ---- reductions ----------------------------------------------------------------------------------
+
+TEST(OpsForward, SumOverDims) {
+  Tensor a = reshape(arange(0.0, 24.0, 1.0, kFloat64), {2, 3, 4});
+  expect_values(sum(a), {}, {276});
+  expect_values(sum(a, {}, true), {1, 1, 1}, {276});
+  expect_values(sum(a, {0}), {3, 4}, {12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34});
+  expect_values(sum(a, {2}), {2, 3}, {6, 22, 38, 54, 70, 86});
+  expect_values(sum(a, {-1}, true), {2, 3, 1}, {6, 22, 38, 54, 70, 86});
+  expect_values(sum(a, {0, 2}), {3}, {60, 92, 124});
+  expect_values(sum(a, {2, 0}, true), {1, 3, 1}, {60, 92, 124});
+  expect_values(sum(transpose(a, 0, 2), {0}), {3, 2}, {6, 54, 22, 70, 38, 86});
+  Tensor ints = i64({1, 2, 3, 4}, {2, 2});
+  EXPECT_THAT(sum(ints, {1}).to_vector<int64_t>(), ElementsAre(3, 7));
+}
+
+TEST(OpsForward, MeanOverDims) {
+  Tensor a = f32({1, 2, 3, 4, 5, 6}, {2, 3});
+  expect_values(mean(a), {}, {3.5});
+  expect_values(mean(a, {0}), {3}, {2.5, 3.5, 4.5});
+  expect_values(mean(a, {1}, true), {2, 1}, {2, 5});
+  expect_values(mean(a, {0, 1}, true), {1, 1}, {3.5});
+}
+
+TEST(OpsForward, MaxOverDims) {
+  Tensor a = f64({3, -1, 7, 2, 9, 0, -4, 5, 1, 8, 6, -2}, {2, 2, 3});
+  expect_values(max(a), {}, {9});
+  expect_values(max(a, {}, true), {1, 1, 1}, {9});
+  expect_values(max(a, {2}), {2, 2}, {7, 9, 5, 8});
+  expect_values(max(a, {2}, true), {2, 2, 1}, {7, 9, 5, 8});
+  expect_values(max(a, {0}), {2, 3}, {3, 5, 7, 8, 9, 0});
+  expect_values(max(a, {0, 2}), {2}, {7, 9});
+  expect_values(max(a, {0, 2}, true), {1, 2, 1}, {7, 9});
+  expect_values(max(a, {-2}), {2, 3}, {3, 9, 7, 8, 6, 1});
+}
+
+TEST(OpsForward, Argmax) {
+  Tensor a = f32({3, -1, 7, 2, 9, 0, 5, 5, 1}, {3, 3});
+  Tensor r = argmax(a, 1);
+  EXPECT_EQ(r.dtype(), kInt64);
+  EXPECT_EQ(r.shape(), (Shape{3}));
+  EXPECT_THAT(r.to_vector<int64_t>(), ElementsAre(2, 1, 0));  // first on ties
+  EXPECT_THAT(argmax(a, 0).to_vector<int64_t>(), ElementsAre(2, 1, 0));
+  Tensor k = argmax(a, -1, true);
+  EXPECT_EQ(k.shape(), (Shape{3, 1}));
+  EXPECT_THAT(argmax(transpose(a, 0, 1), 1).to_vector<int64_t>(), ElementsAre(2, 1, 0));
+  EXPECT_FALSE(argmax(randn({3}).set_requires_grad(), 0).requires_grad());
+}
+
+TEST(OpsForward, SumTo) {
+  Tensor a = reshape(arange(0.0, 12.0, 1.0, kFloat64), {3, 4});
+  expect_values(sum_to(a, {4}), {4}, {12, 15, 18, 21});
+  expect_values(sum_to(a, {3, 1}), {3, 1}, {6, 22, 38});
+  expect_values(sum_to(a, {1, 1}), {1, 1}, {66});
+  EXPECT_TRUE(sum_to(a, {3, 4}).same(a));
+}
+
+// ---- shape ops -----------------------------------------------------------------------------------
+
+TEST(OpsForward, ReshapeViewFlattenUnsqueezeSqueeze) {
+  Tensor a = reshape(arange(0.0, 24.0), {2, 3, 4});
+  EXPECT_EQ(reshape(a, {-1}).shape(), (Shape{24}));
+  EXPECT_EQ(reshape(a, {4, -1}).shape(), (Shape{4, 6}));
+  EXPECT_EQ(view(a, {6, 4}).shape(), (Shape{6, 4}));
+  EXPECT_EQ(values(reshape(a, {-1})), values(a));
+  EXPECT_EQ(flatten(a).shape(), (Shape{24}));
+  EXPECT_EQ(flatten(a, 1).shape(), (Shape{2, 12}));
+  EXPECT_EQ(flatten(a, 0, 1).shape(), (Shape{6, 4}));
+  EXPECT_EQ(unsqueeze(a, 0).shape(), (Shape{1, 2, 3, 4}));
+  EXPECT_EQ(unsqueeze(a, -1).shape(), (Shape{2, 3, 4, 1}));
+  EXPECT_EQ(unsqueeze(a, 2).shape(), (Shape{2, 3, 1, 4}));
+  EXPECT_EQ(squeeze(unsqueeze(a, 1), 1).shape(), (Shape{2, 3, 4}));
+  EXPECT_EQ(squeeze(unsqueeze(a, -1), -1).shape(), (Shape{2, 3, 4}));
+  EXPECT_THROW(squeeze(a, 0), Error);  // extent 2, not 1
+  // Reshaping a transposed view copies in logical order.
+  Tensor t = transpose(reshape(arange(0.0, 6.0), {2, 3}), 0, 1);
+  expect_values(reshape(t, {-1}), {6}, {0, 3, 1, 4, 2, 5});
+  EXPECT_THROW(view(t, {6}), Error);  // view needs contiguous
+}
+
+TEST(OpsForward, TransposePermute) {
+  Tensor a = reshape(arange(0.0, 6.0), {2, 3});
+  expect_values(transpose(a, 0, 1), {3, 2}, {0, 3, 1, 4, 2, 5});
+  expect_values(transpose(a, -1, -2), {3, 2}, {0, 3, 1, 4, 2, 5});
+  Tensor b = reshape(arange(0.0, 24.0), {2, 3, 4});
+  Tensor p = permute(b, {1, 2, 0});
+  ASSERT_EQ(p.shape(), (Shape{3, 4, 2}));
+  V expect;
+  for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 4; ++k)
+      for (int i = 0; i < 2; ++i) expect.push_back(i * 12 + j * 4 + k);
+  EXPECT_EQ(values(p), expect);
+  EXPECT_EQ(values(permute(p, {2, 0, 1})), values(b));  // inverse permutation
+  EXPECT_EQ(values(permute(b, {-1, 0, 1})), values(permute(b, {2, 0, 1})));
+}
+
+TEST(OpsForward, NarrowAndSlice) {
+  Tensor a = reshape(arange(0.0, 20.0), {4, 5});
+  expect_values(narrow(a, 1, 1, 3), {4, 3}, {1, 2, 3, 6, 7, 8, 11, 12, 13, 16, 17, 18});
+  expect_values(narrow(a, -2, 2, 2), {2, 5}, {10, 11, 12, 13, 14, 15, 16, 17, 18, 19});
+  expect_values(slice(a, 1, 1, -1), {4, 3}, {1, 2, 3, 6, 7, 8, 11, 12, 13, 16, 17, 18});
+  expect_values(slice(a, 0, -1, 4), {1, 5}, {15, 16, 17, 18, 19});
+  expect_values(slice(a, 0, -3, -1), {2, 5}, {5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
+  EXPECT_EQ(slice(a, 1, 3, 1).shape(), (Shape{4, 0}));   // empty when end < start
+  EXPECT_EQ(slice(a, 1, -100, 100).shape(), (Shape{4, 5}));  // clamped
+}
+
+TEST(OpsForward, Expand) {
+  expect_values(expand(f32({1, 2}, {2}), {3, 2}), {3, 2}, {1, 2, 1, 2, 1, 2});
+  expect_values(expand(f32({1, 2}, {2, 1}), {2, 3}), {2, 3}, {1, 1, 1, 2, 2, 2});
+}
+
+TEST(OpsForward, Cat) {
+  Tensor a = f32({1, 2, 3, 4}, {2, 2}), b = f32({5, 6}, {1, 2}), c = f32({7, 8, 9, 10}, {2, 2});
+  expect_values(cat({a, b}, 0), {3, 2}, {1, 2, 3, 4, 5, 6});
+  expect_values(cat({a, c}, 1), {2, 4}, {1, 2, 7, 8, 3, 4, 9, 10});
+  expect_values(cat({a, c}, -1), {2, 4}, {1, 2, 7, 8, 3, 4, 9, 10});
+  // A non-contiguous piece.
+  expect_values(cat({transpose(a, 0, 1), c}, 0), {4, 2}, {1, 3, 2, 4, 7, 8, 9, 10});
+  expect_values(cat({a}, 0), {2, 2}, {1, 2, 3, 4});
+}
+
+TEST(OpsForward, GatherAndScatterAdd) {
+  Tensor a = f32({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor idx1 = i64({2, 0, 1, 1}, {2, 2});
+  expect_values(gather(a, 1, idx1), {2, 2}, {3, 1, 5, 5});  // out[i][j] = a[i][idx[i][j]]
+  Tensor idx0 = i64({1, 0, 1}, {1, 3});
+  expect_values(gather(a, 0, idx0), {1, 3}, {4, 2, 6});  // out[i][j] = a[idx[i][j]][j]
+  expect_values(gather(transpose(a, 0, 1), 1, i64({1, 0, 0}, {3, 1})), {3, 1}, {4, 2, 3});
+
+  // scatter_add is gather's adjoint: repeated indices accumulate.
+  Tensor src = f32({10, 20, 30, 40}, {2, 2});
+  expect_values(scatter_add({2, 3}, 1, idx1, src), {2, 3}, {20, 0, 10, 0, 70, 0});
+  expect_values(scatter_add({2, 3}, 0, idx0, f32({1, 2, 3}, {1, 3})), {2, 3}, {0, 2, 0, 1, 0, 3});
+}
+
+// ---- neural-network functions --------------------------------------------------------------------
+
+TEST(OpsForward, SoftmaxAndLogSoftmax) {
+  const V x = {1, 2, 3, -1, 0, 4};
+  Tensor a = f64(x, {2, 3});
+  V expect_rows;
+  for (int r = 0; r < 2; ++r) {
+    double z = 0;
+    for (int j = 0; j < 3; ++j) z += std::exp(x[r * 3 + j]);
+    for (int j = 0; j < 3; ++j) expect_rows.push_back(std::exp(x[r * 3 + j]) / z);
+  }
+  expect_values(softmax(a, 1), {2, 3}, expect_rows, 1e-12);
+  expect_values(softmax(a, -1), {2, 3}, expect_rows, 1e-12);
+  expect_values(log_softmax(a, 1), {2, 3}, map(expect_rows, [](double v) { return std::log(v); }),
+                1e-12);
+  // Along dim 0 each column sums to 1.
+  expect_values(sum(softmax(a, 0), {0}), {3}, {1, 1, 1}, 1e-12);
+  const double c0 = std::exp(1.0) / (std::exp(1.0) + std::exp(-1.0));
+  EXPECT_NEAR(values(softmax(a, 0))[0], c0, 1e-12);
+  // On a transposed input.
+  expect_values(softmax(transpose(a, 0, 1), 0), {3, 2},
+                {expect_rows[0], expect_rows[3], expect_rows[1], expect_rows[4], expect_rows[2],
+                 expect_rows[5]},
+                1e-12);
+}
+
+TEST(OpsForward, SoftmaxRowsSumToOneAndStableForLargeValues) {
+  manual_seed(11);
+  Tensor r = randn({5, 7});
+  expect_values(sum(softmax(r, 1), {1}), {5}, {1, 1, 1, 1, 1}, 1e-5);
+  Tensor big = f32({1000, 1001, 1002, -1000, 0, 1000}, {2, 3});
+  Tensor s = softmax(big, 1);
+  for (double v : values(s)) EXPECT_TRUE(std::isfinite(v));
+  const double z = 1 + std::exp(1.0) + std::exp(2.0);
+  expect_values(s, {2, 3}, {1 / z, std::exp(1.0) / z, std::exp(2.0) / z, 0, 0, 1}, 1e-6);
+  Tensor ls = log_softmax(big, 1);
+  for (double v : values(ls)) EXPECT_TRUE(std::isfinite(v));
+  EXPECT_NEAR(values(ls)[0], -std::log(z), 1e-4);
+  EXPECT_NEAR(values(ls)[3], -2000, 1e-2);
+  EXPECT_NEAR(values(ls)[5], 0, 1e-6);
+}
+
+TEST(OpsForward, Embedding) {
+  Tensor w = f32({0, 1, 10, 11, 20, 21, 30, 31}, {4, 2});
+  Tensor e = embedding(w, i64({3, 0, 3, 1, 2, 2}, {2, 3}));
+  expect_values(e, {2, 3, 2}, {30, 31, 0, 1, 30, 31, 10, 11, 20, 21, 20, 21});
+  expect_values(embedding(w, i64({2}, {})), {2}, {20, 21});
+}
+
+TEST(OpsForward, LayerNorm) {
+  const V x = {1, 2, 3, 4, 10, 0, -10, 4};
+  Tensor a = f64(x, {2, 4});
+  Tensor w = f64({1, 2, 0.5, -1}, {4}), b = f64({0, 1, 2, 3}, {4});
+  const double eps = 1e-5;
+  V plain, affine;
+  for (int r = 0; r < 2; ++r) {
+    double mu = 0, var = 0;
+    for (int j = 0; j < 4; ++j) mu += x[r * 4 + j] / 4;
+    for (int j = 0; j < 4; ++j) var += (x[r * 4 + j] - mu) * (x[r * 4 + j] - mu) / 4;  // biased
+    for (int j = 0; j < 4; ++j) {
+      const double n = (x[r * 4 + j] - mu) / std::sqrt(var + eps);
+      plain.push_back(n);
+      affine.push_back(n * values(w)[j] + values(b)[j]);
+    }
+  }
+  expect_values(layer_norm(a, {4}, Tensor(), Tensor()), {2, 4}, plain, 1e-12);
+  expect_values(layer_norm(a, {4}, w, b), {2, 4}, affine, 1e-12);
+  // Over the last two dims at once: a single group of all 8 values.
+  Tensor whole = layer_norm(reshape(a, {1, 2, 4}), {2, 4}, Tensor(), Tensor(), 0.0);
+  EXPECT_NEAR(values(mean(whole))[0], 0.0, 1e-12);
+  EXPECT_NEAR(values(mean(mul(whole, whole)))[0], 1.0, 1e-12);
+}
+
+TEST(OpsForward, DropoutIdentityCases) {
+  Tensor a = randn({4, 5});
+  EXPECT_EQ(values(dropout(a, 0.0)), values(a));
+  EXPECT_EQ(values(dropout(a, 0.7, /*training=*/false)), values(a));
+  EXPECT_THROW(dropout(a, 1.0), Error);
+  EXPECT_THROW(dropout(a, -0.1), Error);
+}
+
+TEST(OpsForward, DropoutScalesKeptElementsAndDropsAboutP) {
+  manual_seed(21);
+  const double p = 0.3;
+  Tensor a = add(rand({200, 500}, kFloat64), 1.0);  // in [1, 2): never 0 by chance
+  V in = values(a), out = values(dropout(a, p));
+  int64_t dropped = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (out[i] == 0.0) {
+      ++dropped;
+    } else {
+      EXPECT_NEAR(out[i], in[i] / (1 - p), 1e-12) << "element " << i;
+    }
+  }
+  EXPECT_NEAR(double(dropped) / double(in.size()), p, 0.01);
+}
+
+TEST(OpsForward, DropoutIsSeeded) {
+  Tensor a = ones({64});
+  manual_seed(8);
+  V first = values(dropout(a, 0.5));
+  V second = values(dropout(a, 0.5));
+  manual_seed(8);
+  EXPECT_EQ(values(dropout(a, 0.5)), first);
+  EXPECT_EQ(values(dropout(a, 0.5)), second);
+  EXPECT_NE(first, second);
+}
+
+TEST(OpsForward, MseLoss) {
+  Tensor in = f32({1, 2, 3, 4}, {2, 2}), target = f32({0, 2, 5, 3}, {2, 2});
+  expect_values(mse_loss(in, target), {}, {(1.0 + 0 + 4 + 1) / 4});
+}
+
+TEST(OpsForward, CrossEntropyMatchesManual) {
+  const V logits = {2.0, -1.0, 0.5, 0.1, 0.2, 3.0, -2.0, 1.0, 1.0, 0.0, 0.0, -0.5};
+  const std::vector<int64_t> target = {0, 2, 1, 2};
+  double total = 0;
+  for (int i = 0; i < 4; ++i) {
+    double z = 0;
+    for (int j = 0; j < 3; ++j) z += std::exp(logits[i * 3 + j]);
+    total += -(logits[i * 3 + target[i]] - std::log(z));
+  }
+  Tensor loss = cross_entropy(f64(logits, {4, 3}), i64(target, {4}));
+  expect_values(loss, {}, {total / 4}, 1e-12);
+  // Extra leading dims: [2, 2, 3] logits with [2, 2] targets give the same mean.
+  expect_values(cross_entropy(f64(logits, {2, 2, 3}), i64(target, {2, 2})), {}, {total / 4}, 1e-12);
+}
+
+// ---- casts and copies ----------------------------------------------------------------------------
+
+TEST(OpsForward, ToDtype) {
+  Tensor a = f32({1.5f, -2.75f, 3.0f}, {3});
+  Tensor d = to_dtype(a, kFloat64);
+  EXPECT_EQ(d.dtype(), kFloat64);
+  EXPECT_THAT(d.to_vector<double>(), ElementsAre(1.5, -2.75, 3.0));
+  Tensor i = to_dtype(a, kInt64);
+  EXPECT_EQ(i.dtype(), kInt64);
+  EXPECT_THAT(i.to_vector<int64_t>(), ElementsAre(1, -2, 3));  // truncation toward zero
+  Tensor back = to_dtype(i, kFloat32);
+  EXPECT_THAT(back.to_vector<float>(), ElementsAre(1.0f, -2.0f, 3.0f));
+  EXPECT_TRUE(to_dtype(a, kFloat32).same(a));  // no-op cast
+  EXPECT_THAT(to_dtype(transpose(f64({1, 2, 3, 4}, {2, 2}), 0, 1), kFloat32).to_vector<float>(),
+              ElementsAre(1, 3, 2, 4));
+}
+
+TEST(OpsForward, ContiguousAndCopy) {
+  Tensor a = reshape(arange(0.0, 6.0), {2, 3});
+  Tensor t = transpose(a, 0, 1);
+  Tensor c = contiguous(t);
+  EXPECT_TRUE(c.is_contiguous());
+  expect_values(c, {3, 2}, {0, 3, 1, 4, 2, 5});
+
+  Tensor dst = zeros({3, 2}, kFloat64);
+  copy_(dst, t);  // converts dtype, reads strided
+  EXPECT_THAT(values(dst), ElementsAre(0, 3, 1, 4, 2, 5));
+  Tensor window = narrow(zeros({2, 4}), 1, 1, 2);
+  copy_(window, f32({1, 2, 3, 4}, {2, 2}));  // writes through a strided view
+  EXPECT_THAT(values(window), ElementsAre(1, 2, 3, 4));
+  EXPECT_THROW(copy_(dst, a), Error);
+}
+
+}  // namespace
+}  // namespace globe
