@@ -1,6 +1,5 @@
 #include "launcher_process.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
