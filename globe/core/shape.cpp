@@ -36,6 +36,13 @@ int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op) {
   return dim < 0 ? dim + ndim : dim;
 }
 
+int64_t normalize_dim(int64_t dim, const Shape& shape, const char* op) {
+  const int64_t ndim = int64_t(shape.size());
+  GLOBE_CHECK(dim >= -ndim && dim < ndim, "[", op, "] dim ", dim, " out of range for a tensor of shape ",
+              shape_str(shape), " (", ndim, " dims)");
+  return dim < 0 ? dim + ndim : dim;
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);

@@ -16,6 +16,8 @@ Shape contiguous_strides(const Shape& shape);
 std::string shape_str(const Shape& shape);
 // Normalises a possibly negative axis against `ndim`; throws "[op] dim d out of range ...".
 int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op);
+// Same against `shape`'s rank; the error names the shape.
+int64_t normalize_dim(int64_t dim, const Shape& shape, const char* op);
 // Numpy broadcasting of two shapes; throws "[op] shapes ... cannot broadcast".
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 

@@ -50,7 +50,7 @@ TensorImpl& Tensor::impl() const {
   return *impl_;
 }
 
-int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, dim(), "size")]; }
+int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, shape(), "size")]; }
 
 const Shape& Tensor::strides() const {
   GLOBE_CHECK(!is_global(), "[strides] a global tensor has no strides; use to_local()");

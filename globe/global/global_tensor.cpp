@@ -176,6 +176,13 @@ Tensor whole_value(const Tensor& t) {
   return all.impl().global->local;
 }
 
+Tensor fill_like_global(const Tensor& t, const std::function<void(const Tensor&, const Shape&)>& fill) {
+  NdSbp s = t.sbp();
+  for (size_t a = 0; a < s.size(); ++a)
+    if (s[a].is_partial()) s[a] = sbp::broadcast;
+  return create(t.shape(), t.placement(), s, t.dtype(), [&](const Tensor& shard, const Block& b) { fill(shard, b.start); });
+}
+
 Tensor full_like_global(const Tensor& t, double value) {
   NdSbp s = t.sbp();
   if (value != 0.0)
@@ -197,6 +204,7 @@ void install_global_hooks() {
     g_describe_layout = describe_layout;
     g_global_to_full_local = whole_value;
     g_full_like_global = full_like_global;
+    g_fill_like_global = fill_like_global;
     install_to_global_hooks();
     install_dispatch_hooks();
     return true;

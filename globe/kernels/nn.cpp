@@ -40,9 +40,10 @@ Tensor softmax(const Tensor& a_in, int64_t dim, bool log) {
   return out;
 }
 
-Tensor embedding(const Tensor& weight_in, const Tensor& indices_in) {
+Tensor embedding(const Tensor& weight_in, const Tensor& indices_in, int64_t first, int64_t vocab) {
   Tensor weight = dense(weight_in), indices = dense(indices_in);
-  const int64_t vocab = weight.shape()[0], d = weight.shape()[1];
+  const int64_t rows = weight.shape()[0], d = weight.shape()[1];
+  if (vocab < 0) vocab = rows;
   Shape out_shape = indices.shape();
   out_shape.push_back(d);
   Tensor out = Tensor::empty(out_shape, weight.dtype());
@@ -52,8 +53,10 @@ Tensor embedding(const Tensor& weight_in, const Tensor& indices_in) {
   char* dst = static_cast<char*>(out.raw_data());
   for (int64_t i = 0; i < indices.numel(); ++i) {
     GLOBE_CHECK(idx[i] >= 0 && idx[i] < vocab, "[embedding] index ", idx[i],
-                " out of range for a table of ", vocab, " rows");
-    std::memcpy(dst + i * row_bytes, src + idx[i] * row_bytes, row_bytes);
+                " out of range for a weight of shape ", shape_str(weight.shape()), " (", vocab,
+                " rows); indices ", shape_str(indices.shape()));
+    const int64_t row = idx[i] - first;  // rows held elsewhere stay zero
+    if (row >= 0 && row < rows) std::memcpy(dst + i * row_bytes, src + row * row_bytes, row_bytes);
   }
   return out;
 }

@@ -76,7 +76,8 @@ void for_each_indexed(const char* op, const Shape& a_shape, const Shape& a_strid
                     for (int64_t i = 0; i < r.count; ++i) {
                       const int64_t k = idx[r.offset[1] + i * r.stride[1]];
                       GLOBE_CHECK(k >= 0 && k < extent, "[", op, "] index ", k,
-                                  " out of range for dim ", dim, " of size ", extent);
+                                  " out of range for dim ", dim, " of shape ", shape_str(a_shape),
+                                  " (index shape ", shape_str(index.shape()), ")");
                       fn(r.offset[0] + i * r.stride[0] + k * step, out_pos++);
                     }
                   });

@@ -5,6 +5,7 @@
 #include "globe/core/random.h"
 #include "globe/core/hooks.h"
 #include "globe/kernels/random_fill.h"
+#include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 
 namespace globe {
@@ -13,6 +14,7 @@ namespace detail {
 // Installed by the global layer: a tensor like `t` (shape, dtype, placement, SBP; partial_sum
 // becomes broadcast unless value is 0) filled with `value`.
 Tensor (*g_full_like_global)(const Tensor& t, double value) = nullptr;
+Tensor (*g_fill_like_global)(const Tensor&, const std::function<void(const Tensor&, const Shape&)>&) = nullptr;
 }  // namespace detail
 
 Tensor zeros(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype); }

@@ -4,6 +4,7 @@
 #include "globe/kernels/elementwise.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
+#include "globe/ops/sbp_rules.h"
 
 namespace globe {
 
@@ -37,6 +38,12 @@ class Unary final : public Op {
     GLOBE_CHECK(is_floating(in[0].dtype), "[", name(), "] expects a floating tensor, got ",
                 dtype_name(in[0].dtype), shape_str(in[0].shape));
     return in[0];
+  }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    std::vector<SbpSignature> s;
+    sbp_rules::add_same_split(s, 1, int64_t(in[0].shape.size()));
+    if (kind_ == UnaryKind::neg) sbp_rules::add_all_partial(s, 1);  // linear
+    return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
     return visit_floating(in[0].dtype(), unary_name(kind_), [&](auto tag) {
@@ -83,6 +90,15 @@ class Binary final : public Op {
     GLOBE_CHECK(is_floating(in[0].dtype) || kind_ <= BinaryKind::mul, "[", name(),
                 "] expects floating tensors, got ", dtype_name(in[0].dtype));
     return {broadcast_shapes(in[0].shape, in[1].shape, binary_name(kind_)), in[0].dtype};
+  }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    std::vector<SbpSignature> s;
+    sbp_rules::add_broadcast_split(s, in, broadcast_shapes(in[0].shape, in[1].shape, binary_name(kind_)));
+    if (kind_ == BinaryKind::add || kind_ == BinaryKind::sub)
+      sbp_rules::add_all_partial(s, 2);  // (a0 + a1) + (b0 + b1) = (a0 + b0) + (a1 + b1)
+    if (kind_ == BinaryKind::mul) sbp_rules::add_partial_at(s, 2, 1);
+    if (kind_ != BinaryKind::add && kind_ != BinaryKind::sub) sbp_rules::add_partial_at(s, 2, 0);
+    return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const Tensor &a = in[0], &b = in[1];
@@ -179,6 +195,12 @@ class Scalar final : public Op {
                 dtype_name(in[0].dtype));
     return in[0];
   }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    std::vector<SbpSignature> s;
+    sbp_rules::add_same_split(s, 1, int64_t(in[0].shape.size()));
+    if (kind_ == ScalarKind::mul) sbp_rules::add_all_partial(s, 1);
+    return s;
+  }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
     return visit_floating(in[0].dtype(), "scalar", [&](auto tag) {
       using T = decltype(tag);
@@ -214,6 +236,12 @@ class Cast final : public Op {
   std::string name() const override { return "to_dtype"; }
   bool differentiable() const override { return is_floating(to_); }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override { return {in[0].shape, to_}; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    std::vector<SbpSignature> s;
+    sbp_rules::add_same_split(s, 1, int64_t(in[0].shape.size()));
+    sbp_rules::add_all_partial(s, 1);
+    return s;
+  }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
     Tensor out = Tensor::empty(in[0].shape(), to_);
     kernels::copy_into(out, in[0]);

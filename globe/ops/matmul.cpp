@@ -2,6 +2,7 @@
 #include "globe/kernels/matmul.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
+#include "globe/ops/sbp_rules.h"
 
 namespace globe {
 
@@ -10,6 +11,28 @@ namespace {
 class Matmul final : public Op {
  public:
   std::string name() const override { return "matmul"; }
+  // Rows of a -> rows of out; columns of b -> columns of out; the inner dim split on both gives
+  // partial products; batch dims split alike on both (or on one side when the other broadcasts).
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    const int64_t na = int64_t(in[0].shape.size()), nb = int64_t(in[1].shape.size());
+    const Shape out = infer(in).shape;
+    const int64_t no = int64_t(out.size());
+    std::vector<SbpSignature> s = {
+        {{sbp::split(na - 2), sbp::broadcast}, sbp::split(no - 2)},
+        {{sbp::broadcast, sbp::split(nb - 1)}, sbp::split(no - 1)},
+        {{sbp::split(na - 1), sbp::split(nb - 2)}, sbp::partial_sum},
+        {{sbp::partial_sum, sbp::broadcast}, sbp::partial_sum},
+        {{sbp::broadcast, sbp::partial_sum}, sbp::partial_sum},
+    };
+    for (int64_t d = 0; d < no - 2; ++d) {
+      const int64_t da = d - (no - na), db = d - (no - nb);
+      const bool a_full = da >= 0 && in[0].shape[da] == out[d], b_full = db >= 0 && in[1].shape[db] == out[d];
+      if (a_full && b_full) s.push_back({{sbp::split(da), sbp::split(db)}, sbp::split(d)});
+      else if (a_full) s.push_back({{sbp::split(da), sbp::broadcast}, sbp::split(d)});
+      else if (b_full) s.push_back({{sbp::broadcast, sbp::split(db)}, sbp::split(d)});
+    }
+    return s;
+  }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     const Shape &a = in[0].shape, &b = in[1].shape;
     GLOBE_CHECK(a.size() >= 2 && b.size() >= 2, "[matmul] needs tensors of at least 2 dims, got ",

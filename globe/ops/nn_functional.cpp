@@ -4,6 +4,7 @@
 #include "globe/kernels/random_fill.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
+#include "globe/ops/sbp_rules.h"
 
 namespace globe {
 
@@ -13,8 +14,15 @@ class Softmax final : public Op {
  public:
   Softmax(int64_t dim, bool log) : dim_(dim), log_(log) {}
   std::string name() const override { return log_ ? "log_softmax" : "softmax"; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    const int64_t nd = int64_t(in[0].shape.size()), d = normalize_dim(dim_, nd, "softmax");
+    std::vector<SbpSignature> s;
+    for (int64_t i = 0; i < nd; ++i)
+      if (i != d) s.push_back({{sbp::split(i)}, sbp::split(i)});
+    return s;
+  }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    normalize_dim(dim_, int64_t(in[0].shape.size()), log_ ? "log_softmax" : "softmax");
+    normalize_dim(dim_, in[0].shape, log_ ? "log_softmax" : "softmax");
     GLOBE_CHECK(is_floating(in[0].dtype), "[", name(), "] expects a floating tensor, got ",
                 dtype_name(in[0].dtype));
     return in[0];
@@ -39,6 +47,14 @@ class EmbeddingBackward final : public Op {
  public:
   explicit EmbeddingBackward(int64_t vocab) : vocab_(vocab) {}
   std::string name() const override { return "embedding_backward"; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    const int64_t ni = int64_t(in[1].shape.size());
+    std::vector<SbpSignature> s;
+    for (int64_t i = 0; i < ni; ++i) s.push_back({{sbp::split(i), sbp::split(i)}, sbp::partial_sum});
+    s.push_back({{sbp::split(ni), sbp::broadcast}, sbp::split(1)});
+    s.push_back({{sbp::partial_sum, sbp::broadcast}, sbp::partial_sum});
+    return s;
+  }
   bool differentiable() const override { return false; }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     return {{vocab_, in[0].shape.back()}, in[0].dtype};
@@ -55,6 +71,17 @@ class EmbeddingBackward final : public Op {
 class Embedding final : public Op {
  public:
   std::string name() const override { return "embedding"; }
+  // Index blocks -> output blocks; a vocab-split table gives each rank the rows it holds
+  // (others zero): partial sums; a dim-split table gives the output's last dim split.
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    const int64_t ni = int64_t(in[1].shape.size());
+    std::vector<SbpSignature> s;
+    for (int64_t i = 0; i < ni; ++i) s.push_back({{sbp::broadcast, sbp::split(i)}, sbp::split(i)});
+    s.push_back({{sbp::split(0), sbp::broadcast}, sbp::partial_sum});
+    s.push_back({{sbp::split(1), sbp::broadcast}, sbp::split(ni)});
+    s.push_back({{sbp::partial_sum, sbp::broadcast}, sbp::partial_sum});
+    return s;
+  }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     GLOBE_CHECK(in[0].shape.size() == 2, "[embedding] weight must be 2-D [vocab, dim], got ",
                 shape_str(in[0].shape));
@@ -64,8 +91,11 @@ class Embedding final : public Op {
     out.push_back(in[0].shape[1]);
     return {out, in[0].dtype};
   }
-  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::embedding(in[0], in[1]);
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
+    // This rank holds rows [first, first + rows) of the table (all of them unless vocab-split).
+    const int64_t first = args.in_block_starts.empty() ? 0 : args.in_block_starts[0][0];
+    const int64_t vocab = args.in_global_shapes.empty() ? in[0].shape()[0] : args.in_global_shapes[0][0];
+    return kernels::embedding(in[0], in[1], first, vocab);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -104,9 +134,18 @@ Tensor layer_norm(const Tensor& a, const Shape& normalized_shape, const Tensor& 
 Tensor dropout(const Tensor& a, double p, bool training) {
   GLOBE_CHECK(p >= 0.0 && p < 1.0, "[dropout] probability must be in [0, 1), got ", p);
   if (!training || p == 0.0) return a;
-  GLOBE_CHECK(!a.is_global(), "[dropout] global tensors are not supported yet");
-  Tensor mask = Tensor::empty(a.shape(), a.dtype());
-  kernels::fill_dropout_mask(mask, next_random_stream(), a.shape(), Shape(a.dim(), 0), p);
+  // The mask depends only on the logical position, so every layout drops the same elements.
+  const RandomStream stream = next_random_stream();
+  auto fill = [&](const Tensor& shard, const Shape& start) {
+    kernels::fill_dropout_mask(shard, stream, a.shape(), start, p);
+  };
+  Tensor mask;
+  if (a.is_global()) {
+    mask = detail::g_fill_like_global(a, fill);
+  } else {
+    mask = Tensor::empty(a.shape(), a.dtype());
+    fill(mask, Shape(a.dim(), 0));
+  }
   return mul(a, mask);
 }
 

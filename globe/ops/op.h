@@ -7,6 +7,7 @@
 // metadata before anything is computed.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,6 +81,10 @@ extern Tensor (*g_dispatch_global)(const OpPtr& op, const std::vector<Tensor>& i
 // Installed by the global layer: copy_ when either side is global, and *_like of a global tensor.
 extern void (*g_copy_global)(const Tensor& dst, const Tensor& src);
 extern Tensor (*g_full_like_global)(const Tensor& t, double value);
+// A global tensor like `t` (partial_sum becoming broadcast) whose shards are written by
+// fill(shard, start of the shard in the logical tensor): for position-keyed random masks.
+extern Tensor (*g_fill_like_global)(const Tensor& t,
+                                    const std::function<void(const Tensor&, const Shape&)>& fill);
 // Records the autograd node for `out` (shared by local and global dispatch).
 void record_node(const OpPtr& op, const std::vector<Tensor>& inputs, Tensor& out);
 // Metadata of each input.

@@ -5,20 +5,22 @@
 #include "globe/kernels/reduce.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
+#include "globe/ops/sbp_rules.h"
 
 namespace globe {
 
 namespace {
 
 // Normalised, sorted, unique dims; all dims when `dims` is empty.
-std::vector<int64_t> reduce_dims(const std::vector<int64_t>& dims, int64_t nd, const char* op) {
+std::vector<int64_t> reduce_dims(const std::vector<int64_t>& dims, const Shape& shape, const char* op) {
+  const int64_t nd = int64_t(shape.size());
   std::vector<int64_t> out;
   if (dims.empty()) {
     out.resize(nd);
     std::iota(out.begin(), out.end(), 0);
     return out;
   }
-  for (int64_t d : dims) out.push_back(normalize_dim(d, nd, op));
+  for (int64_t d : dims) out.push_back(normalize_dim(d, shape, op));
   std::sort(out.begin(), out.end());
   GLOBE_CHECK(std::adjacent_find(out.begin(), out.end()) == out.end(), "[", op, "] dim repeated in ",
               shape_str(dims));
@@ -43,18 +45,31 @@ class Sum final : public Op {
  public:
   Sum(std::vector<int64_t> dims, bool keepdim) : dims_(std::move(dims)), keepdim_(keepdim) {}
   std::string name() const override { return "sum"; }
+  // Summing over a split dim leaves partial sums; over other dims the split survives (shifted).
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    const auto dims = reduce_dims(dims_, in[0].shape, "sum");
+    std::vector<SbpSignature> s;
+    for (int64_t i = 0; i < int64_t(in[0].shape.size()); ++i) {
+      Sbp out = sbp::partial_sum;
+      if (!std::binary_search(dims.begin(), dims.end(), i))
+        out = sbp::split(keepdim_ ? i : i - int64_t(std::lower_bound(dims.begin(), dims.end(), i) - dims.begin()));
+      s.push_back({{sbp::split(i)}, out});
+    }
+    sbp_rules::add_all_partial(s, 1);
+    return s;
+  }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    return {reduced_shape(in[0].shape, reduce_dims(dims_, int64_t(in[0].shape.size()), "sum"), keepdim_),
+    return {reduced_shape(in[0].shape, reduce_dims(dims_, in[0].shape, "sum"), keepdim_),
             in[0].dtype};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    const auto dims = reduce_dims(dims_, in[0].dim(), "sum");
+    const auto dims = reduce_dims(dims_, in[0].shape(), "sum");
     Tensor r = kernels::sum_to_keepdim(in[0], keepdim_shape(in[0].shape(), dims));
     return Tensor::view_of(r, args.out.shape, contiguous_strides(args.out.shape), 0);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
-    const auto dims = reduce_dims(dims_, in[0].dim(), "sum");
+    const auto dims = reduce_dims(dims_, in[0].shape(), "sum");
     return {expand(reshape(g, keepdim_shape(in[0].shape(), dims)), in[0].shape())};
   }
 
@@ -67,9 +82,16 @@ class Argmax final : public Op {
  public:
   Argmax(int64_t dim, bool keepdim) : dim_(dim), keepdim_(keepdim) {}
   std::string name() const override { return "argmax"; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    const int64_t nd = int64_t(in[0].shape.size()), d = normalize_dim(dim_, nd, "argmax");
+    std::vector<SbpSignature> s;
+    for (int64_t i = 0; i < nd; ++i)
+      if (i != d) s.push_back({{sbp::split(i)}, keepdim_ || i < d ? sbp::split(i) : sbp::split(i - 1)});
+    return s;
+  }
   bool differentiable() const override { return false; }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    const int64_t d = normalize_dim(dim_, int64_t(in[0].shape.size()), "argmax");
+    const int64_t d = normalize_dim(dim_, in[0].shape, "argmax");
     GLOBE_CHECK(in[0].shape[d] > 0, "[argmax] dim ", d, " of shape ", shape_str(in[0].shape), " is empty");
     return {reduced_shape(in[0].shape, {d}, keepdim_), kInt64};
   }
@@ -97,8 +119,19 @@ class Gather final : public Op {
  public:
   explicit Gather(int64_t dim) : dim_(dim) {}
   std::string name() const override { return "gather"; }
+  // A whole table serves any block of indices; blocks of both along another dim line up.
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    const int64_t nd = int64_t(in[0].shape.size()), d = normalize_dim(dim_, nd, "gather");
+    std::vector<SbpSignature> s;
+    for (int64_t i = 0; i < nd; ++i) {
+      if (i != d) s.push_back({{sbp::split(i), sbp::split(i)}, sbp::split(i)});
+      s.push_back({{sbp::broadcast, sbp::split(i)}, sbp::split(i)});
+    }
+    sbp_rules::add_partial_at(s, 2, 0);
+    return s;
+  }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    const int64_t d = normalize_dim(dim_, int64_t(in[0].shape.size()), "gather");
+    const int64_t d = normalize_dim(dim_, in[0].shape, "gather");
     check_index_shape("gather", in[0].shape, d, in[1]);
     return {in[1].shape, in[0].dtype};
   }
@@ -119,8 +152,18 @@ class ScatterAdd final : public Op {
  public:
   ScatterAdd(Shape shape, int64_t dim) : shape_(std::move(shape)), dim_(dim) {}
   std::string name() const override { return "scatter_add"; }
+  // Blocks along another dim land in the same block of the output; blocks along `dim` land
+  // anywhere, so each rank's result is a summand.
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>&, const SbpContext&) const override {
+    const int64_t nd = int64_t(shape_.size()), d = normalize_dim(dim_, nd, "scatter_add");
+    std::vector<SbpSignature> s;
+    for (int64_t i = 0; i < nd; ++i)
+      s.push_back({{sbp::split(i), sbp::split(i)}, i == d ? sbp::partial_sum : sbp::split(i)});
+    sbp_rules::add_partial_at(s, 2, 1);
+    return s;
+  }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    const int64_t d = normalize_dim(dim_, int64_t(shape_.size()), "scatter_add");
+    const int64_t d = normalize_dim(dim_, shape_, "scatter_add");
     check_index_shape("scatter_add", shape_, d, in[0]);
     GLOBE_CHECK(in[1].shape == in[0].shape, "[scatter_add] src ", shape_str(in[1].shape),
                 " and index ", shape_str(in[0].shape), " shapes differ");
@@ -148,7 +191,7 @@ Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   int64_t count = 1;
-  for (int64_t d : reduce_dims(dims, a.dim(), "mean")) count *= a.shape()[d];
+  for (int64_t d : reduce_dims(dims, a.shape(), "mean")) count *= a.shape()[d];
   GLOBE_CHECK(count > 0, "[mean] over an empty extent of shape ", shape_str(a.shape()));
   return mul(sum(a, dims, keepdim), 1.0 / double(count));
 }
@@ -156,7 +199,7 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 Tensor max(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   // Move reduced dims last, fold them into one, take the max there via argmax + gather (so the
   // gradient flows to the chosen element only, as in torch's max(dim)).
-  const auto rd = reduce_dims(dims, a.dim(), "max");
+  const auto rd = reduce_dims(dims, a.shape(), "max");
   std::vector<int64_t> order;
   Shape folded;
   for (int64_t d = 0; d < a.dim(); ++d)

@@ -5,10 +5,20 @@
 #include "globe/kernels/elementwise.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
+#include "globe/ops/sbp_rules.h"
 
 namespace globe {
 
 namespace {
+
+// S(i) -> S(i) for every dim but `except`, and P -> P: ops that act along one dim only.
+std::vector<SbpSignature> split_except(int64_t ndim, int64_t except) {
+  std::vector<SbpSignature> s;
+  for (int64_t i = 0; i < ndim; ++i)
+    if (i != except) s.push_back({{sbp::split(i)}, sbp::split(i)});
+  sbp_rules::add_all_partial(s, 1);
+  return s;
+}
 
 class Reshape final : public Op {
  public:
@@ -36,6 +46,31 @@ class Reshape final : public Op {
                 n, " elements) into ", shape_str(shape_));
     return {out, in[0].dtype};
   }
+  // A split survives when the split dim starts at the same flat offset in both shapes and its
+  // block boundaries agree: the same extent, or (merging / splitting dims) an extent the ranks
+  // divide evenly.
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext& ctx) const override {
+    const Shape& a = in[0].shape;
+    const Shape b = infer(in).shape;
+    std::vector<SbpSignature> s;
+    int64_t pa = 1;
+    for (size_t i = 0; i < a.size(); ++i) {
+      int64_t pb = 1;
+      for (size_t j = 0; j < b.size() && pb <= pa; ++j) {
+        if (pb == pa && a[i] > 0 && b[j] > 0) {
+          const bool same = a[i] == b[j];
+          const bool merge = b[j] > a[i] && b[j] % a[i] == 0 && a[i] % ctx.placement_size == 0;
+          const bool split = a[i] > b[j] && a[i] % b[j] == 0 && b[j] % ctx.placement_size == 0;
+          if (same || merge || split) s.push_back({{sbp::split(int64_t(i))}, sbp::split(int64_t(j))});
+          break;
+        }
+        pb *= b[j];
+      }
+      pa *= a[i];
+    }
+    sbp_rules::add_all_partial(s, 1);
+    return s;
+  }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     Tensor a = kernels::dense(in[0]);
     return Tensor::view_of(a, args.out.shape, contiguous_strides(args.out.shape), a.offset());
@@ -60,12 +95,19 @@ class Permute final : public Op {
     std::vector<bool> seen(nd, false);
     Shape out(nd);
     for (int64_t i = 0; i < nd; ++i) {
-      int64_t d = normalize_dim(dims_[i], nd, "permute");
+      int64_t d = normalize_dim(dims_[i], in[0].shape, "permute");
       GLOBE_CHECK(!seen[d], "[permute] dim ", d, " repeated in ", shape_str(dims_));
       seen[d] = true;
       out[i] = in[0].shape[d];
     }
     return {out, in[0].dtype};
+  }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    std::vector<SbpSignature> s;
+    const int64_t nd = int64_t(in[0].shape.size());
+    for (int64_t j = 0; j < nd; ++j) s.push_back({{sbp::split(normalize_dim(dims_[j], nd, "permute"))}, sbp::split(j)});
+    sbp_rules::add_all_partial(s, 1);
+    return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const Tensor& a = in[0];
@@ -99,6 +141,15 @@ class Expand final : public Op {
                   " to ", shape_str(shape_));
     return {shape_, in[0].dtype};
   }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    std::vector<SbpSignature> s;
+    const Shape& a = in[0].shape;
+    const int64_t lead = int64_t(shape_.size() - a.size());
+    for (int64_t i = 0; i < int64_t(a.size()); ++i)
+      if (a[i] == shape_[lead + i]) s.push_back({{sbp::split(i)}, sbp::split(lead + i)});
+    sbp_rules::add_all_partial(s, 1);
+    return s;
+  }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     return Tensor::view_of(in[0], args.out.shape, kernels::broadcast_strides(in[0], args.out.shape),
                            in[0].offset());
@@ -123,6 +174,9 @@ class NarrowBackward final : public Op {
     s[dim_] = full_;
     return {s, in[0].dtype};
   }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    return split_except(int64_t(in[0].shape.size()), dim_);
+  }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     Tensor out = Tensor::empty(args.out.shape, args.out.dtype);
     Tensor window = Tensor::view_of(out, in[0].shape(), out.strides(), start_ * out.strides()[dim_]);
@@ -140,11 +194,15 @@ class Narrow final : public Op {
   std::string name() const override { return "narrow"; }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     Shape s = in[0].shape;
-    const int64_t d = normalize_dim(dim_, int64_t(s.size()), "narrow");
+    const int64_t d = normalize_dim(dim_, s, "narrow");
     GLOBE_CHECK(start_ >= 0 && length_ >= 0 && start_ + length_ <= s[d], "[narrow] range [", start_,
                 ", ", start_ + length_, ") out of bounds for dim ", d, " of shape ", shape_str(s));
     s[d] = length_;
     return {s, in[0].dtype};
+  }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    const int64_t nd = int64_t(in[0].shape.size());
+    return split_except(nd, normalize_dim(dim_, nd, "narrow"));
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const Tensor& a = in[0];
@@ -168,7 +226,7 @@ class Cat final : public Op {
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     GLOBE_CHECK(!in.empty(), "[cat] needs at least one tensor");
     Shape out = in[0].shape;
-    const int64_t d = normalize_dim(dim_, int64_t(out.size()), "cat");
+    const int64_t d = normalize_dim(dim_, in[0].shape, "cat");
     out[d] = 0;
     for (const TensorMeta& m : in) {
       bool ok = m.shape.size() == out.size() && m.dtype == in[0].dtype;
@@ -178,6 +236,14 @@ class Cat final : public Op {
       out[d] += m.shape[d];
     }
     return {out, in[0].dtype};
+  }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    const int64_t nd = int64_t(in[0].shape.size()), d = normalize_dim(dim_, nd, "cat");
+    std::vector<SbpSignature> s;
+    for (int64_t i = 0; i < nd; ++i)
+      if (i != d) s.push_back({std::vector<Sbp>(in.size(), sbp::split(i)), sbp::split(i)});
+    sbp_rules::add_all_partial(s, in.size());
+    return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     Tensor out = Tensor::empty(args.out.shape, args.out.dtype);
@@ -209,6 +275,9 @@ class Contiguous final : public Op {
  public:
   std::string name() const override { return "contiguous"; }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override { return in[0]; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    return split_except(int64_t(in[0].shape.size()), -1);
+  }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
     Tensor out = Tensor::empty(in[0].shape(), in[0].dtype());
     kernels::copy_into(out, in[0]);
@@ -251,7 +320,7 @@ Tensor unsqueeze(const Tensor& a, int64_t dim) {
 
 Tensor squeeze(const Tensor& a, int64_t dim) {
   Shape s = a.shape();
-  const int64_t d = normalize_dim(dim, a.dim(), "squeeze");
+  const int64_t d = normalize_dim(dim, a.shape(), "squeeze");
   GLOBE_CHECK(s[d] == 1, "[squeeze] dim ", d, " of shape ", shape_str(s), " is not 1");
   s.erase(s.begin() + d);
   return reshape(a, s);
@@ -267,7 +336,7 @@ Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
 Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
   std::vector<int64_t> dims(a.dim());
   std::iota(dims.begin(), dims.end(), 0);
-  std::swap(dims[normalize_dim(dim0, a.dim(), "transpose")], dims[normalize_dim(dim1, a.dim(), "transpose")]);
+  std::swap(dims[normalize_dim(dim0, a.shape(), "transpose")], dims[normalize_dim(dim1, a.shape(), "transpose")]);
   return permute(a, dims);
 }
 
