@@ -42,6 +42,9 @@ void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
               " does not match its leaf of shape ", shape_str(leaf.shape()));
   if (g.dtype() != leaf.dtype()) g = to_dtype(g, leaf.dtype());
   Tensor sum = leaf.grad().defined() ? add(leaf.grad(), g) : contiguous(g);
+  // The sum of two gradients in the leaf's layout may come out in another one (add picks its
+  // cheapest signature): put it back.
+  if (detail::g_grad_to_leaf_layout) sum = detail::g_grad_to_leaf_layout(sum, leaf);
   leaf.set_grad(sum);
 }
 

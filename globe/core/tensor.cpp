@@ -25,6 +25,33 @@ Storage::Storage(size_t n) : nbytes(n) {
 
 Storage::~Storage() { std::free(data); }
 
+namespace {
+// Set while a ~TensorImpl on this thread is releasing graph nodes: nodes whose last owner dies
+// meanwhile are queued here instead of being destroyed recursively. A pointer (trivially
+// destructible), so tensors destroyed during static destruction are safe.
+thread_local std::vector<std::shared_ptr<Node>>* t_release_queue = nullptr;
+}  // namespace
+
+TensorImpl::~TensorImpl() {
+  // Destroying a node destroys its input tensors, whose nodes destroy their inputs, and so on: one
+  // nested call per op of the graph (a 10k-op chain overflows the stack in sanitizer builds).
+  // Instead the outermost destructor drains the chain with a loop.
+  if (!grad_fn || grad_fn.use_count() != 1) return;  // not the last owner: nothing is destroyed
+  if (t_release_queue != nullptr) {
+    t_release_queue->push_back(std::move(grad_fn));
+    return;
+  }
+  std::vector<std::shared_ptr<Node>> queue;
+  queue.push_back(std::move(grad_fn));
+  t_release_queue = &queue;
+  while (!queue.empty()) {
+    std::shared_ptr<Node> node = std::move(queue.back());
+    queue.pop_back();
+    node.reset();  // may queue the nodes of its inputs
+  }
+  t_release_queue = nullptr;
+}
+
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   for (int64_t d : shape) GLOBE_CHECK(d >= 0, "[empty] negative extent in shape ", shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();

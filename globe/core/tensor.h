@@ -31,6 +31,15 @@ struct Storage {
 };
 
 struct TensorImpl {
+  TensorImpl() = default;
+  TensorImpl(const TensorImpl&) = default;
+  TensorImpl(TensorImpl&&) = default;
+  TensorImpl& operator=(const TensorImpl&) = default;
+  TensorImpl& operator=(TensorImpl&&) = default;
+  // Releases the autograd graph behind this tensor iteratively (tensor.cpp): destroying a long
+  // chain of ops must not take one nested destructor call per op.
+  ~TensorImpl();
+
   Shape shape;  // logical shape (for a global tensor: the global shape)
   DType dtype = DType::float32;
   // Local data: element (i0, i1, ...) lives at storage + (offset + sum i_k * strides[k]) * itemsize.

@@ -49,10 +49,14 @@ SbpSignature choose(const Op& op, const std::vector<Tensor>& inputs, const std::
   const SbpSignature* best = nullptr;
   double best_cost = std::numeric_limits<double>::infinity();
   for (const SbpSignature& sig : candidates) {
+    // Bytes moved, plus one per re-laid-out input: a signature needing no boxing at all wins
+    // over one whose boxing is merely local (B -> S, S -> P).
     double cost = 0;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      cost += boxing_cost_bytes(inputs[i].sbp()[axis], sig.inputs[i], block_bytes(inputs[i], p, axis),
-                                int(ctx.axis_size));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Sbp& from = inputs[i].sbp()[axis];
+      if (from == sig.inputs[i]) continue;
+      cost += 1.0 + boxing_cost_bytes(from, sig.inputs[i], block_bytes(inputs[i], p, axis), int(ctx.axis_size));
+    }
     if (cost < best_cost) {
       best_cost = cost;
       best = &sig;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ class NdSbp {
  private:
   std::vector<Sbp> v_;
 };
+
+inline std::ostream& operator<<(std::ostream& os, const Sbp& s) { return os << s.to_string(); }
+inline std::ostream& operator<<(std::ostream& os, const NdSbp& s) { return os << s.to_string(); }
 
 // Balanced split of `n` over `parts`: part i gets floor(n/parts) + 1 elements if i < n % parts.
 struct Range {

@@ -1,6 +1,7 @@
 #include "globe/nn/module.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -119,16 +120,19 @@ void Module::zero_grad() {
 }
 
 void Module::to(DType dtype) {
+  // A tensor held by several slots (tied weights) is converted once, so the slots stay tied.
+  std::map<const TensorImpl*, Tensor> converted;
   for_each_slot([&](const std::string&, Tensor& slot, bool) {
     if (slot.dtype() == dtype || !is_floating(slot.dtype())) return;
-    const bool rg = slot.requires_grad();
-    Tensor converted;
-    {
-      NoGradGuard no_grad;
-      converted = to_dtype(slot, dtype);
+    Tensor& fresh = converted[slot.impl_ptr().get()];
+    if (!fresh.defined()) {
+      {
+        NoGradGuard no_grad;
+        fresh = to_dtype(slot, dtype).detach();
+      }
+      if (slot.requires_grad()) fresh.set_requires_grad(true);
     }
-    slot = converted.detach();
-    if (rg) slot.set_requires_grad(true);
+    slot = fresh;
   });
 }
 

@@ -119,14 +119,13 @@ class Gather final : public Op {
  public:
   explicit Gather(int64_t dim) : dim_(dim) {}
   std::string name() const override { return "gather"; }
-  // A whole table serves any block of indices; blocks of both along another dim line up.
+  // Blocks of both along another dim line up; indices split along `dim` read a whole table.
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     const int64_t nd = int64_t(in[0].shape.size()), d = normalize_dim(dim_, nd, "gather");
     std::vector<SbpSignature> s;
-    for (int64_t i = 0; i < nd; ++i) {
+    for (int64_t i = 0; i < nd; ++i)
       if (i != d) s.push_back({{sbp::split(i), sbp::split(i)}, sbp::split(i)});
-      s.push_back({{sbp::broadcast, sbp::split(i)}, sbp::split(i)});
-    }
+    s.push_back({{sbp::broadcast, sbp::split(d)}, sbp::split(d)});
     sbp_rules::add_partial_at(s, 2, 0);
     return s;
   }

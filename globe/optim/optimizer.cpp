@@ -27,6 +27,34 @@ void for_each_param(const std::vector<Tensor>& params, const char* op, Fn&& fn) 
   }
 }
 
+// Runs body(j) for j in [0, n) in fixed blocks of 16. With the __restrict pointers of the callers
+// below this is what GCC vectorises at -O2 (its cheap cost model skips plain loops that need a
+// scalar epilogue or alias checks); the per-element arithmetic is unchanged.
+template <class Body>
+inline void blocked(int64_t n, Body&& body) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int k = 0; k < 16; ++k) body(j + k);
+  for (; j < n; ++j) body(j);
+}
+
+// noinline: the __restrict promises only hold while these are separate functions.
+template <class T>
+[[gnu::noinline]] void sgd_update(T* __restrict p, const T* __restrict g, int64_t n, T lr, T wd) {
+  if (wd == 0) blocked(n, [&](int64_t j) { p[j] -= lr * g[j]; });
+  else blocked(n, [&](int64_t j) { p[j] -= lr * (g[j] + wd * p[j]); });
+}
+
+template <bool kFirst, bool kNesterov, class T>
+[[gnu::noinline]] void sgd_momentum_update(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t n, T lr, T wd,
+                         T mom, T damp) {
+  blocked(n, [&](int64_t j) {
+    const T d = g[j] + wd * p[j];
+    buf[j] = kFirst ? d : mom * buf[j] + damp * d;
+    p[j] -= lr * (kNesterov ? d + mom * buf[j] : buf[j]);
+  });
+}
+
 // A zero-filled local state tensor shaped like parameter p's local shard, keeping p's layout
 // (so state_dict() can save it like the parameter itself).
 Tensor state_like(const Tensor& p) { return zeros_like(p); }
@@ -62,21 +90,16 @@ void SGD::step() {
     using T = std::remove_pointer_t<decltype(p)>;
     const T lr = T(o.lr), wd = T(o.weight_decay), mom = T(o.momentum), damp = T(1 - o.dampening);
     if (o.momentum == 0) {
-      if (wd == 0) {
-        for (int64_t j = 0; j < n; ++j) p[j] -= lr * g[j];
-      } else {
-        for (int64_t j = 0; j < n; ++j) p[j] -= lr * (g[j] + wd * p[j]);
-      }
+      sgd_update<T>(p, g, n, lr, wd);
       return;
     }
     const bool first = !momentum_[i].defined();
     if (first) momentum_[i] = state_like(params_[i]);
     T* buf = state_data<T>(momentum_[i]);
-    for (int64_t j = 0; j < n; ++j) {
-      const T d = g[j] + wd * p[j];
-      buf[j] = first ? d : mom * buf[j] + damp * d;
-      p[j] -= lr * (o.nesterov ? d + mom * buf[j] : buf[j]);
-    }
+    if (first && o.nesterov) sgd_momentum_update<true, true, T>(p, g, buf, n, lr, wd, mom, damp);
+    else if (first) sgd_momentum_update<true, false, T>(p, g, buf, n, lr, wd, mom, damp);
+    else if (o.nesterov) sgd_momentum_update<false, true, T>(p, g, buf, n, lr, wd, mom, damp);
+    else sgd_momentum_update<false, false, T>(p, g, buf, n, lr, wd, mom, damp);
   });
 }
 

@@ -19,7 +19,7 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// ---- creation ------------------------------------------------------------------------------------
+// ---- creation -----------------------------------------------------------------------------------
 
 TEST(TensorCreation, ZerosOnesFull) {
   Tensor z = zeros({2, 3});
@@ -109,7 +109,7 @@ TEST(TensorCreation, LikeCreation) {
   EXPECT_THAT(o.to_vector<double>(), ElementsAreArray(std::vector<double>(10, 1.0)));
 }
 
-// ---- views, strides, contiguity ------------------------------------------------------------------
+// ---- views, strides, contiguity -----------------------------------------------------------------
 
 TEST(TensorViews, TransposeSharesStorageAndSwapsStrides) {
   Tensor a = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
@@ -207,7 +207,7 @@ TEST(TensorViews, DetachSharesDataButNotGraph) {
   EXPECT_FALSE(d.same(b));
 }
 
-// ---- printing ------------------------------------------------------------------------------------
+// ---- printing -----------------------------------------------------------------------------------
 
 TEST(TensorPrinting, ContainsValuesShapeAndDtype) {
   Tensor a = from_vector(std::vector<float>{1.5f, -2.0f, 3.25f, 4.0f, 5.0f, 6.0f}, {2, 3});
@@ -250,7 +250,7 @@ TEST(TensorPrinting, NonContiguousPrintsLogicalOrder) {
   EXPECT_THAT(transpose(a, 0, 1).to_string(), HasSubstr("[[1, 3],"));
 }
 
-// ---- random numbers ------------------------------------------------------------------------------
+// ---- random numbers -----------------------------------------------------------------------------
 
 TEST(TensorRandom, ManualSeedIsDeterministic) {
   manual_seed(42);
@@ -342,7 +342,7 @@ TEST(TensorRandom, RandMeanIsOneHalf) {
   EXPECT_NEAR(mean, 0.5, 0.01);
 }
 
-// ---- misc ----------------------------------------------------------------------------------------
+// ---- misc ---------------------------------------------------------------------------------------
 
 TEST(TensorMisc, SizeAndDescribe) {
   Tensor a = zeros({2, 3, 4}, kFloat64);

@@ -22,7 +22,7 @@
 namespace globe {
 namespace {
 
-// ---- the harness ---------------------------------------------------------------------------------
+// ---- the harness --------------------------------------------------------------------------------
 
 struct Tolerance {
   double eps = 1e-6;   // finite-difference step
@@ -69,11 +69,12 @@ void expect_gradients_match(const std::string& what, const std::vector<Tensor>& 
       const double numeric = (plus - minus) / (2 * tol.eps);
       if (std::abs(analytic[j] - numeric) > tol.atol + tol.rtol * std::abs(numeric)) {
         if (++mismatches <= 5)
-          report << "\n  input " << i << " " << describe(leaf) << " element " << j
-                 << ": analytic " << analytic[j] << " vs numeric " << numeric;
+          report << "\n  input " << i << " " << describe(leaf) << " element " << j << ": analytic "
+                 << analytic[j] << " vs numeric " << numeric;
       }
     }
-    EXPECT_EQ(mismatches, 0) << what << ": " << mismatches << " gradient mismatches" << report.str();
+    EXPECT_EQ(mismatches, 0) << what << ": " << mismatches << " gradient mismatches"
+                             << report.str();
   }
 }
 
@@ -87,8 +88,12 @@ enum class Domain {
 Tensor make_leaf(const Shape& shape, Domain domain) {
   Tensor t;
   switch (domain) {
-    case Domain::normal: t = randn(shape, kFloat64); break;
-    case Domain::positive: t = uniform(shape, 0.5, 2.0, kFloat64); break;
+    case Domain::normal:
+      t = randn(shape, kFloat64);
+      break;
+    case Domain::positive:
+      t = uniform(shape, 0.5, 2.0, kFloat64);
+      break;
     case Domain::away_from_zero: {
       std::vector<double> v = randn(shape, kFloat64).to_vector<double>();
       for (double& x : v) x += std::copysign(0.1, x);
@@ -109,15 +114,19 @@ struct OpCase {
   Tolerance tol = {};
 };
 
-std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
+std::ostream& operator<<(std::ostream& os, const OpCase& c) {
+  return os << c.name;
+}
 
-Tensor ints(const std::vector<int64_t>& v, const Shape& shape) { return from_vector(v, shape); }
+Tensor ints(const std::vector<int64_t>& v, const Shape& shape) {
+  return from_vector(v, shape);
+}
 
 constexpr Domain kPos = Domain::positive;
 constexpr Domain kNorm = Domain::normal;
 constexpr Domain kAway = Domain::away_from_zero;
 
-// ---- the table: every differentiable op ----------------------------------------------------------
+// ---- the table: every differentiable op ---------------------------------------------------------
 
 std::vector<OpCase> op_cases() {
   return {
@@ -125,21 +134,28 @@ std::vector<OpCase> op_cases() {
       {"add_same_shape", {{2, 3}, {2, 3}}, [](const Leaves& x) { return add(x[0], x[1]); }},
       {"add_broadcast_col_row", {{3, 1}, {4}}, [](const Leaves& x) { return add(x[0], x[1]); }},
       {"add_broadcast_rank3", {{4}, {2, 3, 4}}, [](const Leaves& x) { return x[0] + x[1]; }},
-      {"add_transposed_input", {{3, 2}, {2, 3}},
+      {"add_transposed_input",
+       {{3, 2}, {2, 3}},
        [](const Leaves& x) { return add(transpose(x[0], 0, 1), x[1]); }},
       {"sub_broadcast", {{2, 3, 4}, {3, 1}}, [](const Leaves& x) { return sub(x[0], x[1]); }},
       {"mul_broadcast", {{3, 1}, {1, 4}}, [](const Leaves& x) { return mul(x[0], x[1]); }},
-      {"mul_narrowed_input", {{4, 5}, {4, 2}},
+      {"mul_narrowed_input",
+       {{4, 5}, {4, 2}},
        [](const Leaves& x) { return mul(narrow(x[0], 1, 1, 2), x[1]); }},
       {"mul_same_tensor", {{5}}, [](const Leaves& x) { return mul(x[0], x[0]); }},
-      {"div_broadcast", {{2, 3}, {3}}, [](const Leaves& x) { return div(x[0], x[1]); },
+      {"div_broadcast",
+       {{2, 3}, {3}},
+       [](const Leaves& x) { return div(x[0], x[1]); },
        {kNorm, kPos}},
-      {"div_broadcast_numerator", {{3}, {2, 3}}, [](const Leaves& x) { return x[0] / x[1]; },
+      {"div_broadcast_numerator",
+       {{3}, {2, 3}},
+       [](const Leaves& x) { return x[0] / x[1]; },
        {kNorm, kPos}},
       // Scalar arithmetic and operators.
       {"add_scalar", {{2, 3}}, [](const Leaves& x) { return add(x[0], 0.7); }},
       {"mul_scalar", {{2, 3}}, [](const Leaves& x) { return mul(x[0], -1.5); }},
-      {"scalar_operators", {{2, 3}},
+      {"scalar_operators",
+       {{2, 3}},
        [](const Leaves& x) { return (2.0 - x[0]) * 3.0 + (x[0] - 1.0) / 4.0 + (1.0 + x[0]); }},
       {"scalar_divided_by_tensor", {{2, 3}}, [](const Leaves& x) { return 2.0 / x[0]; }, {kPos}},
       // Elementwise unary.
@@ -155,94 +171,189 @@ std::vector<OpCase> op_cases() {
       {"gelu", {{3, 4}}, [](const Leaves& x) { return gelu(mul(x[0], 2.0)); }},
       {"tanh", {{3, 4}}, [](const Leaves& x) { return tanh(x[0]); }},
       {"sigmoid", {{3, 4}}, [](const Leaves& x) { return sigmoid(x[0]); }},
-      {"unary_on_transposed", {{3, 4}}, [](const Leaves& x) { return tanh(transpose(x[0], 0, 1)); }},
+      {"unary_on_transposed",
+       {{3, 4}},
+       [](const Leaves& x) { return tanh(transpose(x[0], 0, 1)); }},
       // Casts: float64 -> float32 -> float64 quantises, so this row uses a wide step.
-      {"to_dtype_round_trip", {{2, 3}},
+      {"to_dtype_round_trip",
+       {{2, 3}},
        [](const Leaves& x) { return to_dtype(to_dtype(x[0], kFloat32), kFloat64); },
        {},
        {.eps = 1e-2, .rtol = 1e-5, .atol = 1e-5}},
-      {"contiguous_of_transpose", {{3, 4}},
+      {"contiguous_of_transpose",
+       {{3, 4}},
        [](const Leaves& x) { return contiguous(transpose(x[0], 0, 1)); }},
       // matmul.
       {"matmul_2d", {{3, 4}, {4, 5}}, [](const Leaves& x) { return matmul(x[0], x[1]); }},
-      {"matmul_batched", {{2, 3, 4}, {2, 4, 5}}, [](const Leaves& x) { return matmul(x[0], x[1]); }},
-      {"matmul_broadcast_batch", {{2, 1, 3, 4}, {3, 4, 2}},
+      {"matmul_batched",
+       {{2, 3, 4}, {2, 4, 5}},
        [](const Leaves& x) { return matmul(x[0], x[1]); }},
-      {"matmul_batch_times_2d", {{2, 3, 4}, {4, 5}}, [](const Leaves& x) { return matmul(x[0], x[1]); }},
-      {"matmul_2d_times_batch", {{3, 4}, {2, 4, 5}}, [](const Leaves& x) { return matmul(x[0], x[1]); }},
-      {"matmul_transposed_inputs", {{4, 3}, {5, 4}},
+      {"matmul_broadcast_batch",
+       {{2, 1, 3, 4}, {3, 4, 2}},
+       [](const Leaves& x) { return matmul(x[0], x[1]); }},
+      {"matmul_batch_times_2d",
+       {{2, 3, 4}, {4, 5}},
+       [](const Leaves& x) { return matmul(x[0], x[1]); }},
+      {"matmul_2d_times_batch",
+       {{3, 4}, {2, 4, 5}},
+       [](const Leaves& x) { return matmul(x[0], x[1]); }},
+      {"matmul_transposed_inputs",
+       {{4, 3}, {5, 4}},
        [](const Leaves& x) { return matmul(transpose(x[0], 0, 1), transpose(x[1], 0, 1)); }},
-      {"matmul_narrowed_input", {{3, 7}, {4, 2}},
+      {"matmul_narrowed_input",
+       {{3, 7}, {4, 2}},
        [](const Leaves& x) { return matmul(narrow(x[0], 1, 2, 4), x[1]); }},
+      {"matmul_permuted_batch",
+       {{4, 2, 3}, {2, 4, 5}},
+       [](const Leaves& x) {
+         return matmul(permute(x[0], {1, 2, 0}), x[1]);
+       }},
       {"matmul_vector_left", {{4}, {4, 3}}, [](const Leaves& x) { return matmul(x[0], x[1]); }},
       {"matmul_vector_right", {{2, 3, 4}, {4}}, [](const Leaves& x) { return matmul(x[0], x[1]); }},
       {"matmul_dot", {{4}, {4}}, [](const Leaves& x) { return matmul(x[0], x[1]); }},
       // Reductions.
       {"sum_all", {{2, 3, 4}}, [](const Leaves& x) { return sum(x[0]); }},
       {"sum_dim", {{2, 3, 4}}, [](const Leaves& x) { return sum(x[0], {1}); }},
-      {"sum_dims_keepdim", {{2, 3, 4}}, [](const Leaves& x) { return sum(x[0], {0, -1}, true); }},
-      {"sum_of_transposed", {{3, 4}}, [](const Leaves& x) { return sum(transpose(x[0], 0, 1), {1}); }},
-      {"sum_to", {{2, 3, 4}}, [](const Leaves& x) { return sum_to(x[0], {3, 1}); }},
+      {"sum_dims_keepdim",
+       {{2, 3, 4}},
+       [](const Leaves& x) {
+         return sum(x[0], {0, -1}, true);
+       }},
+      {"sum_of_transposed",
+       {{3, 4}},
+       [](const Leaves& x) { return sum(transpose(x[0], 0, 1), {1}); }},
+      {"sum_to",
+       {{2, 3, 4}},
+       [](const Leaves& x) {
+         return sum_to(x[0], {3, 1});
+       }},
       {"mean_all", {{2, 3, 4}}, [](const Leaves& x) { return mean(x[0]); }},
-      {"mean_dims", {{2, 3, 4}}, [](const Leaves& x) { return mean(x[0], {0, 2}); }},
+      {"mean_dims",
+       {{2, 3, 4}},
+       [](const Leaves& x) {
+         return mean(x[0], {0, 2});
+       }},
       {"mean_dim_keepdim", {{2, 3, 4}}, [](const Leaves& x) { return mean(x[0], {1}, true); }},
       {"max_all", {{3, 4}}, [](const Leaves& x) { return max(x[0]); }},
       {"max_dim", {{3, 4}}, [](const Leaves& x) { return max(x[0], {1}); }},
       {"max_dim0_keepdim", {{3, 4}}, [](const Leaves& x) { return max(x[0], {0}, true); }},
-      {"max_dims_keepdim", {{2, 3, 4}}, [](const Leaves& x) { return max(x[0], {0, 2}, true); }},
+      {"max_dims_keepdim",
+       {{2, 3, 4}},
+       [](const Leaves& x) {
+         return max(x[0], {0, 2}, true);
+       }},
       // Softmax family.
       {"softmax_dim0", {{3, 4}}, [](const Leaves& x) { return softmax(x[0], 0); }},
       {"softmax_dim1", {{3, 4}}, [](const Leaves& x) { return softmax(x[0], 1); }},
       {"softmax_last_of_rank3", {{2, 3, 4}}, [](const Leaves& x) { return softmax(x[0], -1); }},
-      {"softmax_transposed_input", {{3, 4}},
+      {"softmax_transposed_input",
+       {{3, 4}},
        [](const Leaves& x) { return softmax(transpose(x[0], 0, 1), 1); }},
       {"log_softmax_dim0", {{3, 4}}, [](const Leaves& x) { return log_softmax(x[0], 0); }},
       {"log_softmax_dim1", {{3, 4}}, [](const Leaves& x) { return log_softmax(x[0], 1); }},
-      {"log_softmax_negative_dim", {{2, 3, 4}}, [](const Leaves& x) { return log_softmax(x[0], -2); }},
+      {"log_softmax_negative_dim",
+       {{2, 3, 4}},
+       [](const Leaves& x) { return log_softmax(x[0], -2); }},
       // Normalisation, lookup, regularisation, losses.
-      {"layer_norm_weight_bias", {{3, 4}, {4}, {4}},
+      {"layer_norm_weight_bias",
+       {{3, 4}, {4}, {4}},
        [](const Leaves& x) { return layer_norm(x[0], {4}, x[1], x[2]); }},
-      {"layer_norm_two_dims", {{2, 3, 4}, {3, 4}, {3, 4}},
-       [](const Leaves& x) { return layer_norm(x[0], {3, 4}, x[1], x[2]); }},
-      {"layer_norm_plain", {{2, 5}}, [](const Leaves& x) { return layer_norm(x[0], {5}, Tensor(), Tensor()); }},
-      {"embedding_weight", {{5, 3}},
-       [](const Leaves& x) { return embedding(x[0], ints({4, 0, 4, 2, 1, 4}, {2, 3})); }},
-      {"dropout_fixed_seed", {{4, 5}},
+      {"layer_norm_two_dims",
+       {{2, 3, 4}, {3, 4}, {3, 4}},
+       [](const Leaves& x) {
+         return layer_norm(x[0], {3, 4}, x[1], x[2]);
+       }},
+      {"layer_norm_plain",
+       {{2, 5}},
+       [](const Leaves& x) { return layer_norm(x[0], {5}, Tensor(), Tensor()); }},
+      {"embedding_weight",
+       {{5, 3}},
+       [](const Leaves& x) {
+         return embedding(x[0], ints({4, 0, 4, 2, 1, 4}, {2, 3}));
+       }},
+      {"dropout_fixed_seed",
+       {{4, 5}},
        [](const Leaves& x) {
          manual_seed(77);  // the same mask on every evaluation
          return dropout(x[0], 0.4);
        }},
       {"mse_loss", {{3, 4}, {3, 4}}, [](const Leaves& x) { return mse_loss(x[0], x[1]); }},
-      {"cross_entropy", {{4, 5}},
-       [](const Leaves& x) { return cross_entropy(x[0], ints({1, 0, 4, 4}, {4})); }},
-      {"cross_entropy_rank3", {{2, 3, 4}},
-       [](const Leaves& x) { return cross_entropy(x[0], ints({0, 3, 1, 2, 2, 0}, {2, 3})); }},
-      {"cross_entropy_transposed_logits", {{5, 4}},
-       [](const Leaves& x) { return cross_entropy(transpose(x[0], 0, 1), ints({1, 0, 4, 3}, {4})); }},
+      {"cross_entropy",
+       {{4, 5}},
+       [](const Leaves& x) {
+         return cross_entropy(x[0], ints({1, 0, 4, 4}, {4}));
+       }},
+      {"cross_entropy_rank3",
+       {{2, 3, 4}},
+       [](const Leaves& x) {
+         return cross_entropy(x[0], ints({0, 3, 1, 2, 2, 0}, {2, 3}));
+       }},
+      {"cross_entropy_transposed_logits",
+       {{5, 4}},
+       [](const Leaves& x) {
+         return cross_entropy(transpose(x[0], 0, 1), ints({1, 0, 4, 3}, {4}));
+       }},
       // Indexing.
-      {"gather_dim1", {{3, 4}},
-       [](const Leaves& x) { return gather(x[0], 1, ints({3, 0, 0, 1, 2, 2, 3, 1, 0}, {3, 3})); }},
-      {"gather_dim0", {{3, 4}},
-       [](const Leaves& x) { return gather(x[0], 0, ints({2, 0, 1, 2, 0, 0, 2, 1}, {2, 4})); }},
-      {"scatter_add_src", {{2, 3}},
-       [](const Leaves& x) { return scatter_add({2, 4}, 1, ints({3, 0, 3, 1, 1, 2}, {2, 3}), x[0]); }},
+      {"gather_dim1",
+       {{3, 4}},
+       [](const Leaves& x) {
+         return gather(x[0], 1, ints({3, 0, 0, 1, 2, 2, 3, 1, 0}, {3, 3}));
+       }},
+      {"gather_dim0",
+       {{3, 4}},
+       [](const Leaves& x) {
+         return gather(x[0], 0, ints({2, 0, 1, 2, 0, 0, 2, 1}, {2, 4}));
+       }},
+      {"scatter_add_src",
+       {{2, 3}},
+       [](const Leaves& x) {
+         return scatter_add({2, 4}, 1, ints({3, 0, 3, 1, 1, 2}, {2, 3}), x[0]);
+       }},
       // Shape and data movement.
-      {"cat_dim0", {{2, 3}, {1, 3}, {3, 3}}, [](const Leaves& x) { return cat({x[0], x[1], x[2]}, 0); }},
-      {"cat_dim1_with_view", {{2, 3}, {4, 2}},
-       [](const Leaves& x) { return cat({x[0], transpose(narrow(x[1], 0, 1, 3), 0, 1)}, 1); }},
+      {"cat_dim0",
+       {{2, 3}, {1, 3}, {3, 3}},
+       [](const Leaves& x) {
+         return cat({x[0], x[1], x[2]}, 0);
+       }},
+      {"cat_dim1_with_view",
+       {{2, 3}, {4, 2}},
+       [](const Leaves& x) {
+         return cat({x[0], transpose(narrow(x[1], 0, 1, 3), 0, 1)}, 1);
+       }},
       {"narrow", {{4, 5}}, [](const Leaves& x) { return narrow(x[0], 1, 1, 3); }},
       {"slice_negative", {{4, 5}}, [](const Leaves& x) { return slice(x[0], 0, -3, -1); }},
       {"transpose", {{2, 3, 4}}, [](const Leaves& x) { return transpose(x[0], 0, 2); }},
-      {"permute", {{2, 3, 4}}, [](const Leaves& x) { return permute(x[0], {1, 2, 0}); }},
-      {"expand", {{3, 1}}, [](const Leaves& x) { return expand(x[0], {2, 3, 4}); }},
-      {"reshape", {{2, 3, 4}}, [](const Leaves& x) { return reshape(x[0], {4, -1}); }},
-      {"reshape_of_transposed", {{3, 4}}, [](const Leaves& x) { return reshape(transpose(x[0], 0, 1), {-1}); }},
-      {"view", {{2, 6}}, [](const Leaves& x) { return view(x[0], {3, 4}); }},
+      {"permute",
+       {{2, 3, 4}},
+       [](const Leaves& x) {
+         return permute(x[0], {1, 2, 0});
+       }},
+      {"expand",
+       {{3, 1}},
+       [](const Leaves& x) {
+         return expand(x[0], {2, 3, 4});
+       }},
+      {"reshape",
+       {{2, 3, 4}},
+       [](const Leaves& x) {
+         return reshape(x[0], {4, -1});
+       }},
+      {"reshape_of_transposed",
+       {{3, 4}},
+       [](const Leaves& x) { return reshape(transpose(x[0], 0, 1), {-1}); }},
+      {"view",
+       {{2, 6}},
+       [](const Leaves& x) {
+         return view(x[0], {3, 4});
+       }},
       {"flatten", {{2, 3, 4}}, [](const Leaves& x) { return flatten(x[0], 1); }},
-      {"unsqueeze_squeeze", {{3, 4}}, [](const Leaves& x) { return squeeze(unsqueeze(x[0], 1), 1); }},
+      {"unsqueeze_squeeze",
+       {{3, 4}},
+       [](const Leaves& x) { return squeeze(unsqueeze(x[0], 1), 1); }},
       {"squeeze", {{3, 1, 4}}, [](const Leaves& x) { return squeeze(x[0], 1); }},
       // A small composite: gradients meet through several paths.
-      {"mlp_composite", {{4, 3}, {3, 5}, {5}},
+      {"mlp_composite",
+       {{4, 3}, {3, 5}, {5}},
        [](const Leaves& x) { return softmax(gelu(matmul(x[0], x[1]) + x[2]), 1) * sum(x[0]); }},
   };
 }
@@ -255,11 +366,14 @@ TEST_P(OpGradCheck, AnalyticMatchesFiniteDifferences) {
   Leaves leaves;
   for (size_t i = 0; i < c.shapes.size(); ++i)
     leaves.push_back(make_leaf(c.shapes[i], i < c.domains.size() ? c.domains[i] : Domain::normal));
-  expect_gradients_match(c.name, leaves, [&] { return c.build(leaves); }, c.tol);
+  expect_gradients_match(
+      c.name, leaves, [&] { return c.build(leaves); }, c.tol);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, OpGradCheck, ::testing::ValuesIn(op_cases()),
-                         [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<OpCase>& info) {
+                           return info.param.name;
+                         });
 
 // The harness can fail: a wrong gradient is caught.
 TEST(GradCheckHarness, DetectsAWrongGradient) {
@@ -269,7 +383,7 @@ TEST(GradCheckHarness, DetectsAWrongGradient) {
                           "gradient mismatches");
 }
 
-// ---- nn layers in float64 ------------------------------------------------------------------------
+// ---- nn layers in float64 -----------------------------------------------------------------------
 
 Leaves with_input(const nn::Module& m, const Tensor& x) {
   Leaves leaves = m.parameters();

@@ -17,13 +17,19 @@ using ::testing::ElementsAreArray;
 using ::testing::Pointwise;
 using V = std::vector<double>;
 
-V values(const Tensor& t) { return t.to_vector<double>(); }
+V values(const Tensor& t) {
+  return t.to_vector<double>();
+}
 
 Tensor f32(const V& v, const Shape& shape) {
   return from_vector(std::vector<float>(v.begin(), v.end()), shape);
 }
-Tensor f64(const V& v, const Shape& shape) { return from_vector(v, shape); }
-Tensor i64(const std::vector<int64_t>& v, const Shape& shape) { return from_vector(v, shape); }
+Tensor f64(const V& v, const Shape& shape) {
+  return from_vector(v, shape);
+}
+Tensor i64(const std::vector<int64_t>& v, const Shape& shape) {
+  return from_vector(v, shape);
+}
 
 // Expects `t` to have `shape` and values within `tol` of `expected`.
 void expect_values(const Tensor& t, const Shape& shape, const V& expected, double tol = 1e-6) {
@@ -38,7 +44,7 @@ V map(const V& v, const std::function<double(double)>& f) {
   return out;
 }
 
-// ---- elementwise binary with broadcasting --------------------------------------------------------
+// ---- elementwise binary with broadcasting -------------------------------------------------------
 
 TEST(OpsForward, AddSubMulDivSameShape) {
   Tensor a = f32({1, 2, 3, 4}, {2, 2}), b = f32({5, 6, 7, 8}, {2, 2});
@@ -106,7 +112,7 @@ TEST(OpsForward, ScalarOpsAndOperators) {
   expect_values(4.0 / a, {3}, {4, 2, 1});
 }
 
-// ---- elementwise unary ---------------------------------------------------------------------------
+// ---- elementwise unary --------------------------------------------------------------------------
 
 TEST(OpsForward, UnaryMathMatchesStd) {
   const V x = {-2.5, -1, -0.3, 0.2, 1, 3};
@@ -139,10 +145,11 @@ TEST(OpsForward, UnaryOnFloat32AndNonContiguous) {
   Tensor t = transpose(a, 0, 1);
   EXPECT_EQ(exp(t).dtype(), kFloat32);
   expect_values(exp(t), {3, 2},
-                {1, std::exp(3.0), std::exp(1.0), std::exp(4.0), std::exp(2.0), std::exp(5.0)}, 1e-4);
+                {1, std::exp(3.0), std::exp(1.0), std::exp(4.0), std::exp(2.0), std::exp(5.0)},
+                1e-4);
 }
 
-// ---- matmul --------------------------------------------------------------------------------------
+// ---- matmul -------------------------------------------------------------------------------------
 
 // Reference: [B, n, k] @ [B, k, m] (row-major values, B may be 1).
 V reference_matmul(const V& a, const V& b, int64_t batch, int64_t n, int64_t k, int64_t m) {
@@ -187,12 +194,15 @@ TEST(OpsForward, MatmulBroadcastBatch) {
   Tensor w = randn({4, 3}, kFloat64);
   Tensor d = matmul(narrow(a, 1, 0, 1), w);  // [2, 1, 3, 4] @ [4, 3]
   EXPECT_EQ(d.shape(), (Shape{2, 1, 3, 3}));
-  V dref = reference_matmul(av, [&] {
-    V w2 = values(w);
-    V rep = w2;
-    rep.insert(rep.end(), w2.begin(), w2.end());
-    return rep;
-  }(), 2, 3, 4, 3);
+  V dref = reference_matmul(
+      av,
+      [&] {
+        V w2 = values(w);
+        V rep = w2;
+        rep.insert(rep.end(), w2.begin(), w2.end());
+        return rep;
+      }(),
+      2, 3, 4, 3);
   EXPECT_THAT(values(d), Pointwise(DoubleNear(1e-12), dref));
 }
 
@@ -217,12 +227,21 @@ TEST(OpsForward, MatmulTransposedAndNarrowedInputs) {
   Tensor rhs = randn({2, 4, 2}, kFloat64);
   expect_values(matmul(bt3, rhs), {2, 3, 2},
                 reference_matmul(values(contiguous(bt3)), values(rhs), 2, 3, 4, 2), 1e-12);
+  // Batch dim in the middle of the storage: [k, B, n] permuted to [B, n, k].
+  Tensor kbn = randn({4, 2, 3}, kFloat64);
+  Tensor bnk = permute(kbn, {1, 2, 0});
+  expect_values(matmul(bnk, rhs), {2, 3, 2},
+                reference_matmul(values(contiguous(bnk)), values(rhs), 2, 3, 4, 2), 1e-12);
+  Tensor lhs = transpose(rhs, 1, 2), bkn = permute(kbn, {1, 0, 2});  // [2, 2, 4] @ [2, 4, 3]
+  expect_values(matmul(lhs, bkn), {2, 2, 3},
+                reference_matmul(values(contiguous(lhs)), values(contiguous(bkn)), 2, 2, 4, 3),
+                1e-12);
 }
 
 TEST(OpsForward, MatmulVectorOperands) {
   Tensor m = f64({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor v3 = f64({1, 0, -1}, {3}), v2 = f64({1, 2}, {2});
-  expect_values(matmul(m, v3), {2}, {-2, -2});    // [2,3] @ [3] -> [2]
+  expect_values(matmul(m, v3), {2}, {-2, -2});     // [2,3] @ [3] -> [2]
   expect_values(matmul(v2, m), {3}, {9, 12, 15});  // [2] @ [2,3] -> [3]
   Tensor dot = matmul(v3, f64({4, 5, 6}, {3}));    // [3] @ [3] -> scalar
   EXPECT_EQ(dot.dim(), 0);
@@ -232,7 +251,7 @@ TEST(OpsForward, MatmulVectorOperands) {
   expect_values(matmul(v2, batch), {2, 3}, {6, 9, 12, 24, 27, 30});
 }
 
-// ---- reductions ----------------------------------------------------------------------------------
+// ---- reductions ---------------------------------------------------------------------------------
 
 TEST(OpsForward, SumOverDims) {
   Tensor a = reshape(arange(0.0, 24.0, 1.0, kFloat64), {2, 3, 4});
@@ -289,7 +308,7 @@ TEST(OpsForward, SumTo) {
   EXPECT_TRUE(sum_to(a, {3, 4}).same(a));
 }
 
-// ---- shape ops -----------------------------------------------------------------------------------
+// ---- shape ops ----------------------------------------------------------------------------------
 
 TEST(OpsForward, ReshapeViewFlattenUnsqueezeSqueeze) {
   Tensor a = reshape(arange(0.0, 24.0), {2, 3, 4});
@@ -335,7 +354,7 @@ TEST(OpsForward, NarrowAndSlice) {
   expect_values(slice(a, 1, 1, -1), {4, 3}, {1, 2, 3, 6, 7, 8, 11, 12, 13, 16, 17, 18});
   expect_values(slice(a, 0, -1, 4), {1, 5}, {15, 16, 17, 18, 19});
   expect_values(slice(a, 0, -3, -1), {2, 5}, {5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
-  EXPECT_EQ(slice(a, 1, 3, 1).shape(), (Shape{4, 0}));   // empty when end < start
+  EXPECT_EQ(slice(a, 1, 3, 1).shape(), (Shape{4, 0}));       // empty when end < start
   EXPECT_EQ(slice(a, 1, -100, 100).shape(), (Shape{4, 5}));  // clamped
 }
 
@@ -368,7 +387,7 @@ TEST(OpsForward, GatherAndScatterAdd) {
   expect_values(scatter_add({2, 3}, 0, idx0, f32({1, 2, 3}, {1, 3})), {2, 3}, {0, 2, 0, 1, 0, 3});
 }
 
-// ---- neural-network functions --------------------------------------------------------------------
+// ---- neural-network functions -------------------------------------------------------------------
 
 TEST(OpsForward, SoftmaxAndLogSoftmax) {
   const V x = {1, 2, 3, -1, 0, 4};
@@ -496,7 +515,7 @@ TEST(OpsForward, CrossEntropyMatchesManual) {
   expect_values(cross_entropy(f64(logits, {2, 2, 3}), i64(target, {2, 2})), {}, {total / 4}, 1e-12);
 }
 
-// ---- casts and copies ----------------------------------------------------------------------------
+// ---- casts and copies ---------------------------------------------------------------------------
 
 TEST(OpsForward, ToDtype) {
   Tensor a = f32({1.5f, -2.75f, 3.0f}, {3});
@@ -527,6 +546,30 @@ TEST(OpsForward, ContiguousAndCopy) {
   copy_(window, f32({1, 2, 3, 4}, {2, 2}));  // writes through a strided view
   EXPECT_THAT(values(window), ElementsAre(1, 2, 3, 4));
   EXPECT_THROW(copy_(dst, a), Error);
+}
+
+// ---- edge cases ---------------------------------------------------------------------------------
+
+TEST(OpsForward, ScalarsAndEmptyTensors) {
+  Tensor s = full({}, 3.0);
+  EXPECT_EQ(flatten(s).shape(), (Shape{1}));
+  EXPECT_EQ(unsqueeze(s, 0).shape(), (Shape{1}));
+  expect_values(sum(s), {}, {3});
+  expect_values(max(s), {}, {3});
+
+  Tensor e = zeros({0, 3});
+  expect_values(sum(e, {0}), {3}, {0, 0, 0});
+  expect_values(matmul(zeros({2, 0}), zeros({0, 3})), {2, 3}, {0, 0, 0, 0, 0, 0});
+  EXPECT_EQ(add(e, ones({3})).shape(), (Shape{0, 3}));
+  EXPECT_EQ(cat({e, ones({2, 3})}, 0).shape(), (Shape{2, 3}));
+  EXPECT_THAT(e.to_string(), testing::HasSubstr("shape=[0, 3]"));
+  EXPECT_THROW(mean(e, {0}), Error);
+  EXPECT_THROW(max(e, {0}), Error);
+
+  expect_values(softmax(f32({5}, {1}), 0), {1}, {1});
+  // Unbatched cross_entropy: logits [C], target a 0-d class index.
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(0.5));
+  expect_values(cross_entropy(f64({1, 2, 0.5}, {3}), i64({1}, {})), {}, {lse - 2}, 1e-12);
 }
 
 }  // namespace

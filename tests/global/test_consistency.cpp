@@ -1,0 +1,212 @@
+// The consistency harness (SPEC §10): every op × every valid input layout × (1, 2, 4 ranks) ×
+// even and uneven shapes gives the single-process result, forward and gradients. One table drives
+// it: each row names an op, its input shapes and how to call it.
+#include <cmath>
+#include <functional>
+
+#include "global_test_util.h"
+
+namespace globe {
+namespace {
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// An input: a float64 tensor from randn, or int64 indices in [0, bound).
+struct Input {
+  Shape shape;
+  int64_t index_bound = 0;  // > 0: int64 indices
+};
+
+struct OpCase {
+  std::string name;
+  std::vector<Input> inputs;
+  Fn fn;
+};
+
+Input F(Shape s) { return {std::move(s), 0}; }
+Input I(Shape s, int64_t bound) { return {std::move(s), bound}; }
+
+std::vector<OpCase> cases() {
+  using V = const std::vector<Tensor>&;
+  auto positive = [](const Tensor& x) { return add(mul(x, x), 0.5); };
+  return {
+      {"add", {F({5, 3}), F({5, 3})}, [](V x) { return add(x[0], x[1]); }},
+      {"add_bcast_row", {F({5, 3}), F({3})}, [](V x) { return add(x[0], x[1]); }},
+      {"add_outer", {F({4, 1}), F({1, 3})}, [](V x) { return add(x[0], x[1]); }},
+      {"sub", {F({3, 5}), F({3, 5})}, [](V x) { return sub(x[0], x[1]); }},
+      {"mul", {F({5, 3}), F({5, 3})}, [](V x) { return mul(x[0], x[1]); }},
+      {"mul_bcast", {F({2, 5, 3}), F({5, 1})}, [](V x) { return mul(x[0], x[1]); }},
+      {"div", {F({5, 3}), F({5, 3})}, [=](V x) { return div(x[0], positive(x[1])); }},
+      {"scalar_ops", {F({7})}, [](V x) { return (x[0] * 3.0 + 1.5) / 2.0 - 1.0; }},
+      {"pow", {F({5, 3})}, [](V x) { return pow(x[0], 3.0); }},
+      {"neg", {F({5, 3})}, [](V x) { return neg(x[0]); }},
+      {"exp", {F({5, 3})}, [](V x) { return exp(x[0]); }},
+      {"log", {F({5, 3})}, [=](V x) { return log(positive(x[0])); }},
+      {"sqrt", {F({5, 3})}, [=](V x) { return sqrt(positive(x[0])); }},
+      {"relu", {F({5, 3})}, [](V x) { return relu(x[0]); }},
+      {"gelu", {F({5, 3})}, [](V x) { return gelu(x[0]); }},
+      {"tanh", {F({5, 3})}, [](V x) { return tanh(x[0]); }},
+      {"sigmoid", {F({5, 3})}, [](V x) { return sigmoid(x[0]); }},
+      {"to_dtype", {F({5, 3})}, [](V x) { return to_dtype(to_dtype(x[0], kFloat32), kFloat64); }},
+      {"matmul", {F({5, 4}), F({4, 3})}, [](V x) { return matmul(x[0], x[1]); }},
+      {"matmul_nt", {F({5, 4}), F({3, 4})}, [](V x) { return matmul(x[0], transpose(x[1], 0, 1)); }},
+      {"matmul_batched", {F({2, 5, 4}), F({2, 4, 3})}, [](V x) { return matmul(x[0], x[1]); }},
+      {"matmul_shared_rhs", {F({3, 5, 4}), F({4, 3})}, [](V x) { return matmul(x[0], x[1]); }},
+      {"sum_all", {F({5, 3})}, [](V x) { return sum(x[0]); }},
+      {"sum_dim0", {F({5, 3})}, [](V x) { return sum(x[0], {0}); }},
+      {"sum_dim1_keep", {F({5, 3})}, [](V x) { return sum(x[0], {1}, true); }},
+      {"sum_dims_3d", {F({2, 5, 3})}, [](V x) { return sum(x[0], {0, 2}); }},
+      {"mean", {F({5, 3})}, [](V x) { return mean(x[0], {1}); }},
+      {"max_dim", {F({5, 3})}, [](V x) { return max(x[0], {1}); }},
+      {"max_all", {F({5, 3})}, [](V x) { return max(x[0]); }},
+      {"argmax", {F({5, 3})}, [](V x) { return argmax(x[0], 1); }},
+      {"reshape_split", {F({6, 5})}, [](V x) { return reshape(x[0], {3, 2, 5}); }},
+      {"reshape_merge", {F({2, 3, 5})}, [](V x) { return reshape(x[0], {6, 5}); }},
+      {"reshape_flat", {F({5, 3})}, [](V x) { return reshape(x[0], {-1}); }},
+      {"unsqueeze_squeeze", {F({5, 3})}, [](V x) { return squeeze(unsqueeze(x[0], 1), 1) * 2.0; }},
+      {"transpose", {F({5, 3})}, [](V x) { return transpose(x[0], 0, 1); }},
+      {"permute", {F({2, 5, 3})}, [](V x) { return permute(x[0], {2, 0, 1}); }},
+      {"contiguous", {F({5, 3})}, [](V x) { return contiguous(transpose(x[0], 0, 1)); }},
+      {"expand", {F({5, 1})}, [](V x) { return expand(x[0], {5, 3}); }},
+      {"narrow0", {F({7, 3})}, [](V x) { return narrow(x[0], 0, 2, 4); }},
+      {"slice1", {F({3, 7})}, [](V x) { return slice(x[0], 1, -5, -1); }},
+      {"cat0", {F({3, 4}), F({2, 4})}, [](V x) { return cat({x[0], x[1]}, 0); }},
+      {"cat1", {F({3, 4}), F({3, 2})}, [](V x) { return cat({x[0], x[1]}, 1); }},
+      {"gather", {F({5, 4}), I({5, 3}, 4)}, [](V x) { return gather(x[0], 1, x[1]); }},
+      {"scatter_add", {I({5, 3}, 4), F({5, 3})}, [](V x) { return scatter_add({5, 4}, 1, x[0], x[1]); }},
+      {"softmax1", {F({5, 3})}, [](V x) { return softmax(x[0], 1); }},
+      {"softmax0", {F({5, 3})}, [](V x) { return softmax(x[0], 0); }},
+      {"log_softmax", {F({5, 3})}, [](V x) { return log_softmax(x[0], -1); }},
+      {"embedding", {F({7, 4}), I({5}, 7)}, [](V x) { return embedding(x[0], x[1]); }},
+      {"embedding_2d", {F({7, 4}), I({2, 3}, 7)}, [](V x) { return embedding(x[0], x[1]); }},
+      {"layer_norm", {F({5, 6}), F({6}), F({6})},
+       [](V x) { return layer_norm(x[0], {6}, x[1], x[2]); }},
+      {"layer_norm_3d", {F({2, 3, 4})}, [](V x) { return layer_norm(x[0], {4}, Tensor(), Tensor()); }},
+      {"dropout", {F({5, 3})}, [](V x) { return dropout(x[0], 0.5); }},
+      {"mse_loss", {F({5, 3}), F({5, 3})}, [](V x) { return mse_loss(x[0], x[1]); }},
+      {"cross_entropy", {F({5, 4}), I({5}, 4)}, [](V x) { return cross_entropy(x[0], x[1]); }},
+  };
+}
+
+// The full (single-process) value of input i of a case, from its own seed.
+Tensor input_value(const Input& in, uint64_t seed) {
+  manual_seed(seed);
+  if (in.index_bound == 0) return randn(in.shape, kFloat64);
+  Tensor u = rand(in.shape, kFloat64);
+  std::vector<int64_t> idx;
+  for (double v : u.to_vector<double>()) idx.push_back(std::min(in.index_bound - 1, int64_t(v * double(in.index_bound))));
+  return from_vector(idx, in.shape);
+}
+
+// Layouts an input may take on a 1-D mesh.
+std::vector<NdSbp> layouts_1d(const Input& in) {
+  std::vector<NdSbp> v;
+  for (const Sbp& s : testing::all_sbps(int64_t(in.shape.size()), in.index_bound == 0)) v.push_back(s);
+  return v;
+}
+
+// A few 2-D layouts per input (the full product would be too slow on 2 cores).
+std::vector<NdSbp> layouts_2d(const Input& in) {
+  const int64_t last = int64_t(in.shape.size()) - 1;
+  std::vector<NdSbp> v = {{sbp::split(0), sbp::broadcast}, {sbp::broadcast, sbp::split(last)},
+                          {sbp::split(0), sbp::split(0)}};
+  if (in.index_bound == 0) {
+    v.push_back({sbp::partial_sum, sbp::split(last)});
+    v.push_back({sbp::split(last), sbp::partial_sum});
+  }
+  return v;
+}
+
+bool close(const std::vector<double>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) return false;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= 1e-9 + 1e-9 * std::abs(want[i]))) return false;
+  return true;
+}
+
+// Runs one case under one combination of layouts and compares with the local run.
+void check_case(const OpCase& c, const Placement& p, const std::vector<NdSbp>& layout) {
+  std::string what = c.name + " on " + p.to_string() + " with";
+  for (const NdSbp& s : layout) what += " " + s.to_string();
+  const size_t n = c.inputs.size();
+  std::vector<Tensor> local(n), global(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor v = input_value(c.inputs[i], 100 + i);
+    local[i] = v;
+    global[i] = from_full(v, p, layout[i]);
+    if (c.inputs[i].index_bound == 0) {
+      local[i] = v.detach().set_requires_grad();
+      global[i].set_requires_grad();
+    }
+  }
+  manual_seed(7);  // ops that draw random numbers (dropout) draw the same stream in both runs
+  Tensor want = c.fn(local);
+  manual_seed(7);
+  Tensor got = c.fn(global);
+  ASSERT_TRUE(got.is_global()) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  EXPECT_TRUE(close(got.to_vector<double>(), want.to_vector<double>())) << what << ": forward differs";
+  if (!want.requires_grad()) return;
+  // d(sum(out * w))/d(inputs) with a fixed random w: every output element matters.
+  manual_seed(99);
+  const Tensor w = randn(want.shape(), kFloat64);
+  sum(mul(want, w)).backward();
+  sum(mul(got, from_full(w, p, NdSbp(std::vector<Sbp>(p.mesh_ndim(), sbp::broadcast))))).backward();
+  for (size_t i = 0; i < n; ++i) {
+    if (c.inputs[i].index_bound) continue;
+    ASSERT_TRUE(global[i].grad().defined()) << what << ": no gradient for input " << i;
+    EXPECT_EQ(global[i].grad().sbp(), global[i].sbp()) << what << ": gradient of input " << i
+                                                       << " not in its leaf's layout";
+    EXPECT_TRUE(close(global[i].grad().to_vector<double>(), local[i].grad().to_vector<double>()))
+        << what << ": gradient of input " << i << " differs";
+  }
+}
+
+// Every combination of the given per-input layouts.
+void for_each_combination(const std::vector<std::vector<NdSbp>>& options,
+                          const std::function<void(const std::vector<NdSbp>&)>& fn) {
+  std::vector<size_t> at(options.size(), 0);
+  while (true) {
+    std::vector<NdSbp> pick;
+    for (size_t i = 0; i < options.size(); ++i) pick.push_back(options[i][at[i]]);
+    fn(pick);
+    size_t i = 0;
+    while (i < options.size() && ++at[i] == options[i].size()) at[i++] = 0;
+    if (i == options.size()) return;
+  }
+}
+
+class Consistency : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(Consistency, OneDimensionalMesh) {
+  const OpCase& c = GetParam();
+  std::vector<std::vector<NdSbp>> options;
+  for (const Input& in : c.inputs) options.push_back(layouts_1d(in));
+  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all(), l); });
+}
+
+TEST_P(Consistency, SubsetPlacement) {
+  if (dist::world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  // Ranks outside the placement hold nothing and still run every op; the order is reversed.
+  const Placement p = placement("cpu", {1, 0});
+  const OpCase& c = GetParam();
+  std::vector<NdSbp> l;
+  for (const Input& in : c.inputs) l.push_back(in.index_bound ? NdSbp(sbp::broadcast) : NdSbp(sbp::split(0)));
+  check_case(c, p, l);
+}
+
+TEST_P(Consistency, TwoDimensionalMesh) {
+  if (dist::world_size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  const OpCase& c = GetParam();
+  if (c.inputs.size() > 2) GTEST_SKIP() << "2-D combinations limited to ops of at most 2 inputs";
+  std::vector<std::vector<NdSbp>> options;
+  for (const Input& in : c.inputs) options.push_back(layouts_2d(in));
+  const Placement p = placement("cpu", {{0, 1}, {2, 3}});
+  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, p, l); });
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, Consistency, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace globe
