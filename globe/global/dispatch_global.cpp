@@ -32,12 +32,13 @@ void check_inputs(const Op& op, const std::vector<Tensor>& inputs) {
                 "; move one with to_global(placement)");
 }
 
-// Block of every input as seen along mesh axis a's group: the value the group shares.
+// Bytes of the value mesh axis `axis`'s groups share (the block left by the outer axes), taken at
+// the first rank's coordinates: with uneven shards another rank's block differs, and every rank
+// must price the candidates identically to choose the same one.
 double block_bytes(const Tensor& t, const Placement& p, size_t axis) {
   NdSbp s = t.sbp();
   for (size_t a = axis; a < s.size(); ++a) s[a] = sbp::broadcast;
-  const int me = p.contains(dist::world_rank()) ? dist::world_rank() : p.first();
-  return double(numel_of(local_block(t.shape(), p, s, me).shape)) * double(itemsize(t.dtype()));
+  return double(numel_of(local_block(t.shape(), p, s, p.first()).shape)) * double(itemsize(t.dtype()));
 }
 
 // The chosen signature on mesh axis a: cheapest total boxing cost, first on ties.
