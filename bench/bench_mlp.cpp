@@ -31,18 +31,32 @@ struct MlpTrainer {
     opt = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = lr});
   }
 
-  // One training step on (x, y); returns the loss (before the update).
-  Tensor step(const Tensor& x, const Tensor& y) {
+  // One training step on (x, y); returns the loss (before the update). When `phases` is given,
+  // appends the seconds spent in zero_grad, forward, loss, backward and the optimizer step.
+  Tensor step(const Tensor& x, const Tensor& y, std::vector<std::vector<double>>* phases = nullptr) {
+    double t[6];
+    t[0] = bench::now_s();
     opt->zero_grad();
-    Tensor loss = mse_loss((*model)(x), y);
+    t[1] = bench::now_s();
+    Tensor out = (*model)(x);
+    t[2] = bench::now_s();
+    Tensor loss = mse_loss(out, y);
+    t[3] = bench::now_s();
     loss.backward();
+    t[4] = bench::now_s();
     opt->step();
+    t[5] = bench::now_s();
+    if (phases)
+      for (int i = 0; i < 5; ++i) (*phases)[i].push_back(t[i + 1] - t[i]);
     return loss;
   }
 };
 
+const char* const kPhaseNames[5] = {"zero_grad", "forward", "loss", "backward", "optimizer_step"};
+
 struct StepStats {
-  std::vector<double> seconds;  // per timed step
+  std::vector<double> seconds;                       // per timed step
+  std::vector<std::vector<double>> phases{5};        // per timed step, per phase
   double loss_first = 0, loss_last = 0;
 };
 
@@ -52,7 +66,7 @@ StepStats run_timed_steps(MlpTrainer& trainer, const Tensor& x, const Tensor& y,
   Tensor loss;
   for (int i = 0; i < steps; ++i) {
     const double t0 = bench::now_s();
-    loss = trainer.step(x, y);
+    loss = trainer.step(x, y, &st.phases);
     st.seconds.push_back(bench::now_s() - t0);
     if (i == 0) st.loss_first = loss.item<float>();
   }
@@ -97,10 +111,16 @@ int main(int argc, char** argv) {
       {"steps_per_s_max", rates.back()}, {"steps_per_s_mean", steps / total},
       {"samples_per_s_global_median", med * double(batch) * world}, {"step_ms_median", 1000.0 / med},
       {"loss_first", st.loss_first}, {"loss_last", st.loss_last}};
+  nlohmann::json phase_ms;
+  for (int i = 0; i < 5; ++i) phase_ms[kPhaseNames[i]] = 1000.0 * bench::median(st.phases[i]);
+  res["phase_ms_median"] = phase_ms;
   std::printf("[globe single] world=%d threads/proc=%d batch/rank=%lld H=%lld: %.1f steps/s median (min %.1f, "
               "max %.1f; mean %.1f), %.2f ms/step, %.0f samples/s global; loss %.4f -> %.4f\n",
               world, threads, (long long)batch, (long long)hidden, med, rates.front(), rates.back(),
               steps / total, 1000.0 / med, med * double(batch) * world, st.loss_first, st.loss_last);
+  std::printf("  phases (median ms): zero_grad %.3f, forward %.3f, loss %.3f, backward %.3f, optimizer step %.3f\n",
+              double(phase_ms["zero_grad"]), double(phase_ms["forward"]), double(phase_ms["loss"]),
+              double(phase_ms["backward"]), double(phase_ms["optimizer_step"]));
   std::printf("RESULT %s\n", res.dump().c_str());
   return 0;
 }

@@ -20,9 +20,9 @@ struct GlobalMeta;  // placement + sbp + local shard (globe/global/global_tensor
 class Placement;    // globe/global/placement.h
 class NdSbp;        // globe/global/sbp.h
 
-// A 64-byte aligned, zero-initialised buffer.
+// A 64-byte aligned buffer, zero-filled unless `zero` is false.
 struct Storage {
-  explicit Storage(size_t nbytes);
+  explicit Storage(size_t nbytes, bool zero = true);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -61,6 +61,8 @@ class Tensor {
 
   // A new contiguous local tensor filled with zeros.
   static Tensor empty(const Shape& shape, DType dtype = kFloat32);
+  // Same, contents undefined: for kernels that write every element.
+  static Tensor uninitialized(const Shape& shape, DType dtype = kFloat32);
   // A view of `base`'s storage with another shape/strides/offset (no autograd link).
   static Tensor view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset);
 

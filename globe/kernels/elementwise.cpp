@@ -15,7 +15,7 @@ Shape broadcast_strides(const Tensor& t, const Shape& out) {
 
 Tensor dense(const Tensor& t) {
   if (t.is_contiguous()) return t;
-  Tensor out = Tensor::empty(t.shape(), t.dtype());
+  Tensor out = Tensor::uninitialized(t.shape(), t.dtype());
   copy_into(out, t);
   return out;
 }

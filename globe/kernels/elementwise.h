@@ -12,7 +12,7 @@ Shape broadcast_strides(const Tensor& t, const Shape& out);
 // out = f(a), out dtype TOut.
 template <class TIn, class TOut, class F>
 Tensor map_unary(const Tensor& a, F f) {
-  Tensor out = Tensor::empty(a.shape(), dtype_of<TOut>());
+  Tensor out = Tensor::uninitialized(a.shape(), dtype_of<TOut>());
   const TIn* src = static_cast<const TIn*>(a.storage()->data);
   TOut* dst = out.data<TOut>();
   if (a.is_contiguous()) {
@@ -31,7 +31,7 @@ Tensor map_unary(const Tensor& a, F f) {
 // out = f(a, b) with a and b broadcast to `shape`.
 template <class T, class F>
 Tensor map_binary(const Tensor& a, const Tensor& b, const Shape& shape, F f) {
-  Tensor out = Tensor::empty(shape, dtype_of<T>());
+  Tensor out = Tensor::uninitialized(shape, dtype_of<T>());
   const T* pa = static_cast<const T*>(a.storage()->data);
   const T* pb = static_cast<const T*>(b.storage()->data);
   T* dst = out.data<T>();

@@ -39,9 +39,10 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t 
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape) {
-  Tensor out = Tensor::empty(out_shape, a.dtype());
   const int64_t nd = int64_t(out_shape.size());
   const int64_t n = out_shape[nd - 2], m = out_shape[nd - 1], k = a.shape()[a.dim() - 1];
+  // gemm writes every element, except for an empty inner dim (then the product is zeros).
+  Tensor out = k == 0 ? Tensor::empty(out_shape, a.dtype()) : Tensor::uninitialized(out_shape, a.dtype());
   if (out.numel() == 0) return out;
   BlasView va = blas_view(a), vb = blas_view(b);
   const Shape batch(out_shape.begin(), out_shape.end() - 2);

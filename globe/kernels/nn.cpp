@@ -9,7 +9,7 @@ namespace globe::kernels {
 
 Tensor softmax(const Tensor& a_in, int64_t dim, bool log) {
   Tensor a = dense(a_in);
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  Tensor out = Tensor::uninitialized(a.shape(), a.dtype());
   const Shape& s = a.shape();
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < dim; ++i) outer *= s[i];

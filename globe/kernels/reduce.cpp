@@ -27,7 +27,7 @@ Tensor sum_to_keepdim(const Tensor& a, const Shape& keep) {
                         for (int64_t i = 0; i < r.count; ++i) d[i * r.stride[0]] += s[i * r.stride[1]];
                       }
                     });
-    Tensor out = Tensor::empty(keep, a.dtype());
+    Tensor out = Tensor::uninitialized(keep, a.dtype());
     T* dst = out.data<T>();
     for (size_t i = 0; i < acc.size(); ++i) dst[i] = static_cast<T>(acc[i]);
     return out;
@@ -39,7 +39,7 @@ Tensor argmax_keepdim(const Tensor& a, int64_t dim) {
   const int64_t n = keep[dim];
   GLOBE_CHECK(n > 0, "[argmax] dim ", dim, " of shape ", shape_str(a.shape()), " is empty");
   keep[dim] = 1;
-  Tensor out = Tensor::empty(keep, kInt64);
+  Tensor out = Tensor::uninitialized(keep, kInt64);
   int64_t* dst = out.data<int64_t>();
   const int64_t step = a.strides()[dim];
   visit_dtype(a.dtype(), [&](auto tag) {
@@ -86,7 +86,7 @@ void for_each_indexed(const char* op, const Shape& a_shape, const Shape& a_strid
 }  // namespace
 
 Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
-  Tensor out = Tensor::empty(index.shape(), a.dtype());
+  Tensor out = Tensor::uninitialized(index.shape(), a.dtype());
   visit_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* src = static_cast<const T*>(a.storage()->data);

@@ -22,7 +22,7 @@ Tensor zeros(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtyp
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
 
 Tensor full(const Shape& shape, double value, DType dtype) {
-  Tensor t = Tensor::empty(shape, dtype);
+  Tensor t = Tensor::uninitialized(shape, dtype);
   visit_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* p = t.data<T>();
@@ -37,7 +37,7 @@ Tensor arange(int64_t n, DType dtype) { return arange(0.0, double(n), 1.0, dtype
 Tensor arange(double start, double end, double step, DType dtype) {
   GLOBE_CHECK(step != 0.0, "[arange] step must be non-zero");
   const int64_t n = std::max<int64_t>(0, int64_t(std::ceil((end - start) / step)));
-  Tensor t = Tensor::empty({n}, dtype);
+  Tensor t = Tensor::uninitialized({n}, dtype);
   visit_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* p = t.data<T>();
@@ -51,7 +51,7 @@ template <class T>
 Tensor from_values(const std::vector<T>& values, const Shape& shape) {
   GLOBE_CHECK(int64_t(values.size()) == numel_of(shape), "[from_vector] ", values.size(),
               " values do not fill shape ", shape_str(shape));
-  Tensor t = Tensor::empty(shape, dtype_of<T>());
+  Tensor t = Tensor::uninitialized(shape, dtype_of<T>());
   std::copy(values.begin(), values.end(), t.data<T>());
   return t;
 }
@@ -62,7 +62,7 @@ Tensor from_vector(const std::vector<double>& v, const Shape& s) { return from_v
 Tensor from_vector(const std::vector<int64_t>& v, const Shape& s) { return from_values(v, s); }
 
 Tensor randn(const Shape& shape, DType dtype) {
-  Tensor t = Tensor::empty(shape, dtype);
+  Tensor t = Tensor::uninitialized(shape, dtype);
   kernels::fill_normal(t, next_random_stream(), shape, Shape(shape.size(), 0));
   return t;
 }
@@ -70,7 +70,7 @@ Tensor randn(const Shape& shape, DType dtype) {
 Tensor rand(const Shape& shape, DType dtype) { return uniform(shape, 0.0, 1.0, dtype); }
 
 Tensor uniform(const Shape& shape, double low, double high, DType dtype) {
-  Tensor t = Tensor::empty(shape, dtype);
+  Tensor t = Tensor::uninitialized(shape, dtype);
   kernels::fill_uniform(t, next_random_stream(), shape, Shape(shape.size(), 0), low, high);
   return t;
 }

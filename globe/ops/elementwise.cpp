@@ -243,7 +243,7 @@ class Cast final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    Tensor out = Tensor::empty(in[0].shape(), to_);
+    Tensor out = Tensor::uninitialized(in[0].shape(), to_);
     kernels::copy_into(out, in[0]);
     return out;
   }

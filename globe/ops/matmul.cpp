@@ -1,4 +1,5 @@
 // matmul: [..., n, k] @ [..., k, m] -> [..., n, m], batch dims broadcast.
+#include "globe/autograd/node.h"
 #include "globe/kernels/matmul.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
@@ -7,6 +8,12 @@
 namespace globe {
 
 namespace {
+
+// Whether b is a transposed view (Linear's weight^T): decided from the graph, not from strides,
+// so every rank of a global op decides alike (shard strides can differ with uneven shards).
+bool stored_transposed(const Tensor& b) {
+  return b.dim() == 2 && b.grad_fn() != nullptr && b.grad_fn()->name() == "permute";
+}
 
 class Matmul final : public Op {
  public:
@@ -57,10 +64,14 @@ class Matmul final : public Op {
     Tensor ga, gb;
     if (needs[0]) ga = sum_to(matmul(g, transpose(b, -1, -2)), a.shape());
     if (needs[1]) {
-      if (b.dim() == 2 && a.dim() > 2) {
+      if (b.dim() == 2) {
         // Fold a's batch dims into its rows: one gemm instead of a batch summed afterwards.
         const int64_t k = a.shape().back(), m = g.shape().back();
-        gb = matmul(transpose(reshape(a, {-1, k}), 0, 1), reshape(g, {-1, m}));
+        const Tensor a2 = reshape(a, {-1, k}), g2 = reshape(g, {-1, m});
+        // b [k, m] stored transposed (Linear's weight^T): compute the gradient in that storage
+        // order, [m, k] = g2^T a2, so the weight's own gradient needs no transposing copy.
+        gb = stored_transposed(b) ? transpose(matmul(transpose(g2, 0, 1), a2), 0, 1)
+                                  : matmul(transpose(a2, 0, 1), g2);
       } else {
         gb = sum_to(matmul(transpose(a, -1, -2), g), b.shape());
       }

@@ -143,7 +143,7 @@ Tensor dropout(const Tensor& a, double p, bool training) {
   if (a.is_global()) {
     mask = detail::g_fill_like_global(a, fill);
   } else {
-    mask = Tensor::empty(a.shape(), a.dtype());
+    mask = Tensor::uninitialized(a.shape(), a.dtype());
     fill(mask, Shape(a.dim(), 0));
   }
   return mul(a, mask);

@@ -246,7 +246,7 @@ class Cat final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    Tensor out = Tensor::empty(args.out.shape, args.out.dtype);
+    Tensor out = Tensor::uninitialized(args.out.shape, args.out.dtype);
     const int64_t d = normalize_dim(dim_, out.dim(), "cat");
     int64_t at = 0;
     for (const Tensor& t : in) {
@@ -279,7 +279,7 @@ class Contiguous final : public Op {
     return split_except(int64_t(in[0].shape.size()), -1);
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    Tensor out = Tensor::empty(in[0].shape(), in[0].dtype());
+    Tensor out = Tensor::uninitialized(in[0].shape(), in[0].dtype());
     kernels::copy_into(out, in[0]);
     return out;
   }

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Runs Globe's benchmarks against the PyTorch peer and prints the ratios. Builds nothing: build first
+#   ninja -C build -j2 bench_mlp bench_ops
+# Usage: bench/run_benchmarks.sh [--quiet-wait SECONDS] [--log FILE]
+#   --quiet-wait S  before starting, wait up to S seconds (default 600) for the machine to go idle
+#                   (other processes using < 10% of the CPUs over 3 s); 0 skips the check.
+#   --log FILE      also write everything printed to FILE (default bench/results/run-<UTC time>.log).
+# Single-process, 1 thread each: bench_mlp (H=1024, batch 64), the peer
+# ../shared/peers/torch_mlp.py (same model), then bench_ops. Goals (bench/RESULTS.md):
+# bench_mlp >= 1.2x the peer's steps/s; globe matmul >= 0.95x raw sgemm.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BIN="$ROOT/build/bin"
+PEER="$ROOT/../shared/peers/torch_mlp.py"
+PY=/usr/bin/python3  # Debian's interpreter: the one with torch
+QUIET_WAIT=600
+LOG="$ROOT/bench/results/run-$(date -u +%Y%m%dT%H%M%SZ).log"
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quiet-wait) QUIET_WAIT="$2"; shift 2 ;;
+    --log) LOG="$2"; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "run_benchmarks.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+for b in bench_mlp bench_ops; do
+  [[ -x "$BIN/$b" ]] || { echo "missing $BIN/$b: build it first (ninja -C build -j2 $b)" >&2; exit 1; }
+done
+[[ -f "$PEER" ]] || { echo "missing peer $PEER" >&2; exit 1; }
+mkdir -p "$(dirname "$LOG")"
+exec > >(tee "$LOG") 2>&1
+
+# Busy fraction of all CPUs over `secs` seconds, from /proc/stat (user+nice+system+irq+softirq+steal).
+busy_fraction() {
+  local secs=$1 a b
+  a=($(head -1 /proc/stat)); sleep "$secs"; b=($(head -1 /proc/stat))
+  local busy=$(( (b[1]+b[2]+b[3]+b[6]+b[7]+b[8]) - (a[1]+a[2]+a[3]+a[6]+a[7]+a[8]) ))
+  local total=$(( busy + (b[4]+b[5]) - (a[4]+a[5]) ))
+  echo "$busy $total" | awk '{ printf "%.3f", ($2 > 0 ? $1 / $2 : 0) }'
+}
+
+echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
+echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
+if [[ "$QUIET_WAIT" -gt 0 ]]; then
+  waited=0
+  while :; do
+    f=$(busy_fraction 3)
+    if awk -v f="$f" 'BEGIN { exit !(f < 0.10) }'; then
+      echo "== machine quiet (CPU busy ${f} over 3 s) after ${waited} s; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+      break
+    fi
+    if [[ $waited -ge $QUIET_WAIT ]]; then
+      echo "== WARNING: machine still busy (CPU busy ${f}) after ${waited} s; numbers may be low"
+      break
+    fi
+    sleep 12; waited=$((waited + 15))
+  done
+fi
+
+run() {  # prints the command, runs it, keeps its RESULT line in $RESULT_<name>
+  echo "\$ $*"
+  "$@"
+}
+
+out_mlp=$(run "$BIN/bench_mlp" --hidden 1024 --batch 64 --steps 50 --warmup 10 --threads 1); echo "$out_mlp"
+out_peer=$(cd "$ROOT" && run "$PY" "$PEER" --threads 1); echo "$out_peer"
+out_ops=$(run "$BIN/bench_ops" --threads 1); echo "$out_ops"
+
+{ echo "$out_mlp" | grep '^RESULT ' | sed 's/^RESULT /globe_mlp /'
+  echo "$out_peer" | grep '^RESULT ' | sed 's/^RESULT /torch_mlp /'
+  echo "$out_ops" | grep '^RESULT ' | sed 's/^RESULT /ops /'; } | "$PY" "$ROOT/bench/summarize_results.py"
+echo "== log: $LOG"

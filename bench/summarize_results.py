@@ -1,0 +1,38 @@
+#!/usr/bin/python3
+"""Reads 'globe_mlp|torch_mlp|ops <json>' lines (from run_benchmarks.sh) and prints the ratios."""
+import json
+import sys
+
+res = {"ops": []}
+for line in sys.stdin:
+    kind, payload = line.split(" ", 1)
+    d = json.loads(payload)
+    if kind == "ops":
+        res["ops"].append(d)
+    else:
+        res[kind] = d
+
+
+def met(ok):
+    return "met" if ok else "NOT met"
+
+
+print("== summary")
+ratios = {}
+if "globe_mlp" in res and "torch_mlp" in res:
+    g, t = res["globe_mlp"], res["torch_mlp"]
+    r = g["steps_per_s_median"] / t["steps_per_s_median"]
+    ratios["mlp_globe_over_torch"] = r
+    print(f"bench_mlp  globe {g['steps_per_s_median']:.1f} steps/s ({g['step_ms_median']:.2f} ms/step) vs torch "
+          f"{t['steps_per_s_median']:.1f} steps/s ({t['step_ms_median']:.2f} ms/step): ratio {r:.3f} "
+          f"(goal >= 1.2: {met(r >= 1.2)})")
+for d in res["ops"]:
+    if d["bench"] == "matmul":
+        r = d["ratio_globe_over_sgemm"]
+        ratios["matmul_globe_over_sgemm"] = r
+        print(f"matmul {d['n']}^3  globe {d['globe_gflops_median']:.1f} GFLOP/s vs raw sgemm "
+              f"{d['sgemm_gflops_median']:.1f} GFLOP/s: ratio {r:.3f} (goal >= 0.95: {met(r >= 0.95)})")
+    else:
+        print(f"{d['bench']:<11} {d['ns_per_op_no_grad']:.0f} ns/op without grad, "
+              f"{d['ns_per_op_requires_grad']:.0f} ns/op with requires_grad")
+print("RATIOS " + json.dumps(ratios))
