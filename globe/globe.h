@@ -13,6 +13,7 @@
 #include "globe/core/tensor.h"
 #include "globe/nn/layers.h"
 #include "globe/nn/module.h"
+#include "globe/nn/parallel_layers.h"
 #include "globe/ops/ops.h"
 #include "globe/optim/optimizer.h"
 #include "globe/dist/runtime.h"

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "globe/core/tensor.h"
+#include "globe/global/placement.h"
+#include "globe/global/sbp.h"
 #include "globe/nn/state_dict.h"
 
 namespace globe::nn {
@@ -52,6 +54,18 @@ class Module {
   void zero_grad();
   // Converts every parameter and buffer (e.g. to float64 for gradient checks), keeping requires_grad.
   void to(DType dtype);
+
+  // Global layouts (module_global.cpp).
+  // Every parameter and buffer becomes global as `local.to_global(placement, sbp)` would make it
+  // (SPEC §3): with broadcast, rank 0's values win; with split, each rank's local tensor is its
+  // shard. Already-global tensors are re-laid out (boxed).
+  void to_global(const Placement& placement, const NdSbp& sbp);
+  // Distributes a full local module over `placement`: each tensor's local value is taken as the
+  // whole logical value (rank 0's, broadcast to all), then laid out by `plan` (dotted name ->
+  // SBP; names not listed get `default_sbp`). This is how tensor-parallel layers are built from
+  // an ordinary initialisation, so the numbers do not depend on the number of ranks.
+  void distribute(const Placement& placement, const std::vector<std::pair<std::string, NdSbp>>& plan,
+                  const NdSbp& default_sbp);
 
   // Calls fn(qualified_name, slot, is_parameter) for every parameter and buffer slot; lets layers
   // above nn (the global layer) replace tensors in place.

@@ -1,0 +1,23 @@
+// Small helpers shared by the example programs: argument parsing and rank-0 printing.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include <globe/globe.h>
+
+namespace example {
+
+// The value after `--name` on the command line, or `fallback`.
+inline int int_flag(int argc, char** argv, const char* name, int fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
+  return fallback;
+}
+
+// Prints from rank 0 only (every rank runs the same program).
+inline bool is_rank0() { return globe::dist::world_rank() == 0; }
+
+}  // namespace example

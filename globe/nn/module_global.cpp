@@ -1,0 +1,45 @@
+// Module::to_global and Module::distribute: the nn layer's bridge to global tensors.
+#include <algorithm>
+
+#include "globe/autograd/grad_mode.h"
+#include "globe/global/global_tensor.h"
+#include "globe/nn/module.h"
+
+namespace globe::nn {
+
+namespace {
+
+// Replaces `slot` with `converted` as a fresh leaf that keeps the slot's requires_grad.
+void replace_leaf(Tensor& slot, const Tensor& converted) {
+  const bool rg = slot.requires_grad();
+  slot = converted.detach();
+  if (rg) slot.set_requires_grad(true);
+}
+
+}  // namespace
+
+void Module::to_global(const Placement& placement, const NdSbp& sbp) {
+  NoGradGuard no_grad;
+  for_each_slot([&](const std::string&, Tensor& slot, bool) { replace_leaf(slot, slot.to_global(placement, sbp)); });
+}
+
+void Module::distribute(const Placement& placement, const std::vector<std::pair<std::string, NdSbp>>& plan,
+                        const NdSbp& default_sbp) {
+  // Check the plan before touching anything: a bad plan changes nothing.
+  std::vector<std::string> names;
+  for_each_slot([&](const std::string& name, Tensor&, bool) { names.push_back(name); });
+  for (const auto& [key, s] : plan)
+    GLOBE_CHECK(std::find(names.begin(), names.end(), key) != names.end(), "[distribute] the plan names '", key,
+                "' but the module has no such parameter or buffer");
+  NoGradGuard no_grad;
+  const NdSbp replicated(std::vector<Sbp>(placement.mesh_ndim(), sbp::broadcast));
+  for_each_slot([&](const std::string& name, Tensor& slot, bool) {
+    NdSbp target = default_sbp;
+    for (const auto& [key, s] : plan)
+      if (key == name) target = s;
+    // The whole value (rank 0's when local), then its layout.
+    replace_leaf(slot, slot.to_global(placement, replicated).to_global(placement, target));
+  });
+}
+
+}  // namespace globe::nn

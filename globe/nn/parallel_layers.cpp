@@ -1,0 +1,27 @@
+#include "globe/nn/parallel_layers.h"
+
+namespace globe::nn {
+
+NdSbp on_axis(const Placement& placement, int64_t axis, const Sbp& s) {
+  const int64_t n = placement.mesh_ndim();
+  const int64_t a = normalize_dim(axis, n, "on_axis");
+  std::vector<Sbp> v(n, sbp::broadcast);
+  v[a] = s;
+  return NdSbp(v);
+}
+
+ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, int64_t out_features, const Placement& p,
+                                           bool bias, int64_t tp_axis)
+    : Linear(in_features, out_features, bias) {
+  std::vector<std::pair<std::string, NdSbp>> plan = {{"weight", on_axis(p, tp_axis, sbp::split(0))}};
+  if (bias) plan.emplace_back("bias", on_axis(p, tp_axis, sbp::split(0)));
+  distribute(p, plan, on_axis(p, tp_axis, sbp::broadcast));
+}
+
+RowParallelLinear::RowParallelLinear(int64_t in_features, int64_t out_features, const Placement& p, bool bias,
+                                     int64_t tp_axis)
+    : Linear(in_features, out_features, bias) {
+  distribute(p, {{"weight", on_axis(p, tp_axis, sbp::split(1))}}, on_axis(p, tp_axis, sbp::broadcast));
+}
+
+}  // namespace globe::nn

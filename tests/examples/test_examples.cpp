@@ -1,0 +1,59 @@
+// Every tutorial example runs under globe-launch; the same program gives the same losses on 1 and
+// 2 ranks (SPEC §10 end to end: "same program, any layout, same numbers") and it learns.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "launcher_process.h"
+
+namespace {
+
+// "iter I loss V" lines of an example's output, in order.
+std::vector<double> losses(const std::string& out) {
+  std::vector<double> v;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string iter, loss_word;
+    int i;
+    double value;
+    if (words >> iter >> i >> loss_word >> value && iter == "iter" && loss_word == "loss") v.push_back(value);
+  }
+  return v;
+}
+
+std::vector<double> run_example(const std::string& name, int nproc, int iters) {
+  auto r = launch_test::run_launcher({"--nproc_per_node", std::to_string(nproc), "--no-prefix",
+                                      launch_test::bin_dir() + "/" + name, "--iters", std::to_string(iters)},
+                                     {}, 300);
+  EXPECT_EQ(r.exit_code, 0) << name << " with " << nproc << " ranks failed:\n" << r.out << r.err;
+  std::vector<double> v = losses(r.out);
+  EXPECT_EQ(int(v.size()), iters) << name << " printed " << v.size() << " losses (one rank prints):\n" << r.out;
+  return v;
+}
+
+double mean(const std::vector<double>& v, size_t from, size_t to) {
+  double s = 0;
+  for (size_t i = from; i < to; ++i) s += v[i];
+  return s / double(to - from);
+}
+
+class Example : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Example, SameLossesOnOneAndTwoRanksAndLearns) {
+  const int iters = 30;
+  const auto one = run_example(GetParam(), 1, iters);
+  const auto two = run_example(GetParam(), 2, iters);
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t i = 0; i < one.size(); ++i)
+    EXPECT_NEAR(two[i], one[i], 1e-5 * std::abs(one[i])) << GetParam() << " iteration " << i;
+  ASSERT_EQ(int(one.size()), iters);
+  // Fresh random batches make single steps noisy: compare the first and last five.
+  EXPECT_LT(mean(one, iters - 5, iters), mean(one, 0, 5)) << GetParam() << " did not learn";
+}
+
+INSTANTIATE_TEST_SUITE_P(Tutorials, Example, ::testing::Values("quickstart", "data_parallel", "model_parallel"));
+
+}  // namespace
