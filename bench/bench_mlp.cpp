@@ -2,6 +2,10 @@
 //
 //   Linear(H, H) - ReLU - Linear(H, H), MSE loss, plain SGD (lr 0.01), one fixed random batch.
 //   build/bin/bench_mlp [--hidden 1024] [--batch 64] [--steps 50] [--warmup 10] [--threads 1]
+//   build/bin/globe-launch --nproc_per_node 2 build/bin/bench_mlp --threads 1   (data parallel)
+//
+// Under the launcher it trains data-parallel: parameters broadcast, the batch split(0) over the
+// ranks (--batch stays per rank, like the peer's DDP), gradients all-reduced by the SBP rules.
 //
 // Times every step (zero_grad + forward + loss + backward + optimizer step) after --warmup
 // untimed steps; prints a human line and one "RESULT {json}" line with the same field names as the
@@ -28,6 +32,7 @@ struct MlpTrainer {
     model = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(hidden, hidden),
                                              std::make_shared<nn::ReLU>(),
                                              std::make_shared<nn::Linear>(hidden, hidden));
+    if (dist::is_distributed()) model->to_global(Placement::all(), sbp::broadcast);
     opt = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = lr});
   }
 
@@ -85,12 +90,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   bench::set_threads(threads);
-  const int world = 1, rank = 0;
+  const int world = dist::world_size();
+  const bool distributed = dist::is_distributed();
   const double lr = 0.01;
 
   MlpTrainer trainer(hidden, lr);
-  manual_seed(1234 + rank);  // different data per rank
-  const Tensor x = randn({batch, hidden}), y = randn({batch, hidden});
+  manual_seed(1234);
+  // Data parallel: a global batch of batch * world rows, each rank holding its `batch` rows.
+  const Tensor x = distributed ? randn({batch * world, hidden}, Placement::all(), sbp::split(0)) : randn({batch, hidden});
+  const Tensor y = distributed ? randn({batch * world, hidden}, Placement::all(), sbp::split(0)) : randn({batch, hidden});
 
   StepStats st = run_timed_steps(trainer, x, y, warmup, steps);
 
@@ -105,7 +113,7 @@ int main(int argc, char** argv) {
   int64_t nparams = 0;
   for (const Tensor& p : trainer.model->parameters()) nparams += p.numel();
   nlohmann::json res = {
-      {"bench", "bench_mlp"}, {"mode", "single"}, {"world", world}, {"threads_per_proc", threads},
+      {"bench", "bench_mlp"}, {"mode", distributed ? "data-parallel" : "single"}, {"world", world}, {"threads_per_proc", threads},
       {"hidden", hidden}, {"batch_per_rank", batch}, {"params", nparams}, {"steps", steps},
       {"warmup", warmup}, {"steps_per_s_median", med}, {"steps_per_s_min", rates.front()},
       {"steps_per_s_max", rates.back()}, {"steps_per_s_mean", steps / total},
@@ -114,9 +122,10 @@ int main(int argc, char** argv) {
   nlohmann::json phase_ms;
   for (int i = 0; i < 5; ++i) phase_ms[kPhaseNames[i]] = 1000.0 * bench::median(st.phases[i]);
   res["phase_ms_median"] = phase_ms;
-  std::printf("[globe single] world=%d threads/proc=%d batch/rank=%lld H=%lld: %.1f steps/s median (min %.1f, "
+  if (dist::world_rank() != 0) return 0;
+  std::printf("[globe %s] world=%d threads/proc=%d batch/rank=%lld H=%lld: %.1f steps/s median (min %.1f, "
               "max %.1f; mean %.1f), %.2f ms/step, %.0f samples/s global; loss %.4f -> %.4f\n",
-              world, threads, (long long)batch, (long long)hidden, med, rates.front(), rates.back(),
+              distributed ? "data-parallel" : "single", world, threads, (long long)batch, (long long)hidden, med, rates.front(), rates.back(),
               steps / total, 1000.0 / med, med * double(batch) * world, st.loss_first, st.loss_last);
   std::printf("  phases (median ms): zero_grad %.3f, forward %.3f, loss %.3f, backward %.3f, optimizer step %.3f\n",
               double(phase_ms["zero_grad"]), double(phase_ms["forward"]), double(phase_ms["loss"]),

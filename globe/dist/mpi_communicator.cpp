@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "globe/dist/runtime.h"
+#include "globe/global/sbp.h"
 
 namespace globe::dist {
 
@@ -103,6 +104,8 @@ class MpiRequest final : public Request::Impl {
 };
 
 constexpr int kCheckBytes = 256;  // seq (8) + text
+constexpr int kRingTag = 0x51;
+constexpr int64_t kRingMinBytes = 256 << 10;  // below this Open MPI's all-reduce is as fast
 
 }  // namespace
 
@@ -132,8 +135,50 @@ void MpiCommunicator::wait(MPI_Request& req, const char* op) {
               consistency_checks() ? "" : " (run with GLOBE_CHECK_CONSISTENCY=1 to name it)");
 }
 
+// Ring all-reduce (reduce-scatter, then all-gather, around the ring of members) for large
+// tensors: on these machines Open MPI's own large all-reduce reaches a fraction of point-to-point
+// bandwidth (PLATFORM-NOTES.md), while the ring moves 2 (p-1)/p of the bytes at point-to-point
+// speed. Chunks follow the balanced split, so any element count works.
+void MpiCommunicator::ring_all_reduce(const Tensor& t) {
+  const int p = size(), right = (rank_ + 1) % p, left = (rank_ + p - 1) % p;
+  const int64_t n = t.numel();
+  const size_t item = itemsize(t.dtype());
+  char* data = static_cast<char*>(ptr(t, "all_reduce"));
+  auto chunk = [&](int c) { return split_range(n, p, (c % p + p) % p); };
+  Tensor scratch = Tensor::uninitialized({split_range(n, p, 0).length}, t.dtype());
+  auto exchange = [&](int send_chunk, void* recv_into, int recv_chunk) {
+    const Range s = chunk(send_chunk), r = chunk(recv_chunk);
+    MPI_Request reqs[2];
+    check_mpi(MPI_Irecv(recv_into, as_count(r.length, "all_reduce"), mpi_type(t.dtype()), left, kRingTag, comm_, &reqs[0]),
+              "all_reduce");
+    check_mpi(MPI_Isend(data + s.start * item, as_count(s.length, "all_reduce"), mpi_type(t.dtype()), right, kRingTag,
+                        comm_, &reqs[1]),
+              "all_reduce");
+    wait(reqs[0], "all_reduce");
+    wait(reqs[1], "all_reduce");
+    return r;
+  };
+  for (int step = 0; step < p - 1; ++step) {  // reduce-scatter: chunk rank+1 ends fully summed here
+    const Range r = exchange(rank_ - step, scratch.raw_data(), rank_ - step - 1);
+    visit_dtype(t.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* __restrict dst = reinterpret_cast<T*>(data) + r.start;
+      const T* __restrict src = static_cast<const T*>(scratch.raw_data());
+      for (int64_t i = 0; i < r.length; ++i) dst[i] += src[i];
+    });
+  }
+  for (int step = 0; step < p - 1; ++step) {  // all-gather the summed chunks
+    const Range r = chunk(rank_ - step);
+    exchange(rank_ + 1 - step, data + r.start * item, rank_ - step);
+  }
+}
+
 void MpiCommunicator::all_reduce_sum(const Tensor& t) {
   ++seq_;
+  if (t.numel() * int64_t(itemsize(t.dtype())) >= kRingMinBytes && t.numel() >= size()) {
+    ring_all_reduce(t);
+    return;
+  }
   MPI_Request req;
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, ptr(t, "all_reduce"), as_count(t.numel(), "all_reduce"),
                            mpi_type(t.dtype()), MPI_SUM, comm_, &req),

@@ -33,6 +33,7 @@ class MpiCommunicator final : public Communicator {
   // Waits for `req` until the deadline; the error names `op`, this communicator's sequence number
   // and the members.
   void wait(MPI_Request& req, const char* op);
+  void ring_all_reduce(const Tensor& t);
   std::string members() const;
 
   MPI_Comm comm_;

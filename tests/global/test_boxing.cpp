@@ -112,6 +112,25 @@ TEST(Boxing, TwoDimensionalMesh) {
   }
 }
 
+TEST(Boxing, LargeTensorsTakeTheRingAllReduce) {
+  // Above 256 KiB all-reduce runs as a ring of point-to-point steps; odd sizes give uneven chunks.
+  const Placement p = Placement::all();
+  for (DType dt : {kFloat32, kFloat64}) {
+    manual_seed(21);
+    const Tensor full = randn({257, 1031}, dt);
+    manual_seed(21);
+    Tensor x = randn({257, 1031}, p, sbp::partial_sum, dt);
+    check_holds(x.to_global(p, sbp::broadcast), full, std::string("P -> B ") + dtype_name(dt));
+    // Every rank holding a summand: the sum of (r + 1) * full over the ranks.
+    const int n = dist::world_size();
+    Tensor mine = from_full(mul(full, double(dist::world_rank() + 1)), Placement::all(), sbp::broadcast);
+    Tensor summed = make_global(mine.to_local(), full.shape(), p, sbp::partial_sum).to_global(p, sbp::broadcast);
+    const auto got = summed.to_local().to_vector<double>(), base = full.to_vector<double>();
+    const double factor = n * (n + 1) / 2.0;
+    for (size_t i = 0; i < got.size(); i += 997) EXPECT_NEAR(got[i], factor * base[i], 1e-4 * (1 + std::abs(base[i])));
+  }
+}
+
 TEST(Boxing, OneRankToOneRank) {
   if (dist::world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
   const Tensor full = reference({16, 16}, 9);
