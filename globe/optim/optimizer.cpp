@@ -126,6 +126,7 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
     : Optimizer(std::move(params)),
       options_(o),
       decoupled_(decoupled),
+      steps_(params_.size(), 0),
       exp_avg_(params_.size()),
       exp_avg_sq_(params_.size()) {
   GLOBE_CHECK(o.lr >= 0 && o.eps >= 0 && o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 &&
@@ -136,16 +137,17 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
 
 void Adam::step() {
   NoGradGuard no_grad;
-  ++step_;
   const AdamOptions o = options_;
-  const double bc1 = 1 - std::pow(o.beta1, double(step_));
-  const double bc2_sqrt = std::sqrt(1 - std::pow(o.beta2, double(step_)));
   for_each_param(params_, decoupled_ ? "AdamW" : "Adam", [&](auto* p, const auto* g, int64_t n, size_t i) {
     using T = std::remove_pointer_t<decltype(p)>;
     if (!exp_avg_[i].defined()) {
       exp_avg_[i] = state_like(params_[i]);
       exp_avg_sq_[i] = state_like(params_[i]);
     }
+    // Steps count per parameter (as torch): one that first gets a gradient later starts at 1.
+    const int64_t step = ++steps_[i];
+    const double bc1 = 1 - std::pow(o.beta1, double(step));
+    const double bc2_sqrt = std::sqrt(1 - std::pow(o.beta2, double(step)));
     T* m = state_data<T>(exp_avg_[i]);
     T* v = state_data<T>(exp_avg_sq_[i]);
     // 1 - beta in double, as torch does: 1 - float(0.999) would be off by 1.3e-5 relative.
@@ -165,9 +167,9 @@ void Adam::step() {
 
 StateDict Adam::state_dict() const {
   StateDict sd;
-  sd.set("step", from_vector(std::vector<int64_t>{step_}, {}));
   for (size_t i = 0; i < exp_avg_.size(); ++i) {
     if (!exp_avg_[i].defined()) continue;
+    sd.set("state." + std::to_string(i) + ".step", from_vector(std::vector<int64_t>{steps_[i]}, {}));
     sd.set("state." + std::to_string(i) + ".exp_avg", exp_avg_[i]);
     sd.set("state." + std::to_string(i) + ".exp_avg_sq", exp_avg_sq_[i]);
   }
@@ -175,13 +177,14 @@ StateDict Adam::state_dict() const {
 }
 
 void Adam::load_state_dict(const StateDict& state) {
-  step_ = state.at("step").item<int64_t>();
   for (size_t i = 0; i < params_.size(); ++i) {
     const std::string base = "state." + std::to_string(i) + ".";
     if (!state.contains(base + "exp_avg")) {
       exp_avg_[i] = exp_avg_sq_[i] = Tensor();
+      steps_[i] = 0;
       continue;
     }
+    steps_[i] = state.at(base + "step").item<int64_t>();
     exp_avg_[i] = state_like(params_[i]);
     exp_avg_sq_[i] = state_like(params_[i]);
     copy_(exp_avg_[i], state.at(base + "exp_avg"));

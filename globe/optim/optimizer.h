@@ -16,7 +16,8 @@ class Optimizer {
   virtual void step() = 0;
   // Drops every gradient (torch's set_to_none=True).
   void zero_grad();
-  // Per-parameter state as "state.<i>.<name>" tensors plus "step"; hyper-parameters are not saved.
+  // Per-parameter state as "state.<i>.<name>" tensors (Adam: step, exp_avg, exp_avg_sq; SGD:
+  // momentum_buffer); hyper-parameters are not saved.
   virtual StateDict state_dict() const = 0;
   virtual void load_state_dict(const StateDict& state) = 0;
   const std::vector<Tensor>& params() const { return params_; }
@@ -67,7 +68,8 @@ class Adam : public Optimizer {
  private:
   AdamOptions options_;
   bool decoupled_;
-  int64_t step_ = 0;
+  std::vector<int64_t> steps_;  // per parameter
+
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
 };
 

@@ -74,7 +74,7 @@ TEST_P(OptimGolden, EveryStepMatchesTorch) {
     golden::expect_close(p, after[s], GetParam() + " after step " + std::to_string(s), kTol);
   }
   // The saved state holds torch's buffers (momentum_buffer / exp_avg / exp_avg_sq) under
-  // "state.0.<name>", and Adam's step count under "step".
+  // "state.0.<name>", and Adam's per-parameter step count under "state.0.step".
   const StateDict sd = opt->state_dict();
   for (const auto& [name, want] : c.at("final_state").items()) {
     const std::string key = "state.0." + name;
@@ -82,8 +82,8 @@ TEST_P(OptimGolden, EveryStepMatchesTorch) {
     golden::expect_close(sd.at(key), want, GetParam() + " " + key, {1e-5, 1e-9});
   }
   if (!c.at("final_state_step").is_null()) {
-    ASSERT_TRUE(sd.contains("step"));
-    EXPECT_EQ(sd.at("step").item<int64_t>(), c.at("final_state_step").get<int64_t>());
+    ASSERT_TRUE(sd.contains("state.0.step"));
+    EXPECT_EQ(sd.at("state.0.step").item<int64_t>(), c.at("final_state_step").get<int64_t>());
   }
 }
 
@@ -150,10 +150,9 @@ void check_partial(const std::string& name) {
 
 TEST(OptimPartialGrads, SgdMomentumSkipsParamsWithoutGrad) { check_partial("sgd_momentum_partial"); }
 
-// Known library bug (see tests/golden/README.md): globe's Adam keeps one step count for all
-// parameters (optimizer.cpp, Adam::step_), so a parameter that had no grad in earlier steps gets
-// the wrong bias correction. Enable when Adam keeps per-parameter steps.
-TEST(OptimPartialGrads, DISABLED_AdamUsesPerParameterStepCount) { check_partial("adam_partial"); }
+// torch keeps Adam's step count per parameter: one that had no grad in earlier steps gets the
+// bias correction of its own first step.
+TEST(OptimPartialGrads, AdamUsesPerParameterStepCount) { check_partial("adam_partial"); }
 
 TEST(OptimZeroGrad, DropsGradients) {
   Tensor p = leaf(data().at("param0"));
@@ -192,7 +191,11 @@ TEST(OptimOptions, InvalidOptionsThrow) {
 TEST(OptimOptions, AdamStateDictNeedsStep) {
   Tensor p = leaf(data().at("param0"));
   optim::Adam opt({p});
-  EXPECT_THROW(opt.load_state_dict(StateDict{}), Error);
+  StateDict state;  // moments without their step count
+  state.set("state.0.exp_avg", zeros_like(p));
+  state.set("state.0.exp_avg_sq", zeros_like(p));
+  EXPECT_THROW(opt.load_state_dict(state), Error);
+  EXPECT_NO_THROW(opt.load_state_dict(StateDict{}));  // no state at all: a fresh optimizer
 }
 
 }  // namespace
