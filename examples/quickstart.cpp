@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   auto y = globe::matmul(x, teacher) * 0.2;                          // y keeps x's split
 
   for (int i = 0; i < max_iter; ++i) {
-    Tensor pred = model.forward(x);     // [64, 8]: rows split (data) then columns split (model)
+    Tensor pred = model.forward(x);     // [64, 8], rows split: fc2 gathers its small weight for it
     Tensor loss = globe::mse_loss(pred, y);
     loss.backward();
     optimizer.step();
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     const float value = loss.item<float>();
     if (example::is_rank0()) std::cout << "iter " << i << " loss " << value << std::endl;
     if (i == 0) {
-      // Layouts: which rank holds which block (every rank must call visualize's data-free view).
+      // Layouts: which rank holds which block (metadata only, no communication).
       const std::string w1 = globe::visualize(model.fc1.weight), w2 = globe::visualize(model.fc2.weight),
                         xs = globe::visualize(x), ps = globe::visualize(pred);
       if (example::is_rank0()) std::cout << "fc1.weight: " << w1 << "fc2.weight: " << w2 << "x: " << xs << "pred: " << ps;

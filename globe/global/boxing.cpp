@@ -92,7 +92,8 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp) {
 
   // A move between meshes of one shape with one layout: member i sends its shard to member i.
   if (sp.mesh_shape() == dp.mesh_shape() && ssbp == dsbp) {
-    Tensor out = in_dst ? Tensor::empty(local_shape(shape, dp, dsbp, me), x.dtype()) : Tensor();
+    // Received in full (or replaced by the local shard): no zero-fill.
+    Tensor out = in_dst ? Tensor::uninitialized(local_shape(shape, dp, dsbp, me), x.dtype()) : Tensor();
     dist::Request send, recv;
     if (in_src) {
       const int peer = dp.ranks()[sp.index_of(me)];
@@ -121,7 +122,7 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp) {
     const int sender = sp.ranks()[k % sp.ranks().size()];
     if (sender == me) sends.push_back(comm.isend(kernels::dense(whole), index_in(members, needy[k]), kTransferTag));
     if (needy[k] == me) {
-      whole = Tensor::empty(shape, x.dtype());
+      whole = Tensor::uninitialized(shape, x.dtype());
       comm.irecv(whole, index_in(members, sender), kTransferTag).wait();
     }
   }
@@ -157,8 +158,10 @@ double boxing_cost_bytes(const Sbp& from, const Sbp& to, double block_bytes, int
   if (from == to || group_size <= 1) return 0.0;
   const double p = group_size, frac = (p - 1) / p;
   using K = Sbp::Kind;
-  if (from.kind == K::broadcast) return 0.0;                    // B -> S, B -> P: local
-  if (from.kind == K::split && to.kind == K::partial_sum) return 0.0;  // S -> P: local
+  // Making a value partial is local, but it is a debt: someone reduces it later. Price it as the
+  // reduce-scatter it will take, so a signature is not chosen just because P is free to enter.
+  if (to.kind == K::partial_sum) return block_bytes * frac;
+  if (from.kind == K::broadcast) return 0.0;                    // B -> S: local slice
   if (from.kind == K::split && to.kind == K::broadcast) return block_bytes * frac;  // all-gather
   if (from.kind == K::split) return block_bytes * frac / p;     // all-to-all
   if (to.kind == K::split) return block_bytes * frac;           // reduce-scatter
