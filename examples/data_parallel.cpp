@@ -5,24 +5,13 @@
 //
 //   build/bin/globe-launch --nproc_per_node 2 build/bin/data_parallel [--iters N]
 #include "example_util.h"
+#include "toy_model.h"
 
-namespace nn = globe::nn;
 namespace optim = globe::optim;
 namespace sbp = globe::sbp;
 using globe::Tensor;
 
-struct ToyModel : nn::Module {
-  nn::Linear net1{10, 20};
-  nn::ReLU relu;
-  nn::Linear net2{20, 16};
-  nn::MSELoss loss_fn;
-
-  ToyModel() { register_modules({{"net1", net1}, {"net2", net2}}); }
-
-  Tensor forward(const Tensor& x, const Tensor& labels) {
-    return loss_fn(net2(relu(net1(x))), labels);
-  }
-};
+using example::ToyModel;  // the seed's model: examples/toy_model.h
 
 int main(int argc, char** argv) {
   const int max_iter = example::int_flag(argc, argv, "--iters", 10);

@@ -53,49 +53,6 @@ Tensor make_global(const Tensor& local, const Shape& shape, const Placement& pla
 const Placement& Tensor::placement() const { return meta_of(*this, "placement").placement; }
 const NdSbp& Tensor::sbp() const { return meta_of(*this, "sbp").sbp; }
 
-// ---- to_local (differentiable) ----------------------------------------------------------------
-
-namespace {
-
-// The dual layout of a gradient (SPEC §6): B <-> P, S(i) stays S(i).
-NdSbp dual(const NdSbp& s) {
-  NdSbp d = s;
-  for (size_t a = 0; a < d.size(); ++a) {
-    if (s[a].is_broadcast()) d[a] = sbp::partial_sum;
-    else if (s[a].is_partial()) d[a] = sbp::broadcast;
-  }
-  return d;
-}
-
-// Ops recorded directly (not dispatched): only name and vjp are used.
-class RecordedOnly : public Op {
- public:
-  TensorMeta infer(const std::vector<TensorMeta>&) const override { GLOBE_FAIL("[", name(), "] not dispatched"); }
-  Tensor compute(const std::vector<Tensor>&, const ComputeArgs&) const override {
-    GLOBE_FAIL("[", name(), "] not dispatched");
-  }
-};
-
-class ToLocal final : public RecordedOnly {
- public:
-  std::string name() const override { return "to_local"; }
-  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
-                          const std::vector<bool>&) const override {
-    // Each rank's local gradient is its shard of the dual layout.
-    return {make_global(contiguous(g), in[0].shape(), in[0].placement(), dual(in[0].sbp()))};
-  }
-};
-
-}  // namespace
-
-Tensor Tensor::to_local() const {
-  if (!is_global()) return *this;
-  Tensor out = Tensor::view_of(impl().global->local, impl().global->local.shape(),
-                               impl().global->local.strides(), impl().global->local.offset());
-  detail::record_node(std::make_shared<const ToLocal>(), {*this}, out);
-  return out;
-}
-
 // ---- creation ---------------------------------------------------------------------------------
 
 namespace {

@@ -31,6 +31,15 @@ std::string NdSbp::to_string() const {
   return s + ")";
 }
 
+NdSbp dual(const NdSbp& s) {
+  NdSbp d = s;
+  for (size_t a = 0; a < d.size(); ++a) {
+    if (s[a].is_broadcast()) d[a] = sbp::partial_sum;
+    else if (s[a].is_partial()) d[a] = sbp::broadcast;
+  }
+  return d;
+}
+
 Range split_range(int64_t n, int64_t parts, int64_t i) {
   const int64_t base = n / parts, extra = n % parts;
   return {i * base + std::min(i, extra), base + (i < extra ? 1 : 0)};

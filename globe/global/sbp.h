@@ -58,6 +58,9 @@ class NdSbp {
 inline std::ostream& operator<<(std::ostream& os, const Sbp& s) { return os << s.to_string(); }
 inline std::ostream& operator<<(std::ostream& os, const NdSbp& s) { return os << s.to_string(); }
 
+// The layout a gradient naturally takes (SPEC §6): B <-> P, S(i) stays S(i).
+NdSbp dual(const NdSbp& s);
+
 // Balanced split of `n` over `parts`: part i gets floor(n/parts) + 1 elements if i < n % parts.
 struct Range {
   int64_t start, length;

@@ -14,15 +14,7 @@ namespace globe {
 
 namespace {
 
-NdSbp dual_of(const NdSbp& s) {
-  NdSbp d = s;
-  for (size_t a = 0; a < d.size(); ++a) {
-    if (s[a].is_broadcast()) d[a] = sbp::partial_sum;
-    else if (s[a].is_partial()) d[a] = sbp::broadcast;
-  }
-  return d;
-}
-
+// Ops recorded directly (not dispatched): only name and vjp are used.
 class RecordedOnly : public Op {
  public:
   TensorMeta infer(const std::vector<TensorMeta>&) const override { GLOBE_FAIL("[", name(), "] not dispatched"); }
@@ -46,13 +38,24 @@ class Boxing final : public RecordedOnly {
   }
 };
 
+// Global -> this rank's shard: the gradient is each rank's local gradient, as its shard of the
+// dual layout.
+class ToLocal final : public RecordedOnly {
+ public:
+  std::string name() const override { return "to_local"; }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {make_global(contiguous(g), in[0].shape(), in[0].placement(), dual(in[0].sbp()))};
+  }
+};
+
 // Local -> global: the local gradient is this rank's shard of the dual layout.
 class LocalToGlobal final : public RecordedOnly {
  public:
   std::string name() const override { return "local_to_global"; }
   std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor& out, const Tensor& g,
                           const std::vector<bool>&) const override {
-    return {g.to_global(out.placement(), dual_of(out.sbp())).to_local()};
+    return {g.to_global(out.placement(), dual(out.sbp())).to_local()};
   }
 };
 
@@ -149,8 +152,13 @@ Tensor grad_to_leaf_layout(const Tensor& g, const Tensor& leaf) {
 }
 
 void copy_global(const Tensor& dst, const Tensor& src) {
-  GLOBE_CHECK(dst.is_global(), "[copy_] cannot copy global ", describe(src), " into local ", describe(dst),
-              "; use to_local() or to_global()");
+  if (!dst.is_global()) {
+    // A local destination takes the whole value (collective: every rank calls it), e.g. a
+    // checkpoint from globe::load (global on {src}) copied into a local module's parameters.
+    const Tensor whole = box(src, Placement::all(src.placement().device()), NdSbp(std::vector<Sbp>(1, sbp::broadcast)));
+    kernels::copy_into(dst, whole.impl().global->local);
+    return;
+  }
   Tensor value = src.is_global() ? box(src, dst.placement(), dst.sbp()) : from_full(src, dst.placement(), dst.sbp());
   kernels::copy_into(dst.impl().global->local, value.impl().global->local);
 }
@@ -163,6 +171,14 @@ void install_to_global_hooks() {
   g_copy_global = copy_global;
 }
 }  // namespace detail
+
+Tensor Tensor::to_local() const {
+  if (!is_global()) return *this;
+  Tensor out = Tensor::view_of(impl().global->local, impl().global->local.shape(),
+                               impl().global->local.strides(), impl().global->local.offset());
+  detail::record_node(std::make_shared<const ToLocal>(), {*this}, out);
+  return out;
+}
 
 Tensor Tensor::to_global(const Placement& p, const NdSbp& sbp) const {
   if (!is_global()) return local_to_global(*this, p, sbp);

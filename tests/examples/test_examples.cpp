@@ -2,6 +2,8 @@
 // 2 ranks (SPEC §10 end to end: "same program, any layout, same numbers") and it learns.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <sstream>
 
@@ -52,6 +54,19 @@ TEST_P(Example, SameLossesOnOneAndTwoRanksAndLearns) {
   ASSERT_EQ(int(one.size()), iters);
   // Fresh random batches make single steps noisy: compare the first and last five.
   EXPECT_LT(mean(one, iters - 5, iters), mean(one, 0, 5)) << GetParam() << " did not learn";
+}
+
+TEST(SaveLoadExample, RoundTripsOnOneAndTwoRanks) {
+  for (int nproc : {1, 2}) {
+    launch_test::TempDir dir;
+    const std::string path = dir.path() + "/model.safetensors";
+    auto r = launch_test::run_launcher({"--nproc_per_node", std::to_string(nproc), "--no-prefix",
+                                        launch_test::bin_dir() + "/save_load", "--iters", "3", "--path", path},
+                                       {}, 300);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("loaded parameters equal the saved ones: yes"), std::string::npos) << r.out;
+    EXPECT_EQ(access(path.c_str(), R_OK), 0) << "no checkpoint at " << path;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tutorials, Example, ::testing::Values("quickstart", "data_parallel", "model_parallel"));
