@@ -7,7 +7,8 @@
 #   --log FILE      also write everything printed to FILE (default bench/results/run-<UTC time>.log).
 # Single-process, 1 thread each: bench_mlp (H=1024, batch 64), the peer
 # ../shared/peers/torch_mlp.py (same model), then bench_ops. Goals (bench/RESULTS.md):
-# bench_mlp >= 1.2x the peer's steps/s; globe matmul >= 0.95x raw sgemm.
+# bench_mlp >= 1.2x the peer's steps/s; globe matmul >= 0.95x raw sgemm. Then data parallel with
+# 2 ranks x 1 thread: Globe >= 1.5x the peer's DDP steps/s, scaling efficiency >= 0.75.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -69,8 +70,14 @@ run() {  # prints the command, runs it, keeps its RESULT line in $RESULT_<name>
 out_mlp=$(run "$BIN/bench_mlp" --hidden 1024 --batch 64 --steps 50 --warmup 10 --threads 1); echo "$out_mlp"
 out_peer=$(cd "$ROOT" && run "$PY" "$PEER" --threads 1); echo "$out_peer"
 out_ops=$(run "$BIN/bench_ops" --threads 1); echo "$out_ops"
+# Data parallel, 2 ranks x 1 thread: Globe under its launcher vs the peer's DDP (gloo).
+out_dp=$(run "$BIN/globe-launch" --nproc_per_node 2 --no-prefix "$BIN/bench_mlp" --hidden 1024 --batch 64 --steps 50 \
+  --warmup 10 --threads 1); echo "$out_dp"
+out_ddp=$(cd "$ROOT" && run "$PY" "$PEER" --nproc 2 --threads 1); echo "$out_ddp"
 
 { echo "$out_mlp" | grep '^RESULT ' | sed 's/^RESULT /globe_mlp /'
   echo "$out_peer" | grep '^RESULT ' | sed 's/^RESULT /torch_mlp /'
-  echo "$out_ops" | grep '^RESULT ' | sed 's/^RESULT /ops /'; } | "$PY" "$ROOT/bench/summarize_results.py"
+  echo "$out_ops" | grep '^RESULT ' | sed 's/^RESULT /ops /'
+  echo "$out_dp" | grep '^RESULT ' | sed 's/^RESULT /globe_dp /'
+  echo "$out_ddp" | grep '^RESULT ' | sed 's/^RESULT /torch_ddp /'; } | "$PY" "$ROOT/bench/summarize_results.py"
 echo "== log: $LOG"

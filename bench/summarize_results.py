@@ -35,4 +35,15 @@ for d in res["ops"]:
     else:
         print(f"{d['bench']:<11} {d['ns_per_op_no_grad']:.0f} ns/op without grad, "
               f"{d['ns_per_op_requires_grad']:.0f} ns/op with requires_grad")
+if "globe_dp" in res and "torch_ddp" in res:
+    g, t = res["globe_dp"], res["torch_ddp"]
+    r = g["steps_per_s_median"] / t["steps_per_s_median"]
+    ratios["dp_globe_over_torch_ddp"] = r
+    print(f"data parallel 2x1  globe {g['steps_per_s_median']:.1f} steps/s per rank vs torch DDP "
+          f"{t['steps_per_s_median']:.1f}: ratio {r:.3f} (goal >= 1.5: {met(r >= 1.5)})")
+    if "globe_mlp" in res:
+        eff = g["samples_per_s_global_median"] / (2 * res["globe_mlp"]["samples_per_s_global_median"])
+        ratios["dp_scaling_efficiency"] = eff
+        print(f"data parallel scaling efficiency (2-rank samples/s / 2x 1-rank): {eff:.3f} "
+              f"(goal >= 0.75: {met(eff >= 0.75)})")
 print("RATIOS " + json.dumps(ratios))

@@ -21,3 +21,5 @@
 #include "globe/global/global_tensor.h"
 #include "globe/global/placement.h"
 #include "globe/global/sbp.h"
+#include "globe/io/checkpoint.h"
+#include "globe/io/sharded.h"

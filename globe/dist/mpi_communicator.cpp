@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -57,16 +58,23 @@ Layout layout(const std::vector<int64_t>& counts, const char* op) {
   return l;
 }
 
-// Polls a request until done or `deadline`; yields the core between polls (ranks may outnumber
-// cores).
+// Polls a request until done or `deadline`. For the first 2 ms it only yields the core between
+// polls (ranks may outnumber cores); then it sleeps between polls, 20 us for 200 ms, then 200 us.
+// The spinning phase is timed, not counted: MPI moves data only inside MPI_Test, and a 20 us
+// sleep lasts ~100 us (timer slack), so a transfer that outlives the spinning phase is noticed
+// late. With "200 polls" the phase lasted about as long as a 1 MiB transfer (~80 us), and a 1 MiB
+// [0] -> [1] move took 0.085 or 0.2 ms from run to run (bench/RESULTS.md, "Boxing").
 bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline) {
+  using namespace std::chrono;
+  const auto start = steady_clock::now();
   int done = 0;
-  for (int spin = 0;; ++spin) {
+  for (;;) {
     MPI_Test(&req, &done, MPI_STATUS_IGNORE);
     if (done) return true;
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    if (spin < 200) sched_yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(spin < 2000 ? 20 : 200));
+    const auto now = steady_clock::now();
+    if (now > deadline) return false;
+    if (now - start < milliseconds(2)) sched_yield();
+    else std::this_thread::sleep_for(microseconds(now - start < milliseconds(200) ? 20 : 200));
   }
 }
 
@@ -135,6 +143,22 @@ void MpiCommunicator::wait(MPI_Request& req, const char* op) {
               consistency_checks() ? "" : " (run with GLOBE_CHECK_CONSISTENCY=1 to name it)");
 }
 
+void MpiCommunicator::wait_both(MPI_Request (&reqs)[2], const char* op) {
+  try {
+    wait(reqs[0], op);
+    wait(reqs[1], op);
+  } catch (...) {
+    // Timed out: cancel what is still pending, so MPI never writes into the buffers the caller
+    // frees while the error unwinds.
+    for (MPI_Request& r : reqs)
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Request_free(&r);
+      }
+    throw;
+  }
+}
+
 // Ring all-reduce (reduce-scatter, then all-gather, around the ring of members) for large
 // tensors: on these machines Open MPI's own large all-reduce reaches a fraction of point-to-point
 // bandwidth (PLATFORM-NOTES.md), while the ring moves 2 (p-1)/p of the bytes at point-to-point
@@ -154,8 +178,7 @@ void MpiCommunicator::ring_all_reduce(const Tensor& t) {
     check_mpi(MPI_Isend(data + s.start * item, as_count(s.length, "all_reduce"), mpi_type(t.dtype()), right, kRingTag,
                         comm_, &reqs[1]),
               "all_reduce");
-    wait(reqs[0], "all_reduce");
-    wait(reqs[1], "all_reduce");
+    wait_both(reqs, "all_reduce");
     return r;
   };
   for (int step = 0; step < p - 1; ++step) {  // reduce-scatter: chunk rank+1 ends fully summed here
@@ -170,6 +193,52 @@ void MpiCommunicator::ring_all_reduce(const Tensor& t) {
   for (int step = 0; step < p - 1; ++step) {  // all-gather the summed chunks
     const Range r = chunk(rank_ - step);
     exchange(rank_ + 1 - step, data + r.start * item, rank_ - step);
+  }
+}
+
+// Ring reduce-scatter with the given (uneven, possibly empty) chunks: at step s a member sends
+// its partial sum of chunk (rank - s - 1) to the right and receives the left neighbour's partial
+// sum of chunk (rank - s - 2), adding its own part; after p - 1 steps the chunk received is its
+// own, complete. `in` is only read. On 16 MiB float32 over 2 ranks Open MPI 4.1's reduce-scatter
+// reaches ~2.5 GB/s here (its non-blocking one, libnbc's, is a reduce to one rank followed by a
+// scatter); this ring reaches 5-6 GB/s (bench/RESULTS.md, "Boxing").
+void MpiCommunicator::ring_reduce_scatter(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) {
+  const int p = size(), right = (rank_ + 1) % p, left = (rank_ + p - 1) % p;
+  const DType dt = in.dtype();
+  GLOBE_CHECK(out.dtype() == dt, "[reduce_scatter] dtypes differ: ", describe(in), " into ", describe(out));
+  const size_t item = itemsize(dt);
+  const char* src = static_cast<const char*>(ptr(in, "reduce_scatter"));
+  char* dst = static_cast<char*>(ptr(out, "reduce_scatter"));
+  std::vector<int64_t> start(p, 0);
+  int64_t largest = 0;
+  for (int c = 0; c < p; ++c) {
+    start[c] = c ? start[c - 1] + counts[c - 1] : 0;
+    largest = std::max(largest, counts[c]);
+  }
+  auto wrap = [p](int c) { return (c % p + p) % p; };
+  // Partial sums travel in `acc`; what arrives lands in `scratch` (both chunk-sized).
+  Tensor acc = Tensor::uninitialized({largest}, dt), scratch = Tensor::uninitialized({largest}, dt);
+  const char* sending = src + start[wrap(rank_ - 1)] * item;
+  for (int step = 0; step < p - 1; ++step) {
+    const int send_c = wrap(rank_ - step - 1), recv_c = wrap(rank_ - step - 2);
+    MPI_Request reqs[2];
+    check_mpi(MPI_Irecv(scratch.raw_data(), as_count(counts[recv_c], "reduce_scatter"), mpi_type(dt), left, kRingTag,
+                        comm_, &reqs[0]),
+              "reduce_scatter");
+    check_mpi(MPI_Isend(sending, as_count(counts[send_c], "reduce_scatter"), mpi_type(dt), right, kRingTag, comm_,
+                        &reqs[1]),
+              "reduce_scatter");
+    wait_both(reqs, "reduce_scatter");
+    // The last chunk received is this member's: its sum goes straight into `out`.
+    void* sum = step == p - 2 ? static_cast<void*>(dst) : acc.raw_data();
+    visit_dtype(dt, [&](auto tag) {
+      using T = decltype(tag);
+      T* __restrict d = static_cast<T*>(sum);
+      const T* __restrict a = static_cast<const T*>(scratch.raw_data());
+      const T* __restrict b = reinterpret_cast<const T*>(src + start[recv_c] * item);
+      for (int64_t i = 0; i < counts[recv_c]; ++i) d[i] = a[i] + b[i];
+    });
+    sending = static_cast<const char*>(acc.raw_data());
   }
 }
 
@@ -204,6 +273,10 @@ void MpiCommunicator::reduce_scatter_v(const Tensor& in, const Tensor& out, cons
   GLOBE_CHECK(int(counts.size()) == size() && out.numel() == counts[rank_], "[reduce_scatter] counts do not ",
               "match: out ", describe(out), " for ", counts.size(), " members");
   Layout l = layout(counts, "reduce_scatter");
+  if (in.numel() * int64_t(itemsize(in.dtype())) >= kRingMinBytes) {
+    ring_reduce_scatter(in, out, counts);
+    return;
+  }
   MPI_Request req;
   check_mpi(MPI_Ireduce_scatter(ptr(in, "reduce_scatter"), ptr(out, "reduce_scatter"), l.counts.data(),
                                 mpi_type(in.dtype()), MPI_SUM, comm_, &req),

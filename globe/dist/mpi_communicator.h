@@ -33,7 +33,11 @@ class MpiCommunicator final : public Communicator {
   // Waits for `req` until the deadline; the error names `op`, this communicator's sequence number
   // and the members.
   void wait(MPI_Request& req, const char* op);
+  // wait() on a receive and a send; on a timeout cancels whichever is still pending, then throws.
+  void wait_both(MPI_Request (&reqs)[2], const char* op);
   void ring_all_reduce(const Tensor& t);
+  // Reduce-scatter (sum) around the ring for large tensors, same reasoning as ring_all_reduce.
+  void ring_reduce_scatter(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts);
   std::string members() const;
 
   MPI_Comm comm_;

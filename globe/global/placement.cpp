@@ -1,5 +1,6 @@
 #include "globe/global/placement.h"
 
+#include <climits>
 #include <set>
 #include <sstream>
 
@@ -11,10 +12,13 @@ namespace globe {
 
 Placement::Placement(std::string device, std::vector<int> ranks, std::vector<int64_t> mesh_shape)
     : device_(std::move(device)), ranks_(std::move(ranks)), mesh_(std::move(mesh_shape)) {
-  GLOBE_CHECK(device_ == "cpu", "[placement] unknown device type '", device_, "' (supported: cpu)");
-  GLOBE_CHECK(!ranks_.empty(), "[placement] needs at least one rank");
+  // Every message names the placement; the checks that make to_string() safe come first.
+  GLOBE_CHECK(!ranks_.empty(), "[placement] ", to_string(), " is empty: a placement needs at least one rank");
   GLOBE_CHECK(numel_of(mesh_) == int64_t(ranks_.size()), "[placement] mesh ", shape_str(mesh_),
-              " does not hold ", ranks_.size(), " ranks");
+              " does not hold the ", ranks_.size(), " ranks ", shape_str(std::vector<int64_t>(ranks_.begin(), ranks_.end())),
+              " of placement(", device_, ", ...)");
+  GLOBE_CHECK(device_ == "cpu", "[placement] ", to_string(), ": unknown device type '", device_,
+              "' (supported: cpu)");
   std::set<int> seen;
   const int world = dist::world_size();
   for (int r : ranks_) {
@@ -72,6 +76,7 @@ size_t Placement::hash() const {
 std::string Placement::to_string() const {
   std::ostringstream os;
   os << "placement(" << device_ << ", ";
+  if (ranks_.empty()) return os.str() + "[])";
   // Nested brackets following the mesh.
   const auto strides = contiguous_strides(mesh_);
   for (size_t i = 0; i < ranks_.size(); ++i) {
@@ -88,8 +93,13 @@ std::string Placement::to_string() const {
   return os.str();
 }
 
-Placement placement(const std::string& device, std::initializer_list<int> ranks) {
-  return Placement(device, std::vector<int>(ranks), {int64_t(ranks.size())});
+Placement placement(const std::string& device, std::initializer_list<int64_t> ranks) {
+  std::vector<int> r;
+  for (int64_t x : ranks) {
+    GLOBE_CHECK(x >= INT_MIN && x <= INT_MAX, "[placement] rank ", x, " is out of range");
+    r.push_back(int(x));
+  }
+  return Placement(device, std::move(r), {int64_t(ranks.size())});
 }
 
 Placement placement(const std::string& device, const std::vector<int>& ranks) {
@@ -100,8 +110,18 @@ Placement placement(const std::string& device, std::initializer_list<std::initia
   std::vector<int> flat;
   const size_t width = rows.size() ? rows.begin()->size() : 0;
   for (const auto& row : rows) {
-    GLOBE_CHECK(row.size() == width, "[placement] ragged rank array: rows of ", width, " and ", row.size(),
-                " ranks");
+    if (row.size() != width) {
+      std::ostringstream written;  // the nested array as the user wrote it
+      written << "placement(" << device << ", [";
+      for (auto r = rows.begin(); r != rows.end(); ++r) {
+        written << (r == rows.begin() ? "[" : ", [");
+        for (auto x = r->begin(); x != r->end(); ++x) written << (x == r->begin() ? "" : ", ") << *x;
+        written << "]";
+      }
+      written << "])";
+      GLOBE_FAIL("[placement] ragged rank array in ", written.str(), ": rows of ", width, " and ", row.size(),
+                 " ranks (a mesh must be rectangular)");
+    }
     flat.insert(flat.end(), row.begin(), row.end());
   }
   return Placement(device, flat, {int64_t(rows.size()), int64_t(width)});

@@ -51,7 +51,10 @@ class Placement {
 };
 
 // The user-facing constructors of the API (1-D list, 2-D nested list).
-Placement placement(const std::string& device, std::initializer_list<int> ranks);
+// The 1-D list takes int64_t elements on purpose: with `int` a column mesh `{{0}, {1}}` would be
+// ambiguous (each `{0}` converts to int as well as it does to a row); with int64_t the nested
+// overload is the better match, and `{0, 1}` still picks the 1-D one.
+Placement placement(const std::string& device, std::initializer_list<int64_t> ranks);
 Placement placement(const std::string& device, std::initializer_list<std::initializer_list<int>> ranks);
 Placement placement(const std::string& device, const std::vector<int>& ranks);
 

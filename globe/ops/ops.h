@@ -53,7 +53,8 @@ Tensor to_dtype(const Tensor& a, DType dtype);
 // A contiguous copy (or `a` itself when it is already contiguous).
 Tensor contiguous(const Tensor& a);
 // Writes src's values into dst in place (no autograd); shapes must match. For global tensors the
-// value is re-laid out to dst's placement and SBP first.
+// value is re-laid out to dst's placement and SBP first; a local dst takes a global src's whole
+// value (collective).
 void copy_(const Tensor& dst, const Tensor& src);
 
 Tensor operator+(const Tensor& a, const Tensor& b);

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Boxing bandwidth of Globe's to_global against the raw MPI collectives, 2 ranks. Builds nothing:
+#   ninja -C build -j2 bench_boxing globe-launch
+# Usage: bench/run_boxing.sh [--quiet-wait SECONDS] [--runs N] [--log FILE] [-- BENCH FLAGS...]
+#   --quiet-wait S  before each run, wait up to S seconds (default 600) for the machine to go idle
+#                   (all processes together below 10% of the CPUs over 3 s); 0 skips the check.
+#                   Both ranks spin in MPI: any other load on the 2 cores distorts every figure.
+#   --runs N        run the benchmark N times (default 2)
+#   --log FILE      also write everything printed to FILE (default bench/results/boxing-<UTC>.log)
+# Each run: build/bin/globe-launch --nproc_per_node 2 build/bin/bench_boxing [BENCH FLAGS]
+# (default: 1 MiB and 16 MiB, 31 reps after 10 warm-up). Goal (bench/RESULTS.md): every
+# globe/MPI ratio >= 0.9.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BIN="$ROOT/build/bin"
+QUIET_WAIT=600
+RUNS=2
+LOG="$ROOT/bench/results/boxing-$(date -u +%Y%m%dT%H%M%SZ).log"
+FLAGS=()
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quiet-wait) QUIET_WAIT="$2"; shift 2 ;;
+    --runs) RUNS="$2"; shift 2 ;;
+    --log) LOG="$2"; shift 2 ;;
+    --) shift; FLAGS=("$@"); break ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "run_boxing.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+for b in bench_boxing globe-launch; do
+  [[ -x "$BIN/$b" ]] || { echo "missing $BIN/$b: build it first (ninja -C build -j2 bench_boxing globe-launch)" >&2; exit 1; }
+done
+mkdir -p "$(dirname "$LOG")"
+exec > >(tee "$LOG") 2>&1
+
+# Busy fraction of all CPUs over `secs` seconds, from /proc/stat (user+nice+system+irq+softirq+steal).
+busy_fraction() {
+  local secs=$1 a b
+  a=($(head -1 /proc/stat)); sleep "$secs"; b=($(head -1 /proc/stat))
+  local busy=$(( (b[1]+b[2]+b[3]+b[6]+b[7]+b[8]) - (a[1]+a[2]+a[3]+a[6]+a[7]+a[8]) ))
+  local total=$(( busy + (b[4]+b[5]) - (a[4]+a[5]) ))
+  echo "$busy $total" | awk '{ printf "%.3f", ($2 > 0 ? $1 / $2 : 0) }'
+}
+
+wait_quiet() {
+  [[ "$QUIET_WAIT" -gt 0 ]] || return 0
+  local waited=0 f
+  while :; do
+    f=$(busy_fraction 3)
+    if awk -v f="$f" 'BEGIN { exit !(f < 0.10) }'; then
+      echo "== machine quiet (CPU busy ${f} over 3 s) after ${waited} s; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+      return 0
+    fi
+    if [[ $waited -ge $QUIET_WAIT ]]; then
+      echo "== WARNING: machine still busy (CPU busy ${f}) after ${waited} s; numbers may be low"
+      return 0
+    fi
+    sleep 2; waited=$((waited + 5))
+  done
+}
+
+echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
+echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
+RESULTS=$(mktemp)
+trap 'rm -f "$RESULTS"' EXIT
+for ((run = 1; run <= RUNS; ++run)); do
+  wait_quiet
+  echo "\$ $BIN/globe-launch --nproc_per_node 2 $BIN/bench_boxing ${FLAGS[*]:-}"
+  "$BIN/globe-launch" --nproc_per_node 2 "$BIN/bench_boxing" "${FLAGS[@]}" | tee -a "$RESULTS"
+done
+# Per case: the median over runs of globe and MPI bandwidth and of the paired ratio, with its range.
+echo "== summary over $RUNS runs (median [min, max] of the per-run paired ratio)"
+python3 - "$RESULTS" <<'PY'
+import json, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    if "RESULT " not in line:
+        continue
+    d = json.loads(line.split("RESULT ", 1)[1])
+    rows.setdefault((d["case"], d["bytes"]), []).append(d)
+for (case, size), ds in rows.items():
+    mib = size / 1048576
+    mpi = statistics.median(d["mpi_GBps"] for d in ds)
+    if "globe_GBps" not in ds[0]:
+        print(f"{case:30s} {mib:5.0f} MiB  {ds[0]['mpi_op']:24s} {mpi:6.2f} GB/s")
+        continue
+    g = statistics.median(d["globe_GBps"] for d in ds)
+    r = [d.get("ratio_paired_median", d["ratio"]) for d in ds]
+    print(f"{case:30s} {mib:5.0f} MiB  globe {g:6.2f} GB/s  {ds[0]['mpi_op']:24s} {mpi:6.2f} GB/s  "
+          f"ratio {statistics.median(r):.3f} [{min(r):.3f}, {max(r):.3f}]")
+PY
+echo "== log: $LOG"

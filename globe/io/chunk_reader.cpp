@@ -1,0 +1,58 @@
+#include "globe/io/chunk_reader.h"
+
+#include <algorithm>
+
+namespace globe::io {
+
+DType entry_dtype(const IndexEntry& entry, const std::string& where) {
+  const std::optional<DType> d = parse_dtype(entry.dtype, where, entry.name);
+  GLOBE_CHECK(d.has_value(), "[checkpoint index] '", where, "': tensor '", entry.name,
+              "' has dtype ", entry.dtype, ", which Globe cannot load (supported: F32, F64, I64)");
+  return *d;
+}
+
+const SafetensorsReader& ChunkReader::file(const std::string& name) {
+  auto& slot = files_[name];
+  if (!slot) slot = std::make_unique<SafetensorsReader>(dir_ + "/" + name, op_);
+  return *slot;
+}
+
+const TensorRecord& ChunkReader::chunk_record(const IndexEntry& entry, const ChunkRecord& c) {
+  const SafetensorsReader& f = file(c.file);
+  const TensorRecord* rec = f.header().find(c.key);
+  GLOBE_CHECK(rec != nullptr, "[", op_, "] '", f.path(), "' has no tensor '", c.key,
+              "', which the index lists as a ", "chunk of '", entry.name, "'");
+  GLOBE_CHECK(rec->dtype_name == entry.dtype && rec->shape == c.shape, "[", op_, "] '", f.path(),
+              "': tensor '", c.key, "' is ", rec->dtype_name, shape_str(rec->shape),
+              " but the index says the chunk of '", entry.name, "' at ", shape_str(c.offsets),
+              " is ", entry.dtype, shape_str(c.shape));
+  return *rec;
+}
+
+Tensor ChunkReader::read_block(const IndexEntry& entry, const Shape& start, const Shape& extent) {
+  const size_t nd = entry.shape.size();
+  Tensor out = Tensor::uninitialized(extent, entry_dtype(entry, dir_ + "/" + kIndexFile));
+  if (numel_of(extent) == 0) return out;
+  for (const ChunkRecord& c : entry.chunks) {
+    Shape lo(nd), hi(nd);
+    bool hit = true;
+    for (size_t d = 0; d < nd && hit; ++d) {
+      lo[d] = std::max(start[d], c.offsets[d]);
+      hi[d] = std::min(start[d] + extent[d], c.offsets[d] + c.shape[d]);
+      hit = lo[d] < hi[d];
+    }
+    if (!hit) continue;
+    Shape src(nd), ext(nd), dst(nd);
+    for (size_t d = 0; d < nd; ++d) {
+      src[d] = lo[d] - c.offsets[d];
+      ext[d] = hi[d] - lo[d];
+      dst[d] = lo[d] - start[d];
+    }
+    const TensorRecord& rec = chunk_record(entry, c);
+    file(c.file).read_block(rec, src, ext, out, dst);
+  }
+  // The index was checked to tile each tensor, so every element of the block has been read.
+  return out;
+}
+
+}  // namespace globe::io

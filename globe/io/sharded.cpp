@@ -1,0 +1,268 @@
+#include "globe/io/sharded.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <set>
+
+#include "globe/autograd/grad_mode.h"
+#include "globe/dist/runtime.h"
+#include "globe/global/boxing.h"
+#include "globe/global/global_tensor.h"
+#include "globe/io/chunk_reader.h"
+#include "globe/io/collective.h"
+#include "globe/io/safetensors.h"
+
+namespace globe {
+
+namespace {
+
+template <class Fn>
+std::string capture(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The layout blocks are cut from: partial_sum axes summed (boxed to B) first.
+NdSbp without_partial(NdSbp s) {
+  for (size_t a = 0; a < s.size(); ++a)
+    if (s[a].is_partial()) s[a] = sbp::broadcast;
+  return s;
+}
+
+struct Planned {
+  const Tensor* value = nullptr;
+  NdSbp cut;          // global: the layout the blocks come from
+  bool mine = false;  // this rank writes a chunk of it
+  Shape my_shape;
+};
+
+}  // namespace
+
+void save_sharded(const StateDict& state, const std::string& dir,
+                  const ShardedSaveOptions& options) {
+  const int me = dist::world_rank();
+  io::enter_collective("save_sharded: " + io::layout_fingerprint(state));
+  for (const auto& [key, t] : state)
+    GLOBE_CHECK(t.defined(), "[save_sharded] '", dir, "': tensor '", key, "' is undefined");
+  std::string tag = me == 0 ? io::fresh_shard_tag() : "";
+  io::broadcast_string(tag, 0);
+  const std::string my_file = io::shard_file_name(me, tag);
+
+  // The plan: every rank computes every tensor's chunks (and so the whole index) without talking.
+  io::ShardedIndex index;
+  index.world_size = dist::world_size();
+  index.metadata = options.metadata;
+  std::vector<Planned> plan;
+  std::vector<io::TensorDecl> mine;
+  for (const auto& [key, t] : state) {
+    io::IndexEntry e;
+    e.name = key;
+    e.dtype = io::safetensors_dtype(t.dtype());
+    e.shape = t.shape();
+    Planned p;
+    p.value = &t;
+    if (!t.is_global()) {
+      e.local = true;
+      e.layout = "local";
+      e.chunks.push_back({io::shard_file_name(0, tag), key, Shape(t.dim(), 0), t.shape()});
+      p.mine = me == 0;
+      p.my_shape = t.shape();
+    } else {
+      e.layout = t.placement().to_string() + " " + t.sbp().to_string();
+      p.cut = without_partial(t.sbp());
+      std::vector<int> holders = t.placement().ranks();
+      std::sort(holders.begin(), holders.end());
+      std::set<std::pair<Shape, Shape>> written;
+      for (int r : holders) {
+        const Block b = local_block(t.shape(), t.placement(), p.cut, r);
+        if (numel_of(b.shape) == 0 || !written.insert({b.start, b.shape}).second) continue;
+        e.chunks.push_back({io::shard_file_name(r, tag), key, b.start, b.shape});
+        if (r == me) {
+          p.mine = true;
+          p.my_shape = b.shape;
+        }
+      }
+    }
+    if (p.mine) mine.push_back({key, t.dtype(), p.my_shape});
+    index.tensors.push_back(std::move(e));
+    plan.push_back(std::move(p));
+  }
+
+  NoGradGuard no_grad;
+  std::string error = capture([&] { io::make_directories(dir, "save_sharded"); });
+  std::unique_ptr<io::SafetensorsWriter> writer;
+  if (!mine.empty() && error.empty())
+    error = capture([&] {
+      writer = std::make_unique<io::SafetensorsWriter>(
+          dir + "/" + my_file, mine,
+          std::map<std::string, std::string>{{"globe", "shard"}, {"tag", tag}}, "save_sharded");
+    });
+  for (const Planned& p : plan) {
+    const Tensor& t = *p.value;
+    Tensor v = t;
+    if (t.is_global() && t.sbp() != p.cut)
+      v = box(t, t.placement(), p.cut);  // collective: every rank
+    if (p.mine && error.empty())
+      error = capture([&] { writer->append(v.is_global() ? v.impl().global->local : v); });
+  }
+  bool committed = false;
+  if (writer && error.empty())
+    error = capture([&] {
+      writer->commit();
+      committed = true;
+    });
+  writer.reset();
+  auto drop_my_file = [&] {
+    std::error_code ec;  // best effort: the index never names this file
+    if (committed) std::filesystem::remove(dir + "/" + my_file, ec);
+  };
+  try {
+    io::agree_on_errors(error);  // every file is complete before the index names it
+    std::string index_error;
+    if (me == 0) index_error = capture([&] { io::write_index(dir, index, "save_sharded"); });
+    io::agree_on_root_error(index_error, 0);
+  } catch (const Error&) {
+    drop_my_file();
+    throw;
+  }
+  if (me == 0) io::remove_unindexed_shards(dir, index);
+}
+
+namespace {
+
+struct Request {
+  const io::IndexEntry* entry;
+  bool local = false;
+  Placement placement;
+  NdSbp sbp;
+};
+
+// Reads the index on every rank; a failure anywhere fails everywhere.
+io::ShardedIndex read_index_everywhere(const std::string& dir) {
+  io::ShardedIndex index;
+  io::agree_on_errors(capture([&] { index = io::read_index(dir, "load_sharded"); }));
+  return index;
+}
+
+const io::IndexEntry& entry_of(const io::ShardedIndex& index, const std::string& dir,
+                               const std::string& key) {
+  const io::IndexEntry* e = index.find(key);
+  GLOBE_CHECK(e != nullptr, "[load_sharded] '", dir, "/", io::kIndexFile, "' has no tensor '", key,
+              "'");
+  return *e;
+}
+
+Request global_request(const io::IndexEntry& e, const std::string& dir,
+                       const TensorLayout& layout) {
+  const std::string where = dir + "/" + io::kIndexFile;
+  io::entry_dtype(e, where);
+  NdSbp s;
+  try {
+    s = normalize_sbp(layout.sbp, int64_t(e.shape.size()), layout.placement.mesh_ndim(),
+                      "load_sharded");
+  } catch (const Error& err) {
+    GLOBE_FAIL("[load_sharded] '", where, "': tensor '", e.name, "' ", e.dtype, shape_str(e.shape),
+               " cannot take the layout ", layout.sbp.to_string(), ": ", err.what());
+  }
+  return {&e, false, layout.placement, s};
+}
+
+// Reads each rank's block of every request; boxes only where the target has partial_sum axes.
+StateDict load_requests(const std::string& dir, const std::vector<Request>& requests) {
+  const int me = dist::world_rank();
+  std::string error;
+  io::ChunkReader reader(dir, "load_sharded");
+  NoGradGuard no_grad;
+  StateDict out;
+  for (const Request& r : requests) {
+    const io::IndexEntry& e = *r.entry;
+    const DType dtype = io::entry_dtype(e, dir);
+    // After a failure this rank stops reading but keeps building (zero) tensors, so that it still
+    // takes part in every collective below; agree_on_errors then fails every rank.
+    if (r.local) {
+      Tensor v;
+      if (error.empty()) error = capture([&] { v = reader.read_whole(e); });
+      out.set(e.name, v.defined() ? v : Tensor::empty(e.shape, dtype));
+      continue;
+    }
+    const NdSbp cut = without_partial(r.sbp);
+    Tensor local;
+    if (r.placement.contains(me)) {
+      const Block b = local_block(e.shape, r.placement, cut, me);
+      if (error.empty()) error = capture([&] { local = reader.read_block(e, b.start, b.shape); });
+      if (!local.defined()) local = Tensor::empty(b.shape, dtype);
+    } else {
+      local = Tensor::empty(Shape(e.shape.size(), 0), dtype);
+    }
+    Tensor g = make_global(local, e.shape, r.placement, cut);
+    if (cut != r.sbp) g = box(g, r.placement, r.sbp);  // B -> P: local, no communication
+    out.set(e.name, g);
+  }
+  io::agree_on_errors(error);
+  return out;
+}
+
+std::string describe_requests(const std::vector<Request>& requests) {
+  std::string s;
+  for (const Request& r : requests)
+    s += r.entry->name +
+         (r.local ? "|local;" : "|" + r.placement.to_string() + r.sbp.to_string() + ";");
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016zx", std::hash<std::string>{}(s));
+  return std::to_string(requests.size()) + " tensors, layouts " + buf;
+}
+
+}  // namespace
+
+StateDict load_sharded(const std::string& dir, const std::map<std::string, TensorLayout>& layouts) {
+  io::enter_collective("load_sharded " + std::to_string(layouts.size()) + " keys");
+  const io::ShardedIndex index = read_index_everywhere(dir);
+  for (const auto& [key, layout] : layouts) entry_of(index, dir, key);
+  std::vector<Request> requests;
+  for (const io::IndexEntry& e : index.tensors) {
+    auto it = layouts.find(e.name);
+    if (it != layouts.end()) requests.push_back(global_request(e, dir, it->second));
+  }
+  io::enter_collective("load_sharded: " + describe_requests(requests));
+  return load_requests(dir, requests);
+}
+
+StateDict load_sharded(const std::string& dir, const StateDict& like) {
+  io::enter_collective("load_sharded like " + io::layout_fingerprint(like));
+  const io::ShardedIndex index = read_index_everywhere(dir);
+  std::vector<Request> requests;
+  for (const auto& [key, t] : like) {
+    const io::IndexEntry& e = entry_of(index, dir, key);
+    GLOBE_CHECK(t.defined(), "[load_sharded] '", dir, "': the target of '", key, "' is undefined");
+    GLOBE_CHECK(e.shape == t.shape() && e.dtype == io::safetensors_dtype(t.dtype()),
+                "[load_sharded] '", dir, "': tensor '", key, "' is ", e.dtype, shape_str(e.shape),
+                " in the checkpoint but ", io::safetensors_dtype(t.dtype()), shape_str(t.shape()),
+                " in the target");
+    if (t.is_global())
+      requests.push_back(global_request(e, dir, {t.placement(), t.sbp()}));
+    else
+      requests.push_back({&e, true, {}, {}});
+  }
+  return load_requests(dir, requests);
+}
+
+StateDict load_sharded(const std::string& dir) {
+  io::enter_collective("load_sharded all keys");
+  const io::ShardedIndex index = read_index_everywhere(dir);
+  const Placement all = Placement::all();
+  std::vector<Request> requests;
+  for (const io::IndexEntry& e : index.tensors) {
+    if (e.local)
+      requests.push_back({&e, true, {}, {}});
+    else
+      requests.push_back(global_request(e, dir, {all, sbp::broadcast}));
+  }
+  return load_requests(dir, requests);
+}
+
+}  // namespace globe

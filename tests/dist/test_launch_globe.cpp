@@ -1,0 +1,64 @@
+// globe-launch with a real Globe program (SPEC §7): a rank that throws a globe::Error in the
+// middle of training, uncaught, stops the whole job within seconds; the launcher names that rank
+// and how it died, exits non-zero, and leaves no rank process behind — even though the other
+// ranks were blocked in a collective waiting for it (their own deadline is 300 s).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+#include <tuple>
+
+#include "launcher_process.h"
+
+namespace launch_test {
+namespace {
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string describe(const RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + (r.hung ? " (hung)" : "") + " after " +
+         std::to_string(r.seconds) + " s\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
+}
+
+// (ranks, failing rank, step at which it throws)
+class GlobeRankThrows : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
+
+TEST_P(GlobeRankThrows, JobStopsAndTheRankIsNamed) {
+  const auto [n, failing, step] = GetParam();
+  TempDir pid_dir;
+  // GLOBE_TIMEOUT unset: the surviving ranks would wait 300 s; only the launcher can stop them.
+  const RunResult r = run_launcher({"--nproc_per_node", std::to_string(n), bin_dir() + "/dist_launch_fixture",
+                                    pid_dir.path(), std::to_string(failing), std::to_string(step)},
+                                   {"GLOBE_TIMEOUT=300", "GLOBE_CHECK_CONSISTENCY=1"}, /*deadline_s=*/60);
+  const std::string who = "[rank" + std::to_string(failing) + "] ";
+  EXPECT_FALSE(r.hung) << describe(r);
+  EXPECT_NE(r.exit_code, 0) << describe(r);
+  // An uncaught exception ends in std::terminate -> abort.
+  EXPECT_EQ(r.exit_code, 128 + SIGABRT) << describe(r);
+  EXPECT_TRUE(contains(r.err, "globe-launch: rank " + std::to_string(failing) + " failed first: signal 6 (SIGABRT)"))
+      << describe(r);
+  // The error itself reaches the user, prefixed with the rank that raised it.
+  EXPECT_TRUE(contains(r.err, "[fixture] rank " + std::to_string(failing) + " gives up at step " +
+                                  std::to_string(step)))
+      << describe(r);
+  EXPECT_TRUE(contains(r.err, who)) << describe(r);
+  // It failed mid-training: earlier steps ran on every rank.
+  for (int rank = 0; rank < n; ++rank)
+    EXPECT_TRUE(contains(r.out, "[rank" + std::to_string(rank) + "] step " + std::to_string(step - 1) + " loss"))
+        << describe(r);
+  EXPECT_FALSE(contains(r.out, who + "step " + std::to_string(step) + " loss")) << describe(r);
+  EXPECT_LT(r.seconds, 10.0) << describe(r);
+  // Every rank started, and none is left.
+  const std::vector<pid_t> pids = read_pids(pid_dir.path(), n);
+  for (int rank = 0; rank < n; ++rank) EXPECT_GT(pids[rank], 0) << "rank " << rank << " never started";
+  EXPECT_TRUE(still_alive_after(pids, 2.0).empty()) << "rank processes left behind\n" << describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GlobeRankThrows,
+                         ::testing::Values(std::make_tuple(2, 1, 3), std::make_tuple(2, 0, 2),
+                                           std::make_tuple(4, 2, 3)));
+
+}  // namespace
+}  // namespace launch_test
