@@ -21,6 +21,31 @@ void check_mpi(int rc, const char* op) {
   GLOBE_FAIL("[", op, "] MPI error: ", std::string(text, len));
 }
 
+// Polls a request until done or `deadline`. For the first 2 ms it only yields the core between
+// polls (ranks may outnumber cores); then it sleeps between polls, 20 us for 200 ms, then 200 us.
+// The spinning phase is timed, not counted: MPI moves data only inside MPI_Test, and a 20 us
+// sleep lasts ~100 us (timer slack), so a transfer that outlives the spinning phase is noticed
+// late. With "200 polls" the phase lasted about as long as a 1 MiB transfer (~80 us), and a 1 MiB
+// [0] -> [1] move took 0.085 or 0.2 ms from run to run (bench/RESULTS.md, "Boxing").
+bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline) {
+  using namespace std::chrono;
+  const auto start = steady_clock::now();
+  int done = 0;
+  for (;;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return true;
+    const auto now = steady_clock::now();
+    if (now > deadline) return false;
+    if (now - start < milliseconds(2)) sched_yield();
+    else std::this_thread::sleep_for(microseconds(now - start < milliseconds(200) ? 20 : 200));
+  }
+}
+
+std::chrono::steady_clock::time_point deadline_from_now() {
+  return std::chrono::steady_clock::now() +
+         std::chrono::milliseconds(int64_t(timeout_seconds() * 1000.0));
+}
+
 namespace {
 
 MPI_Datatype mpi_type(DType t) {
@@ -58,31 +83,6 @@ Layout layout(const std::vector<int64_t>& counts, const char* op) {
   return l;
 }
 
-// Polls a request until done or `deadline`. For the first 2 ms it only yields the core between
-// polls (ranks may outnumber cores); then it sleeps between polls, 20 us for 200 ms, then 200 us.
-// The spinning phase is timed, not counted: MPI moves data only inside MPI_Test, and a 20 us
-// sleep lasts ~100 us (timer slack), so a transfer that outlives the spinning phase is noticed
-// late. With "200 polls" the phase lasted about as long as a 1 MiB transfer (~80 us), and a 1 MiB
-// [0] -> [1] move took 0.085 or 0.2 ms from run to run (bench/RESULTS.md, "Boxing").
-bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline) {
-  using namespace std::chrono;
-  const auto start = steady_clock::now();
-  int done = 0;
-  for (;;) {
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done) return true;
-    const auto now = steady_clock::now();
-    if (now > deadline) return false;
-    if (now - start < milliseconds(2)) sched_yield();
-    else std::this_thread::sleep_for(microseconds(now - start < milliseconds(200) ? 20 : 200));
-  }
-}
-
-std::chrono::steady_clock::time_point deadline_from_now() {
-  return std::chrono::steady_clock::now() +
-         std::chrono::milliseconds(int64_t(timeout_seconds() * 1000.0));
-}
-
 class MpiRequest final : public Request::Impl {
  public:
   MpiRequest(MPI_Request req, Tensor keep, std::string what)
@@ -113,6 +113,7 @@ class MpiRequest final : public Request::Impl {
 
 constexpr int kCheckBytes = 256;  // seq (8) + text
 constexpr int kRingTag = 0x51;
+constexpr int kStuckTag = 0x57;  // on check_comm_: "I timed out in collective #seq"
 constexpr int64_t kRingMinBytes = 256 << 10;  // below this Open MPI's all-reduce is as fast
 
 }  // namespace
@@ -120,6 +121,7 @@ constexpr int64_t kRingMinBytes = 256 << 10;  // below this Open MPI's all-reduc
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::vector<int> ranks) : comm_(comm), ranks_(std::move(ranks)) {
   MPI_Comm_rank(comm_, &rank_);
   check_mpi(MPI_Comm_dup(comm_, &check_comm_), "comm_dup");
+  check_mpi(MPI_Comm_dup(comm_, &ring_comm_), "comm_dup");
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -127,6 +129,7 @@ MpiCommunicator::~MpiCommunicator() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   MPI_Comm_free(&check_comm_);
+  MPI_Comm_free(&ring_comm_);
   if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
 }
 
@@ -137,10 +140,44 @@ std::string MpiCommunicator::members() const {
 }
 
 void MpiCommunicator::wait(MPI_Request& req, const char* op) {
-  const uint64_t seq = seq_;
-  GLOBE_CHECK(poll_until(req, deadline_from_now()), "[", op, "] collective #", seq, " on ranks ", members(),
-              " timed out after ", timeout_seconds(), " s: some rank did not arrive",
-              consistency_checks() ? "" : " (run with GLOBE_CHECK_CONSISTENCY=1 to name it)");
+  if (poll_until(req, deadline_from_now())) return;
+  // The collective cannot be cancelled: this communicator is unusable from here on.
+  mark_broken();
+  GLOBE_FAIL("[", op, "] collective #", seq_, " on ranks ", members(), " timed out after ", timeout_seconds(),
+             " s: ", missing_ranks(), " (GLOBE_TIMEOUT sets the limit)");
+}
+
+// Which members are stuck in the same collective: every member that timed out tells the others
+// its sequence number on the side communicator and listens for theirs for a grace period; the ones
+// not heard from are the ones that never arrived.
+std::string MpiCommunicator::missing_ranks() {
+  const int p = size();
+  const double grace_s = std::min(5.0, timeout_seconds());
+  const uint64_t mine = seq_;
+  std::vector<uint64_t> theirs(p, 0);
+  std::vector<MPI_Request> recvs(p, MPI_REQUEST_NULL), sends;
+  for (int r = 0; r < p; ++r) {
+    if (r == rank_) continue;
+    MPI_Request s;
+    MPI_Isend(&mine, 1, MPI_UINT64_T, r, kStuckTag, check_comm_, &s);
+    sends.push_back(s);
+    MPI_Irecv(&theirs[r], 1, MPI_UINT64_T, r, kStuckTag, check_comm_, &recvs[r]);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(grace_s * 1000));
+  std::string missing;
+  for (int r = 0; r < p; ++r) {
+    if (r == rank_) continue;
+    if (!poll_until(recvs[r], deadline) || theirs[r] != mine) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(ranks_[r]);
+      if (recvs[r] != MPI_REQUEST_NULL) {
+        MPI_Cancel(&recvs[r]);
+        MPI_Request_free(&recvs[r]);
+      }
+    }
+  }
+  for (MPI_Request& s : sends) MPI_Request_free(&s);
+  if (missing.empty()) return "every rank arrived but the collective did not complete";
+  return "ranks [" + missing + "] did not arrive";
 }
 
 void MpiCommunicator::wait_both(MPI_Request (&reqs)[2], const char* op) {
@@ -173,10 +210,10 @@ void MpiCommunicator::ring_all_reduce(const Tensor& t) {
   auto exchange = [&](int send_chunk, void* recv_into, int recv_chunk) {
     const Range s = chunk(send_chunk), r = chunk(recv_chunk);
     MPI_Request reqs[2];
-    check_mpi(MPI_Irecv(recv_into, as_count(r.length, "all_reduce"), mpi_type(t.dtype()), left, kRingTag, comm_, &reqs[0]),
+    check_mpi(MPI_Irecv(recv_into, as_count(r.length, "all_reduce"), mpi_type(t.dtype()), left, kRingTag, ring_comm_, &reqs[0]),
               "all_reduce");
     check_mpi(MPI_Isend(data + s.start * item, as_count(s.length, "all_reduce"), mpi_type(t.dtype()), right, kRingTag,
-                        comm_, &reqs[1]),
+                        ring_comm_, &reqs[1]),
               "all_reduce");
     wait_both(reqs, "all_reduce");
     return r;
@@ -223,9 +260,9 @@ void MpiCommunicator::ring_reduce_scatter(const Tensor& in, const Tensor& out, c
     const int send_c = wrap(rank_ - step - 1), recv_c = wrap(rank_ - step - 2);
     MPI_Request reqs[2];
     check_mpi(MPI_Irecv(scratch.raw_data(), as_count(counts[recv_c], "reduce_scatter"), mpi_type(dt), left, kRingTag,
-                        comm_, &reqs[0]),
+                        ring_comm_, &reqs[0]),
               "reduce_scatter");
-    check_mpi(MPI_Isend(sending, as_count(counts[send_c], "reduce_scatter"), mpi_type(dt), right, kRingTag, comm_,
+    check_mpi(MPI_Isend(sending, as_count(counts[send_c], "reduce_scatter"), mpi_type(dt), right, kRingTag, ring_comm_,
                         &reqs[1]),
               "reduce_scatter");
     wait_both(reqs, "reduce_scatter");

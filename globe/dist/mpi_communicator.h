@@ -4,6 +4,8 @@
 
 #include <mpi.h>
 
+#include <chrono>
+
 #include "globe/dist/communicator.h"
 
 namespace globe::dist {
@@ -36,12 +38,15 @@ class MpiCommunicator final : public Communicator {
   // wait() on a receive and a send; on a timeout cancels whichever is still pending, then throws.
   void wait_both(MPI_Request (&reqs)[2], const char* op);
   void ring_all_reduce(const Tensor& t);
+  // After a timeout: "ranks [..] did not arrive", learnt from the members stuck alongside.
+  std::string missing_ranks();
   // Reduce-scatter (sum) around the ring for large tensors, same reasoning as ring_all_reduce.
   void ring_reduce_scatter(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts);
   std::string members() const;
 
   MPI_Comm comm_;
-  MPI_Comm check_comm_;  // separate context for consistency messages
+  MPI_Comm check_comm_;  // separate context for consistency and timeout messages
+  MPI_Comm ring_comm_;   // separate context for the point-to-point steps of ring collectives
   std::vector<int> ranks_;
   int rank_ = 0;
   uint64_t seq_ = 0;          // collectives issued on this communicator
@@ -50,5 +55,9 @@ class MpiCommunicator final : public Communicator {
 
 // Throws globe::Error "[op] MPI error: <MPI's message>" when rc is not MPI_SUCCESS.
 void check_mpi(int rc, const char* op);
+// Tests `req` until it completes (true) or `deadline` passes (false), yielding the core meanwhile.
+bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline);
+// Now + GLOBE_TIMEOUT.
+std::chrono::steady_clock::time_point deadline_from_now();
 
 }  // namespace globe::dist

@@ -45,7 +45,7 @@ class Runtime {
   }
   ~Runtime() {
     groups_.clear();  // free communicators before MPI goes away
-    if (owns_mpi_) {
+    if (owns_mpi_ && !broken_) {
       int finalized = 0;
       MPI_Finalized(&finalized);
       if (!finalized) MPI_Finalize();
@@ -63,6 +63,7 @@ class Runtime {
     }
     GLOBE_CHECK(me >= 0, "[group] rank ", rank_, " asked for a communicator it is not a member of");
     std::unique_ptr<Communicator> comm;
+    if (ranks.size() > 1) handshake(ranks, me);
     if (ranks.size() == 1) {
       comm = std::make_unique<LocalCommunicator>(rank_);
     } else {
@@ -79,8 +80,51 @@ class Runtime {
     return *groups_.emplace(ranks, std::move(comm)).first->second;
   }
 
+  // Communicator creation blocks until every member calls it; first every member checks in with
+  // every other over point-to-point, with the deadline, so a member that never comes (or creates
+  // another group at this point) is an error naming it rather than a hang.
+  void handshake(const std::vector<int>& ranks, int me) {
+    uint64_t mine = 1469598103934665603ull;  // FNV-1a of the rank list
+    for (int r : ranks) mine = (mine ^ uint64_t(r)) * 1099511628211ull;
+    const int p = int(ranks.size());
+    std::vector<uint64_t> theirs(p, 0);
+    std::vector<MPI_Request> recvs(p, MPI_REQUEST_NULL), sends;
+    for (int i = 0; i < p; ++i) {
+      if (i == me) continue;
+      MPI_Request s;
+      MPI_Isend(&mine, 1, MPI_UINT64_T, ranks[i], kGroupTag, MPI_COMM_WORLD, &s);
+      sends.push_back(s);
+      MPI_Irecv(&theirs[i], 1, MPI_UINT64_T, ranks[i], kGroupTag, MPI_COMM_WORLD, &recvs[i]);
+    }
+    const auto deadline = deadline_from_now();
+    std::string missing, other;
+    for (int i = 0; i < p; ++i) {
+      if (i == me) continue;
+      if (!poll_until(recvs[i], deadline)) {
+        missing += (missing.empty() ? "" : ", ") + std::to_string(ranks[i]);
+        MPI_Cancel(&recvs[i]);
+        MPI_Request_free(&recvs[i]);
+      } else if (theirs[i] != mine) {
+        other += (other.empty() ? "" : ", ") + std::to_string(ranks[i]);
+      }
+    }
+    for (MPI_Request& s : sends) {
+      if (missing.empty()) MPI_Wait(&s, MPI_STATUS_IGNORE);
+      else MPI_Request_free(&s);
+    }
+    std::string list;
+    for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    if (!missing.empty()) broken_ = true;  // unmatched sends: MPI_Finalize would wait for them
+    GLOBE_CHECK(missing.empty(), "[group] creating the communicator of ranks [", list, "]: ranks [", missing,
+                "] did not arrive within ", timeout_, " s (GLOBE_TIMEOUT sets the limit)");
+    GLOBE_CHECK(other.empty(), "[group] creating the communicator of ranks [", list, "]: ranks [", other,
+                "] are creating a different one at this point (the ranks diverged)");
+  }
+
+  static constexpr int kGroupTag = 0x6c0bf;
   int rank_ = 0, size_ = 1;
   bool owns_mpi_ = false;
+  bool broken_ = false;
   bool consistency_ = false;
   double timeout_ = 300.0;
   std::map<std::vector<int>, std::unique_ptr<Communicator>> groups_;
@@ -99,6 +143,7 @@ bool is_distributed() { return runtime().size_ > 1; }
 Communicator& group(const std::vector<int>& ranks) { return runtime().group(ranks); }
 double timeout_seconds() { return runtime().timeout_; }
 bool consistency_checks() { return runtime().consistency_; }
+void mark_broken() { runtime().broken_ = true; }
 void set_consistency_checks(bool on) { runtime().consistency_ = on; }
 
 }  // namespace globe::dist

@@ -19,6 +19,10 @@ bool is_distributed();
 // first use — a collective among the members only — and cached. Only members may call it.
 Communicator& group(const std::vector<int>& ranks);
 
+// Marks the process's communication as broken (a collective timed out and cannot be cancelled):
+// MPI is then not finalised at exit, which would wait for the missing peers forever.
+void mark_broken();
+
 // Seconds a blocking communication may wait before it fails (env GLOBE_TIMEOUT, default 300).
 double timeout_seconds();
 // Whether global ops compare their metadata across ranks first (env GLOBE_CHECK_CONSISTENCY=1).

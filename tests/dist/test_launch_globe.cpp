@@ -56,6 +56,34 @@ TEST_P(GlobeRankThrows, JobStopsAndTheRankIsNamed) {
   EXPECT_TRUE(still_alive_after(pids, 2.0).empty()) << "rank processes left behind\n" << describe(r);
 }
 
+// (mode, ranks, absent rank): a rank that never comes to an op is named by the others within
+// GLOBE_TIMEOUT, without consistency mode, whether the op first creates a communicator or runs a
+// collective on an existing one.
+class GlobeRankAbsent : public ::testing::TestWithParam<std::tuple<const char*, int, int>> {};
+
+TEST_P(GlobeRankAbsent, OthersNameItWithinTheTimeout) {
+  const auto [mode, n, absent] = GetParam();
+  const RunResult r = run_launcher({"--nproc_per_node", std::to_string(n), bin_dir() + "/dist_hang_fixture", mode,
+                                    std::to_string(absent)},
+                                   {"GLOBE_TIMEOUT=3", "GLOBE_CHECK_CONSISTENCY=0"}, /*deadline_s=*/60);
+  EXPECT_FALSE(r.hung) << describe(r);
+  EXPECT_EQ(r.exit_code, 3) << describe(r);
+  const std::string named = "ranks [" + std::to_string(absent) + "] did not arrive";
+  for (int rank = 0; rank < n; ++rank) {
+    if (rank == absent) continue;
+    EXPECT_TRUE(contains(r.err, "[rank" + std::to_string(rank) + "] caught: [")) << describe(r);
+  }
+  EXPECT_TRUE(contains(r.err, named)) << describe(r);
+  EXPECT_TRUE(contains(r.err, std::string(mode) == "new_group" ? "[group] creating the communicator" : "collective #"))
+      << describe(r);
+  EXPECT_FALSE(contains(r.out, "finished without the absent rank")) << describe(r);
+  EXPECT_LT(r.seconds, 20.0) << describe(r);  // 3 s timeout (+ up to 3 s asking who is stuck)
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GlobeRankAbsent,
+                         ::testing::Values(std::make_tuple("new_group", 2, 1), std::make_tuple("collective", 2, 1),
+                                           std::make_tuple("collective", 3, 2)));
+
 INSTANTIATE_TEST_SUITE_P(Cases, GlobeRankThrows,
                          ::testing::Values(std::make_tuple(2, 1, 3), std::make_tuple(2, 0, 2),
                                            std::make_tuple(4, 2, 3)));

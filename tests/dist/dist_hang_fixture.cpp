@@ -1,0 +1,48 @@
+// A Globe program in which one rank stays away from a global op, for test_launch_globe: the others
+// must get an error naming it within GLOBE_TIMEOUT, never hang (SPEC §9), also without
+// consistency mode.
+//
+//   dist_hang_fixture MODE ABSENT_RANK
+//     new_group   ABSENT_RANK sleeps instead of the first op on a new placement (communicator creation)
+//     collective  ABSENT_RANK sleeps instead of an all-reduce on an existing placement
+// A rank that gets the error prints it and exits 3; the absent rank sleeps 30 s, then exits 0.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "globe/globe.h"
+
+using globe::Tensor;
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: dist_hang_fixture new_group|collective ABSENT_RANK\n";
+    return 2;
+  }
+  const std::string mode = argv[1];
+  const int absent = std::atoi(argv[2]);
+  const int rank = globe::dist::world_rank();
+  try {
+    const auto all = globe::Placement::all();
+    Tensor x = globe::ones({1 << 18}, all, globe::sbp::partial_sum);  // large: the ring path
+    if (mode == "collective") x.to_global(globe::sbp::broadcast).to_local();  // warm up the communicator
+    std::cout << "ready" << std::endl;
+    if (rank == absent) {
+      ::sleep(30);
+      return 0;
+    }
+    if (mode == "new_group") {
+      std::vector<int> reversed(all.ranks().rbegin(), all.ranks().rend());
+      x.to_global(globe::placement("cpu", reversed), globe::sbp::broadcast);
+    } else {
+      x.to_global(globe::sbp::broadcast);
+    }
+    std::cout << "finished without the absent rank?" << std::endl;
+  } catch (const globe::Error& e) {
+    std::cerr << "caught: " << e.what() << std::endl;
+    return 3;
+  }
+  return 0;
+}
