@@ -126,16 +126,14 @@ Tensor local_to_global(const Tensor& local, const Placement& p, const NdSbp& sbp
   const int me = dist::world_rank();
   const bool member = p.contains(me);
   const Shape shape = infer_global_shape(gather_shapes(local, member), p, sbp);
-  Tensor shard = member ? kernels::dense(local) : Tensor::empty(Shape(shape.size(), 0), local.dtype());
+  Tensor shard = Tensor::empty(member ? local.shape() : Shape(shape.size(), 0), local.dtype());
   if (member) {
+    // The global tensor owns its copy: an in-place update of one (an optimizer step) never
+    // reaches the other.
+    kernels::copy_into(shard, local);
     // Broadcast axes take the value held at coordinate 0 of that axis (SPEC §3).
-    for (size_t a = 0; a < sbp.size(); ++a) {
-      if (!sbp[a].is_broadcast() || p.mesh_shape()[a] == 1) continue;
-      Tensor copy = Tensor::empty(shard.shape(), shard.dtype());
-      kernels::copy_into(copy, shard);
-      dist::group(p.axis_group(me, int64_t(a))).broadcast(copy, 0);
-      shard = copy;
-    }
+    for (size_t a = 0; a < sbp.size(); ++a)
+      if (sbp[a].is_broadcast() && p.mesh_shape()[a] > 1) dist::group(p.axis_group(me, int64_t(a))).broadcast(shard, 0);
   }
   Tensor out = make_global(shard, shape, p, sbp);
   detail::record_node(std::make_shared<const LocalToGlobal>(), {local}, out);

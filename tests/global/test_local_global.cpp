@@ -107,6 +107,16 @@ TEST(LocalToGlobal, BroadcastTakesFirstRankAndNeverMutates) {
   }
 }
 
+TEST(LocalToGlobal, TheGlobalTensorOwnsItsData) {
+  // Updating the global shard in place (as an optimizer does) leaves the caller's local tensor.
+  Tensor local = full({3, 2}, 1.0);
+  Tensor g = local.to_global(Placement::all(), sbp::split(0));
+  Tensor shard = g.to_local();
+  copy_(shard, full({3, 2}, 5.0));
+  for (double v : local.to_vector<double>()) EXPECT_EQ(v, 1.0);
+  for (double v : g.to_local().to_vector<double>()) EXPECT_EQ(v, 5.0);
+}
+
 TEST(LocalToGlobal, PartialSumSums) {
   Tensor local = rows_from(0, 2, 3, double(me()));
   Tensor g = local.to_global(Placement::all(), sbp::partial_sum);
