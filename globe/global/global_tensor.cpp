@@ -134,18 +134,13 @@ Tensor whole_value(const Tensor& t) {
 }
 
 Tensor fill_like_global(const Tensor& t, const std::function<void(const Tensor&, const Shape&)>& fill) {
-  NdSbp s = t.sbp();
-  for (size_t a = 0; a < s.size(); ++a)
-    if (s[a].is_partial()) s[a] = sbp::broadcast;
-  return create(t.shape(), t.placement(), s, t.dtype(), [&](const Tensor& shard, const Block& b) { fill(shard, b.start); });
+  return create(t.shape(), t.placement(), partial_to_broadcast(t.sbp()), t.dtype(),
+                [&](const Tensor& shard, const Block& b) { fill(shard, b.start); });
 }
 
+// Zeros keep a partial_sum layout (zeros sum to zero); any other value is broadcast.
 Tensor full_like_global(const Tensor& t, double value) {
-  NdSbp s = t.sbp();
-  if (value != 0.0)
-    for (size_t a = 0; a < s.size(); ++a)
-      if (s[a].is_partial()) s[a] = sbp::broadcast;
-  return full(t.shape(), value, t.placement(), s, t.dtype());
+  return full(t.shape(), value, t.placement(), value == 0.0 ? t.sbp() : partial_to_broadcast(t.sbp()), t.dtype());
 }
 
 }  // namespace

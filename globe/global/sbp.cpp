@@ -31,6 +31,12 @@ std::string NdSbp::to_string() const {
   return s + ")";
 }
 
+NdSbp partial_to_broadcast(NdSbp s) {
+  for (size_t a = 0; a < s.size(); ++a)
+    if (s[a].is_partial()) s[a] = sbp::broadcast;
+  return s;
+}
+
 NdSbp dual(const NdSbp& s) {
   NdSbp d = s;
   for (size_t a = 0; a < d.size(); ++a) {

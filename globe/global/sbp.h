@@ -58,6 +58,9 @@ class NdSbp {
 inline std::ostream& operator<<(std::ostream& os, const Sbp& s) { return os << s.to_string(); }
 inline std::ostream& operator<<(std::ostream& os, const NdSbp& s) { return os << s.to_string(); }
 
+// `s` with every partial_sum axis made broadcast: the layout of the summed value.
+NdSbp partial_to_broadcast(NdSbp s);
+
 // The layout a gradient naturally takes (SPEC §6): B <-> P, S(i) stays S(i).
 NdSbp dual(const NdSbp& s);
 

@@ -19,16 +19,6 @@ void check_rank(int rank, const char* op, const char* what) {
               " is outside the world of ", dist::world_size(), " ranks");
 }
 
-// The message of the error `fn` throws, or "".
-template <class Fn>
-std::string capture(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -46,7 +36,7 @@ void save(const StateDict& state, const std::string& path, const SaveOptions& op
   if (me == dst) {
     std::vector<io::TensorDecl> decls;
     for (const auto& [key, t] : state) decls.push_back({key, t.dtype(), t.shape()});
-    error = capture([&] {
+    error = io::capture_error([&] {
       writer = std::make_unique<io::SafetensorsWriter>(path, decls, options.metadata, "save");
     });
   }
@@ -54,9 +44,9 @@ void save(const StateDict& state, const std::string& path, const SaveOptions& op
   for (const auto& [key, t] : state) {
     // One tensor at a time: the destination holds at most one gathered tensor beyond the model.
     Tensor value = t.is_global() ? box(t, on_dst, sbp::broadcast).impl().global->local : t;
-    if (me == dst && error.empty()) error = capture([&] { writer->append(value); });
+    if (me == dst && error.empty()) error = io::capture_error([&] { writer->append(value); });
   }
-  if (me == dst && error.empty()) error = capture([&] { writer->commit(); });
+  if (me == dst && error.empty()) error = io::capture_error([&] { writer->commit(); });
   writer.reset();  // an uncommitted temporary file goes away here
   io::agree_on_root_error(error, dst);
 }
@@ -70,7 +60,7 @@ StateDict load(const std::string& path, const LoadOptions& options) {
   std::vector<std::pair<std::string, Tensor>> values;
   std::string error, header;
   if (me == src) {
-    error = capture([&] {
+    error = io::capture_error([&] {
       io::SafetensorsReader reader(path, "load");
       nlohmann::json meta = nlohmann::json::array();
       for (const io::TensorRecord& rec : reader.header().tensors) {

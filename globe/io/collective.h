@@ -18,6 +18,17 @@ void enter_collective(const std::string& what);
 // `s` from world rank `root` on every rank.
 void broadcast_string(std::string& s, int root);
 
+// The message of the globe::Error `fn` throws, or "" when it succeeds: what agree_on_errors takes.
+template <class Fn>
+std::string capture_error(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // Every rank passes its own error ("" when it succeeded). If any rank failed, every rank throws the
 // lowest failing rank's message; otherwise returns. Doubles as a barrier.
 void agree_on_errors(const std::string& my_error);

@@ -17,22 +17,7 @@ namespace globe {
 
 namespace {
 
-template <class Fn>
-std::string capture(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
-// The layout blocks are cut from: partial_sum axes summed (boxed to B) first.
-NdSbp without_partial(NdSbp s) {
-  for (size_t a = 0; a < s.size(); ++a)
-    if (s[a].is_partial()) s[a] = sbp::broadcast;
-  return s;
-}
 
 struct Planned {
   const Tensor* value = nullptr;
@@ -74,7 +59,7 @@ void save_sharded(const StateDict& state, const std::string& dir,
       p.my_shape = t.shape();
     } else {
       e.layout = t.placement().to_string() + " " + t.sbp().to_string();
-      p.cut = without_partial(t.sbp());
+      p.cut = partial_to_broadcast(t.sbp());
       std::vector<int> holders = t.placement().ranks();
       std::sort(holders.begin(), holders.end());
       std::set<std::pair<Shape, Shape>> written;
@@ -94,10 +79,10 @@ void save_sharded(const StateDict& state, const std::string& dir,
   }
 
   NoGradGuard no_grad;
-  std::string error = capture([&] { io::make_directories(dir, "save_sharded"); });
+  std::string error = io::capture_error([&] { io::make_directories(dir, "save_sharded"); });
   std::unique_ptr<io::SafetensorsWriter> writer;
   if (!mine.empty() && error.empty())
-    error = capture([&] {
+    error = io::capture_error([&] {
       writer = std::make_unique<io::SafetensorsWriter>(
           dir + "/" + my_file, mine,
           std::map<std::string, std::string>{{"globe", "shard"}, {"tag", tag}}, "save_sharded");
@@ -108,11 +93,11 @@ void save_sharded(const StateDict& state, const std::string& dir,
     if (t.is_global() && t.sbp() != p.cut)
       v = box(t, t.placement(), p.cut);  // collective: every rank
     if (p.mine && error.empty())
-      error = capture([&] { writer->append(v.is_global() ? v.impl().global->local : v); });
+      error = io::capture_error([&] { writer->append(v.is_global() ? v.impl().global->local : v); });
   }
   bool committed = false;
   if (writer && error.empty())
-    error = capture([&] {
+    error = io::capture_error([&] {
       writer->commit();
       committed = true;
     });
@@ -124,7 +109,7 @@ void save_sharded(const StateDict& state, const std::string& dir,
   try {
     io::agree_on_errors(error);  // every file is complete before the index names it
     std::string index_error;
-    if (me == 0) index_error = capture([&] { io::write_index(dir, index, "save_sharded"); });
+    if (me == 0) index_error = io::capture_error([&] { io::write_index(dir, index, "save_sharded"); });
     io::agree_on_root_error(index_error, 0);
   } catch (const Error&) {
     drop_my_file();
@@ -145,7 +130,7 @@ struct Request {
 // Reads the index on every rank; a failure anywhere fails everywhere.
 io::ShardedIndex read_index_everywhere(const std::string& dir) {
   io::ShardedIndex index;
-  io::agree_on_errors(capture([&] { index = io::read_index(dir, "load_sharded"); }));
+  io::agree_on_errors(io::capture_error([&] { index = io::read_index(dir, "load_sharded"); }));
   return index;
 }
 
@@ -186,15 +171,15 @@ StateDict load_requests(const std::string& dir, const std::vector<Request>& requ
     // takes part in every collective below; agree_on_errors then fails every rank.
     if (r.local) {
       Tensor v;
-      if (error.empty()) error = capture([&] { v = reader.read_whole(e); });
+      if (error.empty()) error = io::capture_error([&] { v = reader.read_whole(e); });
       out.set(e.name, v.defined() ? v : Tensor::empty(e.shape, dtype));
       continue;
     }
-    const NdSbp cut = without_partial(r.sbp);
+    const NdSbp cut = partial_to_broadcast(r.sbp);
     Tensor local;
     if (r.placement.contains(me)) {
       const Block b = local_block(e.shape, r.placement, cut, me);
-      if (error.empty()) error = capture([&] { local = reader.read_block(e, b.start, b.shape); });
+      if (error.empty()) error = io::capture_error([&] { local = reader.read_block(e, b.start, b.shape); });
       if (!local.defined()) local = Tensor::empty(b.shape, dtype);
     } else {
       local = Tensor::empty(Shape(e.shape.size(), 0), dtype);
