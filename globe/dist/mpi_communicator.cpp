@@ -46,6 +46,33 @@ std::chrono::steady_clock::time_point deadline_from_now() {
          std::chrono::milliseconds(int64_t(timeout_seconds() * 1000.0));
 }
 
+RollCall roll_call(MPI_Comm comm, const std::vector<int>& peers, const std::vector<int>& world, int me, int tag,
+                   const std::vector<char>& mine, std::chrono::steady_clock::time_point deadline) {
+  const int p = int(peers.size()), n = int(mine.size());
+  RollCall call{std::vector<std::vector<char>>(p), ""};
+  std::vector<MPI_Request> sends, recvs(p, MPI_REQUEST_NULL);
+  for (int r = 0; r < p; ++r) {
+    if (r == me) continue;
+    call.heard[r].assign(n, 0);
+    MPI_Request s;
+    MPI_Isend(mine.data(), n, MPI_CHAR, peers[r], tag, comm, &s);
+    sends.push_back(s);
+    MPI_Irecv(call.heard[r].data(), n, MPI_CHAR, peers[r], tag, comm, &recvs[r]);
+  }
+  for (int r = 0; r < p; ++r) {
+    if (r == me || poll_until(recvs[r], deadline)) continue;
+    call.missing += (call.missing.empty() ? "" : ", ") + std::to_string(world[r]);
+    call.heard[r].clear();
+    MPI_Cancel(&recvs[r]);
+    MPI_Request_free(&recvs[r]);
+  }
+  for (MPI_Request& s : sends) {
+    if (call.missing.empty()) MPI_Wait(&s, MPI_STATUS_IGNORE);
+    else MPI_Request_free(&s);  // a member that never arrives never receives; let MPI drop it
+  }
+  return call;
+}
+
 namespace {
 
 MPI_Datatype mpi_type(DType t) {
@@ -120,6 +147,7 @@ constexpr int64_t kRingMinBytes = 256 << 10;  // below this Open MPI's all-reduc
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::vector<int> ranks) : comm_(comm), ranks_(std::move(ranks)) {
   MPI_Comm_rank(comm_, &rank_);
+  for (int i = 0; i < size(); ++i) group_ranks_.push_back(i);
   check_mpi(MPI_Comm_dup(comm_, &check_comm_), "comm_dup");
   check_mpi(MPI_Comm_dup(comm_, &ring_comm_), "comm_dup");
 }
@@ -151,33 +179,17 @@ void MpiCommunicator::wait(MPI_Request& req, const char* op) {
 // its sequence number on the side communicator and listens for theirs for a grace period; the ones
 // not heard from are the ones that never arrived.
 std::string MpiCommunicator::missing_ranks() {
-  const int p = size();
-  const double grace_s = std::min(5.0, timeout_seconds());
   const uint64_t mine = seq_;
-  std::vector<uint64_t> theirs(p, 0);
-  std::vector<MPI_Request> recvs(p, MPI_REQUEST_NULL), sends;
-  for (int r = 0; r < p; ++r) {
-    if (r == rank_) continue;
-    MPI_Request s;
-    MPI_Isend(&mine, 1, MPI_UINT64_T, r, kStuckTag, check_comm_, &s);
-    sends.push_back(s);
-    MPI_Irecv(&theirs[r], 1, MPI_UINT64_T, r, kStuckTag, check_comm_, &recvs[r]);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(grace_s * 1000));
-  std::string missing;
-  for (int r = 0; r < p; ++r) {
-    if (r == rank_) continue;
-    if (!poll_until(recvs[r], deadline) || theirs[r] != mine) {
-      missing += (missing.empty() ? "" : ", ") + std::to_string(ranks_[r]);
-      if (recvs[r] != MPI_REQUEST_NULL) {
-        MPI_Cancel(&recvs[r]);
-        MPI_Request_free(&recvs[r]);
-      }
-    }
-  }
-  for (MPI_Request& s : sends) MPI_Request_free(&s);
-  if (missing.empty()) return "every rank arrived but the collective did not complete";
-  return "ranks [" + missing + "] did not arrive";
+  std::vector<char> msg(sizeof mine);
+  std::memcpy(msg.data(), &mine, sizeof mine);
+  const double grace_s = std::min(5.0, timeout_seconds());
+  RollCall call = roll_call(check_comm_, group_ranks_, ranks_, rank_, kStuckTag, msg,
+                            std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(grace_s * 1000)));
+  for (int r = 0; r < size(); ++r)  // a member stuck in another collective did not arrive at this one
+    if (r != rank_ && !call.heard[r].empty() && std::memcmp(call.heard[r].data(), &mine, sizeof mine) != 0)
+      call.missing += (call.missing.empty() ? "" : ", ") + std::to_string(ranks_[r]);
+  if (call.missing.empty()) return "every rank arrived but the collective did not complete";
+  return "ranks [" + call.missing + "] did not arrive";
 }
 
 void MpiCommunicator::wait_both(MPI_Request (&reqs)[2], const char* op) {
@@ -365,45 +377,19 @@ void MpiCommunicator::barrier() {
 
 void MpiCommunicator::check_consistency(const std::string& what) {
   const uint64_t seq = ++check_seq_;
-  const int p = size();
   // Every member sends (seq, what) to every other member and receives theirs.
   std::vector<char> mine(kCheckBytes, 0);
   std::memcpy(mine.data(), &seq, 8);
   std::memcpy(mine.data() + 8, what.data(), std::min<size_t>(what.size(), kCheckBytes - 9));
-  std::vector<std::vector<char>> theirs(p, std::vector<char>(kCheckBytes, 0));
-  std::vector<MPI_Request> sends, recvs(p, MPI_REQUEST_NULL);
-  for (int r = 0; r < p; ++r) {
-    if (r == rank_) continue;
-    MPI_Request s;
-    MPI_Isend(mine.data(), kCheckBytes, MPI_CHAR, r, 0, check_comm_, &s);
-    sends.push_back(s);
-    MPI_Irecv(theirs[r].data(), kCheckBytes, MPI_CHAR, r, 0, check_comm_, &recvs[r]);
-  }
-  const auto deadline = deadline_from_now();
-  std::string missing;
-  for (int r = 0; r < p; ++r) {
-    if (r == rank_) continue;
-    if (!poll_until(recvs[r], deadline)) {
-      missing += (missing.empty() ? "" : ", ") + std::to_string(ranks_[r]);
-      MPI_Cancel(&recvs[r]);
-      MPI_Request_free(&recvs[r]);
-    }
-  }
-  for (MPI_Request& s : sends) {
-    if (!missing.empty()) {
-      MPI_Request_free(&s);  // a peer that never arrives never receives; let MPI drop it
-    } else {
-      MPI_Wait(&s, MPI_STATUS_IGNORE);
-    }
-  }
-  GLOBE_CHECK(missing.empty(), "[consistency] global op #", seq, " (", what, ") on ranks ", members(),
-              ": ranks [", missing, "] did not arrive within ", timeout_seconds(), " s");
+  const RollCall call = roll_call(check_comm_, group_ranks_, ranks_, rank_, 0, mine, deadline_from_now());
+  GLOBE_CHECK(call.missing.empty(), "[consistency] global op #", seq, " (", what, ") on ranks ", members(),
+              ": ranks [", call.missing, "] did not arrive within ", timeout_seconds(), " s");
   std::string diff;
-  for (int r = 0; r < p; ++r) {
+  for (int r = 0; r < size(); ++r) {
     if (r == rank_) continue;
     uint64_t their_seq;
-    std::memcpy(&their_seq, theirs[r].data(), 8);
-    std::string their_what(theirs[r].data() + 8);
+    std::memcpy(&their_seq, call.heard[r].data(), 8);
+    std::string their_what(call.heard[r].data() + 8);
     if (their_seq != seq || their_what != what.substr(0, kCheckBytes - 9))
       diff += " rank " + std::to_string(ranks_[r]) + " runs #" + std::to_string(their_seq) + " (" + their_what + ");";
   }

@@ -47,7 +47,8 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_;
   MPI_Comm check_comm_;  // separate context for consistency and timeout messages
   MPI_Comm ring_comm_;   // separate context for the point-to-point steps of ring collectives
-  std::vector<int> ranks_;
+  std::vector<int> ranks_;        // world rank of each member
+  std::vector<int> group_ranks_;  // 0 .. size()-1: each member's rank in comm_
   int rank_ = 0;
   uint64_t seq_ = 0;          // collectives issued on this communicator
   uint64_t check_seq_ = 0;    // consistency checks issued
@@ -59,5 +60,19 @@ void check_mpi(int rc, const char* op);
 bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline);
 // Now + GLOBE_TIMEOUT.
 std::chrono::steady_clock::time_point deadline_from_now();
+
+// What a roll call heard: each member's message (empty for this rank and for members that did
+// not answer in time), and the world ranks of those that did not, as "1, 3".
+struct RollCall {
+  std::vector<std::vector<char>> heard;
+  std::string missing;
+};
+// Sends `mine` to every other member and receives theirs of the same size, until `deadline`.
+// Member i is rank `peers[i]` of `comm` and world rank `world[i]` (what errors name); this process
+// is member `me`. Unanswered receives are cancelled; sends to missing members are abandoned. Used
+// where a plain collective could hang: consistency checks, communicator creation, timeout
+// diagnosis.
+RollCall roll_call(MPI_Comm comm, const std::vector<int>& peers, const std::vector<int>& world, int me, int tag,
+                   const std::vector<char>& mine, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace globe::dist

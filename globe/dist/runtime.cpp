@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -84,38 +85,17 @@ class Runtime {
   // every other over point-to-point, with the deadline, so a member that never comes (or creates
   // another group at this point) is an error naming it rather than a hang.
   void handshake(const std::vector<int>& ranks, int me) {
-    uint64_t mine = 1469598103934665603ull;  // FNV-1a of the rank list
-    for (int r : ranks) mine = (mine ^ uint64_t(r)) * 1099511628211ull;
-    const int p = int(ranks.size());
-    std::vector<uint64_t> theirs(p, 0);
-    std::vector<MPI_Request> recvs(p, MPI_REQUEST_NULL), sends;
-    for (int i = 0; i < p; ++i) {
-      if (i == me) continue;
-      MPI_Request s;
-      MPI_Isend(&mine, 1, MPI_UINT64_T, ranks[i], kGroupTag, MPI_COMM_WORLD, &s);
-      sends.push_back(s);
-      MPI_Irecv(&theirs[i], 1, MPI_UINT64_T, ranks[i], kGroupTag, MPI_COMM_WORLD, &recvs[i]);
-    }
-    const auto deadline = deadline_from_now();
-    std::string missing, other;
-    for (int i = 0; i < p; ++i) {
-      if (i == me) continue;
-      if (!poll_until(recvs[i], deadline)) {
-        missing += (missing.empty() ? "" : ", ") + std::to_string(ranks[i]);
-        MPI_Cancel(&recvs[i]);
-        MPI_Request_free(&recvs[i]);
-      } else if (theirs[i] != mine) {
-        other += (other.empty() ? "" : ", ") + std::to_string(ranks[i]);
-      }
-    }
-    for (MPI_Request& s : sends) {
-      if (missing.empty()) MPI_Wait(&s, MPI_STATUS_IGNORE);
-      else MPI_Request_free(&s);
-    }
-    std::string list;
+    uint64_t id = 1469598103934665603ull;  // FNV-1a of the rank list
+    for (int r : ranks) id = (id ^ uint64_t(r)) * 1099511628211ull;
+    std::vector<char> mine(sizeof id);
+    std::memcpy(mine.data(), &id, sizeof id);
+    const RollCall call = roll_call(MPI_COMM_WORLD, ranks, ranks, me, kGroupTag, mine, deadline_from_now());
+    std::string list, other;
     for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
-    if (!missing.empty()) broken_ = true;  // unmatched sends: MPI_Finalize would wait for them
-    GLOBE_CHECK(missing.empty(), "[group] creating the communicator of ranks [", list, "]: ranks [", missing,
+    for (size_t i = 0; i < ranks.size(); ++i)
+      if (!call.heard[i].empty() && call.heard[i] != mine) other += (other.empty() ? "" : ", ") + std::to_string(ranks[i]);
+    if (!call.missing.empty()) broken_ = true;  // abandoned sends: MPI_Finalize would wait for them
+    GLOBE_CHECK(call.missing.empty(), "[group] creating the communicator of ranks [", list, "]: ranks [", call.missing,
                 "] did not arrive within ", timeout_, " s (GLOBE_TIMEOUT sets the limit)");
     GLOBE_CHECK(other.empty(), "[group] creating the communicator of ranks [", list, "]: ranks [", other,
                 "] are creating a different one at this point (the ranks diverged)");

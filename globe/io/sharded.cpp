@@ -113,6 +113,9 @@ void save_sharded(const StateDict& state, const std::string& dir,
     io::agree_on_root_error(index_error, 0);
   } catch (const Error&) {
     drop_my_file();
+    // Every rank threw the same error; wait until every rank has removed its file, so the
+    // directory is back to the old checkpoint when save_sharded returns anywhere.
+    io::agree_on_errors("");
     throw;
   }
   if (me == 0) io::remove_unindexed_shards(dir, index);
