@@ -35,32 +35,11 @@ done
 mkdir -p "$(dirname "$LOG")"
 exec > >(tee "$LOG") 2>&1
 
-# Busy fraction of all CPUs over `secs` seconds, from /proc/stat (user+nice+system+irq+softirq+steal).
-busy_fraction() {
-  local secs=$1 a b
-  a=($(head -1 /proc/stat)); sleep "$secs"; b=($(head -1 /proc/stat))
-  local busy=$(( (b[1]+b[2]+b[3]+b[6]+b[7]+b[8]) - (a[1]+a[2]+a[3]+a[6]+a[7]+a[8]) ))
-  local total=$(( busy + (b[4]+b[5]) - (a[4]+a[5]) ))
-  echo "$busy $total" | awk '{ printf "%.3f", ($2 > 0 ? $1 / $2 : 0) }'
-}
+source "$ROOT/bench/quiet.sh"
 
 echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
 echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
-if [[ "$QUIET_WAIT" -gt 0 ]]; then
-  waited=0
-  while :; do
-    f=$(busy_fraction 3)
-    if awk -v f="$f" 'BEGIN { exit !(f < 0.10) }'; then
-      echo "== machine quiet (CPU busy ${f} over 3 s) after ${waited} s; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-      break
-    fi
-    if [[ $waited -ge $QUIET_WAIT ]]; then
-      echo "== WARNING: machine still busy (CPU busy ${f}) after ${waited} s; numbers may be low"
-      break
-    fi
-    sleep 12; waited=$((waited + 15))
-  done
-fi
+wait_quiet
 
 run() {  # prints the command, runs it, keeps its RESULT line in $RESULT_<name>
   echo "\$ $*"

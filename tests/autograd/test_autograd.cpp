@@ -10,9 +10,12 @@
 
 #include "globe/autograd/node.h"
 #include "globe/globe.h"
+#include "test_util.h"
 
 namespace globe {
 namespace {
+
+using testing::values;
 
 using ::testing::AllOf;
 using ::testing::DoubleNear;
@@ -22,9 +25,6 @@ using ::testing::Pointwise;
 using ::testing::StartsWith;
 using V = std::vector<double>;
 
-V values(const Tensor& t) {
-  return t.to_vector<double>();
-}
 
 Tensor leaf(const V& v, const Shape& shape) {
   return from_vector(v, shape).set_requires_grad();

@@ -8,14 +8,17 @@
 #include <thread>
 
 #include "globe/globe.h"
+#include "test_util.h"
 
 namespace globe {
 namespace {
 
+using testing::error_of;
+using testing::me;
+using testing::world;
+
 using dist::Communicator;
 
-int me() { return dist::world_rank(); }
-int world() { return dist::world_size(); }
 
 std::vector<int> first_ranks(int n) {
   std::vector<int> r(n);
@@ -40,15 +43,6 @@ std::vector<int64_t> values(const Tensor& t) {
   return out;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
 
 // Runs `fn` on the world communicator and on every subset group this rank belongs to: {0},
 // the reversed world and, with 4 ranks, the pairs {1, 3} and {2, 0}.

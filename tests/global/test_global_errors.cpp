@@ -3,20 +3,15 @@
 #include <gmock/gmock.h>
 
 #include "global_test_util.h"
+#include "test_util.h"
 
 namespace globe {
 namespace {
 
+using testing::error_of;
+
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(GlobalErrors, InputsOnDifferentPlacementsNameBoth) {
   if (dist::world_size() < 2) GTEST_SKIP() << "needs 2 ranks";

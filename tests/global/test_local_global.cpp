@@ -6,26 +6,20 @@
 #include <sstream>
 
 #include "global_test_util.h"
+#include "test_util.h"
 
 namespace globe {
 namespace {
 
+using testing::error_of;
+using testing::me;
+using testing::world;
+
 using testing::expect_same_values;
 using testing::expected_shard;
 
-int me() { return dist::world_rank(); }
-int world() { return dist::world_size(); }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
 
 // A [rows, cols] float64 tensor whose element (i, j) is 100 * (row0 + i) + j + offset.
 Tensor rows_from(int64_t row0, int64_t rows, int64_t cols, double offset = 0) {

@@ -6,6 +6,7 @@
 
 #include "globe/io/atomic_file.h"
 #include "io_test_util.h"
+#include "test_util.h"
 
 namespace globe {
 namespace {
@@ -14,12 +15,8 @@ using testing::expect_bit_equal;
 using testing::expect_error;
 using testing::SharedTempDir;
 
-int me() {
-  return dist::world_rank();
-}
-int world() {
-  return dist::world_size();
-}
+using testing::me;
+using testing::world;
 
 // Global tensors of many layouts with known values (randn is sharding-invariant), plus a local one
 // whose value differs per rank (the destination's is saved).

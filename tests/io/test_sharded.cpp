@@ -8,6 +8,7 @@
 #include "globe/io/atomic_file.h"
 #include "globe/io/sharded_index.h"
 #include "io_test_util.h"
+#include "test_util.h"
 
 namespace globe {
 namespace {
@@ -16,12 +17,8 @@ using testing::expect_bit_equal;
 using testing::expect_error;
 using testing::SharedTempDir;
 
-int me() {
-  return dist::world_rank();
-}
-int world() {
-  return dist::world_size();
-}
+using testing::me;
+using testing::world;
 
 Placement reversed_all() {
   std::vector<int> r;

@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "globe/globe.h"
+#include "test_util.h"
 
 namespace globe {
 namespace {
+
+using testing::values;
 
 using ::testing::AllOf;
 using ::testing::Each;
@@ -22,9 +25,6 @@ using ::testing::Not;
 using ::testing::StartsWith;
 using V = std::vector<double>;
 
-V values(const Tensor& t) {
-  return t.to_vector<double>();
-}
 
 std::vector<std::string> names_of(const std::vector<std::pair<std::string, Tensor>>& named) {
   std::vector<std::string> names;
@@ -140,7 +140,7 @@ TEST(Module, LoadStateDictCopiesInPlace) {
   opt.step();
   V expected;
   for (double v : loaded) expected.push_back(v - 0.5);
-  EXPECT_THAT(values(target.net1.weight), testing::Pointwise(testing::FloatNear(1e-6), expected));
+  EXPECT_THAT(values(target.net1.weight), ::testing::Pointwise(::testing::FloatNear(1e-6), expected));
 }
 
 TEST(Module, StrictLoadListsEveryProblemAndChangesNothing) {

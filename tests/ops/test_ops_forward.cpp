@@ -7,9 +7,12 @@
 #include <vector>
 
 #include "globe/globe.h"
+#include "test_util.h"
 
 namespace globe {
 namespace {
+
+using testing::values;
 
 using ::testing::DoubleNear;
 using ::testing::ElementsAre;
@@ -17,9 +20,6 @@ using ::testing::ElementsAreArray;
 using ::testing::Pointwise;
 using V = std::vector<double>;
 
-V values(const Tensor& t) {
-  return t.to_vector<double>();
-}
 
 Tensor f32(const V& v, const Shape& shape) {
   return from_vector(std::vector<float>(v.begin(), v.end()), shape);
@@ -562,7 +562,7 @@ TEST(OpsForward, ScalarsAndEmptyTensors) {
   expect_values(matmul(zeros({2, 0}), zeros({0, 3})), {2, 3}, {0, 0, 0, 0, 0, 0});
   EXPECT_EQ(add(e, ones({3})).shape(), (Shape{0, 3}));
   EXPECT_EQ(cat({e, ones({2, 3})}, 0).shape(), (Shape{2, 3}));
-  EXPECT_THAT(e.to_string(), testing::HasSubstr("shape=[0, 3]"));
+  EXPECT_THAT(e.to_string(), ::testing::HasSubstr("shape=[0, 3]"));
   EXPECT_THROW(mean(e, {0}), Error);
   EXPECT_THROW(max(e, {0}), Error);
 
