@@ -34,14 +34,21 @@ std::string bin_dir() {
   return exe.substr(0, exe.rfind('/'));
 }
 
+namespace {
+// bin_dir()/globe-launch followed by `args`: the command every helper here runs.
+std::vector<std::string> launcher_command(const std::vector<std::string>& args) {
+  std::vector<std::string> command = {bin_dir() + "/globe-launch"};
+  command.insert(command.end(), args.begin(), args.end());
+  return command;
+}
+}  // namespace
+
 LauncherProcess::LauncherProcess(const std::vector<std::string>& args,
                                  const std::vector<std::string>& extra_env) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
-  const std::string launcher = bin_dir() + "/globe-launch";
-  std::vector<std::string> argv_s = {launcher};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<std::string> argv_s = launcher_command(args);
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -127,9 +134,7 @@ RunResult run_on_tty_and_press_ctrl_c(const std::vector<std::string>& args,
       ::ptsname_r(master, name, sizeof(name)) != 0) {
     throw std::runtime_error("cannot open a pseudo-terminal");
   }
-  const std::string launcher = bin_dir() + "/globe-launch";
-  std::vector<std::string> argv_s = {launcher};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<std::string> argv_s = launcher_command(args);
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
