@@ -1,31 +1,35 @@
 #include "globe/autograd/engine.h"
 
+#include <cstdlib>
+#include <deque>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "globe/autograd/grad_mode.h"
 #include "globe/autograd/node.h"
+#include "globe/core/hooks.h"
 #include "globe/ops/ops.h"
 
 namespace globe {
 
 namespace detail {
 Tensor (*g_grad_to_leaf_layout)(const Tensor& grad, const Tensor& leaf) = nullptr;
+bool (*g_grad_may_wait)(const Tensor& grad, const Tensor& leaf) = nullptr;
 }
 
 namespace {
 
 // Nodes reachable from `root`, ordered so that every node comes before the nodes it feeds from
 // (reverse topological order of the forward computation). Iterative: deep graphs don't overflow.
-std::vector<Node*> order_nodes(Node* root) {
-  std::vector<Node*> post;
-  std::unordered_set<Node*> seen{root};
-  std::vector<std::pair<Node*, size_t>> stack{{root, 0}};
+std::vector<std::shared_ptr<Node>> order_nodes(const std::shared_ptr<Node>& root) {
+  std::vector<std::shared_ptr<Node>> post;
+  std::unordered_set<Node*> seen{root.get()};
+  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack{{root, 0}};
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (next < node->inputs().size()) {
-      Node* child = node->inputs()[next++].grad_fn().get();
-      if (child && seen.insert(child).second) stack.push_back({child, 0});
+      const std::shared_ptr<Node>& child = node->inputs()[next++].grad_fn();
+      if (child && seen.insert(child.get()).second) stack.push_back({child, 0});
     } else {
       post.push_back(node);
       stack.pop_back();
@@ -36,21 +40,105 @@ std::vector<Node*> order_nodes(Node* root) {
 
 Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? add(sum, g) : g; }
 
+// A leaf's gradient in the leaf's layout (what grad() returns).
+Tensor settled(const Tensor& leaf, const Tensor& g) {
+  return detail::g_grad_to_leaf_layout ? detail::g_grad_to_leaf_layout(g, leaf) : g;
+}
+
 void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
-  if (detail::g_grad_to_leaf_layout) g = detail::g_grad_to_leaf_layout(g, leaf);
+  const bool may_wait = detail::g_grad_may_wait && detail::g_grad_may_wait(g, leaf);
+  if (!may_wait) g = settled(leaf, g);
   GLOBE_CHECK(g.shape() == leaf.shape(), "[backward] gradient of shape ", shape_str(g.shape()),
               " does not match its leaf of shape ", shape_str(leaf.shape()));
   if (g.dtype() != leaf.dtype()) g = to_dtype(g, leaf.dtype());
-  Tensor sum = leaf.grad().defined() ? add(leaf.grad(), g) : contiguous(g);
-  // The sum of two gradients in the leaf's layout may come out in another one (add picks its
-  // cheapest signature): put it back.
-  if (detail::g_grad_to_leaf_layout) sum = detail::g_grad_to_leaf_layout(sum, leaf);
-  leaf.set_grad(sum);
+  TensorImpl& impl = leaf.impl();
+  Tensor sum = impl.grad ? add(Tensor(impl.grad), g) : contiguous(g);
+  // Deferred reduction (SPEC §11): a sum that may wait stays in its layout until read; otherwise
+  // the sum of two gradients may come out in another layout (add picks its cheapest signature).
+  impl.grad_unsettled = detail::g_grad_may_wait && detail::g_grad_may_wait(sum, leaf);
+  if (!impl.grad_unsettled) sum = settled(leaf, sum);
+  impl.grad = sum.impl_ptr();
 }
 
-}  // namespace
+// One backward pass, resumable: it stops before a node that must wait for another placement's
+// ranks (Node::waits_for_peer) and continues from there when resumed.
+class GraphTask {
+ public:
+  GraphTask(const Tensor& root, const Tensor& seed, std::vector<Tensor> inputs, bool split)
+      : order_(order_nodes(root.grad_fn())), inputs_(std::move(inputs)), split_(split) {
+    pending_[order_.front().get()] = seed;
+  }
 
-void run_backward(const Tensor& root, const Tensor& grad_seed) {
+  // Runs until done (true) or until a node that waits for a peer when `may_pause` (false).
+  bool run(bool may_pause) {
+    for (; next_ < order_.size(); ++next_) {
+      const std::shared_ptr<Node>& node = order_[next_];
+      auto it = pending_.find(node.get());
+      if (it == pending_.end()) continue;  // reached only through inputs that need no grad
+      if (may_pause && node->waits_for_peer()) return false;
+      Tensor grad = std::move(it->second);
+      pending_.erase(it);
+      const auto& in = node->inputs();
+      std::vector<bool> needs(in.size()), later(in.size());
+      bool any_later = false;
+      for (size_t i = 0; i < in.size(); ++i) {
+        needs[i] = in[i].requires_grad();
+        // Split mode: contributions to leaves other than the stage inputs wait for the weight pass.
+        if (split_ && needs[i] && in[i].is_leaf() && !is_input(in[i])) {
+          needs[i] = false;
+          any_later = later[i] = true;
+        }
+      }
+      if (any_later) deferred_.push_back({node, grad, later});
+      std::vector<Tensor> grads = node->apply(grad, needs);
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (!needs[i] || !grads[i].defined()) continue;
+        if (Node* next = in[i].grad_fn().get()) {
+          pending_[next] = accumulate(pending_[next], grads[i]);
+        } else {
+          accumulate_into_leaf(in[i], grads[i]);
+        }
+      }
+    }
+    return true;
+  }
+
+  std::vector<WeightGradWork::Item> take_deferred() { return std::move(deferred_); }
+
+ private:
+  bool is_input(const Tensor& t) const {
+    for (const Tensor& x : inputs_)
+      if (x.same(t)) return true;
+    return false;
+  }
+
+  std::vector<std::shared_ptr<Node>> order_;
+  size_t next_ = 0;
+  std::unordered_map<Node*, Tensor> pending_;
+  std::vector<Tensor> inputs_;
+  bool split_;
+  std::vector<WeightGradWork::Item> deferred_;
+};
+
+// Paused backward passes, oldest first. Never destroyed: it may be drained at exit.
+std::deque<GraphTask>& paused() {
+  static auto* q = new std::deque<GraphTask>();
+  return *q;
+}
+
+// grad() of a leaf whose gradient is not yet in the leaf's layout.
+Tensor settle_grad(const Tensor& leaf) {
+  finish_backward();
+  TensorImpl& impl = leaf.impl();
+  if (impl.grad_unsettled && impl.grad) {
+    NoGradGuard no_grad;
+    impl.grad = settled(leaf, Tensor(impl.grad)).impl_ptr();
+  }
+  impl.grad_unsettled = false;
+  return Tensor(impl.grad);
+}
+
+Tensor checked_seed(const Tensor& root, const Tensor& grad_seed) {
   GLOBE_CHECK(root.requires_grad(), "[backward] the tensor does not require grad (no input of ",
               "its graph has requires_grad set, or it was computed under no_grad)");
   Tensor seed = grad_seed;
@@ -61,31 +149,54 @@ void run_backward(const Tensor& root, const Tensor& grad_seed) {
   }
   GLOBE_CHECK(seed.shape() == root.shape(), "[backward] gradient shape ", shape_str(seed.shape()),
               " does not match the tensor's shape ", shape_str(root.shape()));
+  return seed;
+}
+
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& grad_seed) {
+  detail::g_settle_grad = settle_grad;
   NoGradGuard no_grad;
+  Tensor seed = checked_seed(root, grad_seed);
   if (root.is_leaf()) {
     accumulate_into_leaf(root, seed);
     return;
   }
-  std::unordered_map<Node*, Tensor> pending;
-  pending[root.grad_fn().get()] = seed;
-  for (Node* node : order_nodes(root.grad_fn().get())) {
-    auto it = pending.find(node);
-    if (it == pending.end()) continue;  // reached only through inputs that need no grad
-    Tensor grad = std::move(it->second);
-    pending.erase(it);
-    const auto& inputs = node->inputs();
-    std::vector<bool> needs(inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) needs[i] = inputs[i].requires_grad();
-    std::vector<Tensor> grads = node->apply(grad, needs);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (!needs[i] || !grads[i].defined()) continue;
-      if (Node* next = inputs[i].grad_fn().get()) {
-        pending[next] = accumulate(pending[next], grads[i]);
-      } else {
-        accumulate_into_leaf(inputs[i], grads[i]);
-      }
-    }
+  // Behind a paused pass, a new one pauses at once where it would wait too: passes finish in the
+  // order they were started.
+  GraphTask task(root, seed, {}, false);
+  if (paused().empty() && task.run(/*may_pause=*/true)) return;
+  static const bool at_exit = [] { return std::atexit([] { finish_backward(); }) == 0; }();
+  (void)at_exit;
+  paused().push_back(std::move(task));
+}
+
+void finish_backward() {
+  NoGradGuard no_grad;
+  while (!paused().empty()) {
+    paused().front().run(/*may_pause=*/false);
+    paused().pop_front();
   }
+}
+
+WeightGradWork run_input_backward(const Tensor& root, const Tensor& grad_seed, const std::vector<Tensor>& inputs) {
+  NoGradGuard no_grad;
+  WeightGradWork work;
+  Tensor seed = checked_seed(root, grad_seed);
+  GraphTask task(root, seed, inputs, true);
+  task.run(/*may_pause=*/false);
+  work.items_ = task.take_deferred();
+  return work;
+}
+
+void WeightGradWork::run() {
+  NoGradGuard no_grad;
+  for (Item& item : items_) {
+    std::vector<Tensor> grads = item.node->apply(item.grad, item.needs);
+    for (size_t i = 0; i < item.needs.size(); ++i)
+      if (item.needs[i] && grads[i].defined()) accumulate_into_leaf(item.node->inputs()[i], grads[i]);
+  }
+  items_.clear();
 }
 
 void Tensor::backward() const { run_backward(*this); }

@@ -1,18 +1,56 @@
 // Reverse-mode differentiation over the recorded graph.
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "globe/core/tensor.h"
 
 namespace globe {
 
+class Node;
+
 // Accumulates d(root)/d(leaf) into every leaf that requires grad. `grad_seed` defaults to ones
 // (root must then be a scalar). Runs under no-grad: no graph of the graph.
+//
+// A backward that reaches a node whose gradient must first arrive from ranks of another placement
+// (the backward of a cross-placement to_global, on a rank that only receives) pauses there: the
+// rest runs later, in the order the backward calls were made, when a gradient is read (grad(), an
+// optimizer step) or at exit. This is what lets a plain loop of per-micro-batch backward() calls
+// overlap pipeline stages (SPEC §11): stage 0 goes on with the next forward while the later stages
+// work. finish_backward() runs every paused backward now.
 void run_backward(const Tensor& root, const Tensor& grad_seed = Tensor());
+void finish_backward();
+
+// Backward split in two, as zero-bubble pipeline schedules need it. run_input_backward() computes
+// the gradients that flow to `inputs` (leaves: a pipeline stage's input) and leaves out every
+// contribution to other leaves (the stage's weights); the returned work computes those later, with
+// the same values and accumulation order as one run_backward().
+class WeightGradWork {
+ public:
+  void run();
+  bool empty() const { return items_.empty(); }
+
+  struct Item {
+    std::shared_ptr<Node> node;
+    Tensor grad;              // of the node's output
+    std::vector<bool> needs;  // the weight inputs
+  };
+
+ private:
+  friend WeightGradWork run_input_backward(const Tensor&, const Tensor&, const std::vector<Tensor>&);
+  std::vector<Item> items_;
+};
+WeightGradWork run_input_backward(const Tensor& root, const Tensor& grad_seed, const std::vector<Tensor>& inputs);
 
 namespace detail {
 // Installed by the global layer: boxes a gradient to the leaf's own placement and SBP before it is
 // accumulated (SPEC §6: data parallel's P → B allreduce comes from here).
 extern Tensor (*g_grad_to_leaf_layout)(const Tensor& grad, const Tensor& leaf);
+// Installed by the global layer: whether a gradient may be kept in its own layout while it
+// accumulates and be boxed to the leaf's only when read (SPEC §11, deferred reduction): the same
+// placement, and partial_sum where the leaf is broadcast.
+extern bool (*g_grad_may_wait)(const Tensor& grad, const Tensor& leaf);
 }  // namespace detail
 
 }  // namespace globe

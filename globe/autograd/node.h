@@ -20,6 +20,11 @@ class Node {
   // undefined when needs[i] is false.
   virtual std::vector<Tensor> apply(const Tensor& grad_output, const std::vector<bool>& needs) = 0;
 
+  // Whether running this node on this rank would wait for data from ranks that are still busy
+  // with the same backward elsewhere (a cross-placement to_global whose gradient this rank only
+  // receives). The engine pauses such a backward there (engine.h).
+  virtual bool waits_for_peer() const { return false; }
+
   const std::vector<Tensor>& inputs() const { return inputs_; }
 
  private:

@@ -12,5 +12,8 @@ namespace globe::detail {
 // (collective), and a text describing its layout ("placement=..., sbp=(S(0),)").
 extern Tensor (*g_global_to_full_local)(const Tensor&);
 extern std::string (*g_describe_layout)(const Tensor&);
+// Installed by autograd on the first backward: a leaf's gradient made ready to read (paused
+// backward passes finished, a deferred reduction done).
+extern Tensor (*g_settle_grad)(const Tensor& leaf);
 
 }  // namespace globe::detail

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "globe/core/hooks.h"
+#include "globe/core/memory.h"
 #include "globe/core/strided.h"
 
 namespace globe {
@@ -17,6 +18,7 @@ namespace globe {
 namespace detail {
 Tensor (*g_global_to_full_local)(const Tensor&) = nullptr;
 std::string (*g_describe_layout)(const Tensor&) = nullptr;
+Tensor (*g_settle_grad)(const Tensor&) = nullptr;
 }  // namespace detail
 
 namespace {
@@ -39,9 +41,13 @@ Storage::Storage(size_t n, bool zero) : nbytes(n) {
   data = std::aligned_alloc(64, rounded);
   GLOBE_CHECK(data != nullptr, "[alloc] out of memory allocating ", n, " bytes");
   if (zero) std::memset(data, 0, rounded);
+  detail::count_allocation(int64_t(nbytes));
 }
 
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() {
+  detail::count_allocation(-int64_t(nbytes));
+  std::free(data);
+}
 
 namespace {
 // Set while a ~TensorImpl on this thread is releasing graph nodes: nodes whose last owner dies
@@ -98,6 +104,11 @@ Tensor Tensor::view_of(const Tensor& base, Shape shape, Shape strides, int64_t o
 TensorImpl& Tensor::impl() const {
   GLOBE_CHECK(impl_ != nullptr, "[tensor] use of an undefined tensor");
   return *impl_;
+}
+
+Tensor Tensor::grad() const {
+  if (detail::g_settle_grad) return detail::g_settle_grad(*this);
+  return Tensor(impl().grad);
 }
 
 int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, shape(), "size")]; }

@@ -49,6 +49,7 @@ struct TensorImpl {
   // Autograd.
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;
+  bool grad_unsettled = false;  // grad not yet boxed to this leaf's layout (SPEC §11)
   std::shared_ptr<Node> grad_fn;
   // Non-null for a global tensor.
   std::shared_ptr<const GlobalMeta> global;
@@ -94,8 +95,13 @@ class Tensor {
   bool requires_grad() const { return impl().requires_grad; }
   Tensor& set_requires_grad(bool on = true);
   bool is_leaf() const { return impl().grad_fn == nullptr; }
-  Tensor grad() const { return Tensor(impl().grad); }
-  void set_grad(const Tensor& g) const { impl_->grad = g.impl_; }
+  // The accumulated gradient, in this tensor's layout. Reading it finishes paused backward passes
+  // and deferred reductions first (collective for a global tensor: every rank reads it).
+  Tensor grad() const;
+  void set_grad(const Tensor& g) const {
+    impl_->grad = g.impl_;
+    impl_->grad_unsettled = false;
+  }
   const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
   // Reverse-mode from a scalar tensor (globe/autograd/engine.cpp).
   void backward() const;

@@ -27,12 +27,12 @@ void check_mpi(int rc, const char* op) {
 // sleep lasts ~100 us (timer slack), so a transfer that outlives the spinning phase is noticed
 // late. With "200 polls" the phase lasted about as long as a 1 MiB transfer (~80 us), and a 1 MiB
 // [0] -> [1] move took 0.085 or 0.2 ms from run to run (bench/RESULTS.md, "Boxing").
-bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline) {
+bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline, MPI_Status* status) {
   using namespace std::chrono;
   const auto start = steady_clock::now();
   int done = 0;
   for (;;) {
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    MPI_Test(&req, &done, status ? status : MPI_STATUS_IGNORE);
     if (done) return true;
     const auto now = steady_clock::now();
     if (now > deadline) return false;
@@ -110,10 +110,12 @@ Layout layout(const std::vector<int64_t>& counts, const char* op) {
   return l;
 }
 
+// A point-to-point transfer. A receive checks that the message filled its tensor exactly: a peer
+// that sent another size is an error naming both sizes, never a silently half-filled tensor.
 class MpiRequest final : public Request::Impl {
  public:
-  MpiRequest(MPI_Request req, Tensor keep, std::string what)
-      : req_(req), keep_(std::move(keep)), what_(std::move(what)) {}
+  MpiRequest(MPI_Request req, Tensor keep, std::string what, bool is_recv)
+      : req_(req), keep_(std::move(keep)), what_(std::move(what)), is_recv_(is_recv) {}
   ~MpiRequest() override {
     if (req_ != MPI_REQUEST_NULL) {
       // Abandoned (e.g. unwinding after an error): cancel so the buffer is not written later.
@@ -123,19 +125,35 @@ class MpiRequest final : public Request::Impl {
   }
   bool test() override {
     int done = 0;
-    if (req_ != MPI_REQUEST_NULL) MPI_Test(&req_, &done, MPI_STATUS_IGNORE);
-    return req_ == MPI_REQUEST_NULL || done;
+    MPI_Status status;
+    if (req_ == MPI_REQUEST_NULL) return true;
+    MPI_Test(&req_, &done, &status);
+    if (done) check_count(status);
+    return done;
   }
   void wait() override {
     if (req_ == MPI_REQUEST_NULL) return;
-    GLOBE_CHECK(poll_until(req_, deadline_from_now()), "[", what_, "] timed out after ",
-                timeout_seconds(), " s: the peer never matched it (GLOBE_TIMEOUT sets the limit)");
+    MPI_Status status;
+    const std::string waiting = waiting_for();
+    GLOBE_CHECK(poll_until(req_, deadline_from_now(), &status), "[", what_, "] timed out after ", timeout_seconds(),
+                " s: the peer never matched it", waiting.empty() ? "" : " (waiting for " + waiting + ")",
+                " (GLOBE_TIMEOUT sets the limit)");
+    check_count(status);
   }
 
  private:
+  void check_count(const MPI_Status& status) {
+    if (!is_recv_) return;
+    int count = 0;
+    MPI_Get_count(&status, mpi_type(keep_.dtype()), &count);
+    GLOBE_CHECK(count == keep_.numel(), "[", what_, "] the peer sent ", count, " elements where ", keep_.numel(),
+                " (", describe(keep_), ") were expected: the ranks disagree about the tensor's shape");
+  }
+
   MPI_Request req_;
   Tensor keep_;
   std::string what_;
+  bool is_recv_;
 };
 
 constexpr int kCheckBytes = 256;  // seq (8) + text
@@ -358,14 +376,14 @@ Request MpiCommunicator::isend(const Tensor& t, int peer, int tag) {
   MPI_Request req;
   check_mpi(MPI_Isend(ptr(t, "send"), as_count(t.numel(), "send"), mpi_type(t.dtype()), peer, tag, comm_, &req),
             "send");
-  return Request(std::make_shared<MpiRequest>(req, t, "send to rank " + std::to_string(ranks_[peer])));
+  return Request(std::make_shared<MpiRequest>(req, t, "send to rank " + std::to_string(ranks_[peer]), false));
 }
 
 Request MpiCommunicator::irecv(const Tensor& t, int peer, int tag) {
   MPI_Request req;
   check_mpi(MPI_Irecv(ptr(t, "recv"), as_count(t.numel(), "recv"), mpi_type(t.dtype()), peer, tag, comm_, &req),
             "recv");
-  return Request(std::make_shared<MpiRequest>(req, t, "recv from rank " + std::to_string(ranks_[peer])));
+  return Request(std::make_shared<MpiRequest>(req, t, "recv from rank " + std::to_string(ranks_[peer]), true));
 }
 
 void MpiCommunicator::barrier() {

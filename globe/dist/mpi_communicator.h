@@ -57,7 +57,7 @@ class MpiCommunicator final : public Communicator {
 // Throws globe::Error "[op] MPI error: <MPI's message>" when rc is not MPI_SUCCESS.
 void check_mpi(int rc, const char* op);
 // Tests `req` until it completes (true) or `deadline` passes (false), yielding the core meanwhile.
-bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline);
+bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline, MPI_Status* status = nullptr);
 // Now + GLOBE_TIMEOUT.
 std::chrono::steady_clock::time_point deadline_from_now();
 

@@ -2,6 +2,10 @@
 
 #include <mpi.h>
 
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -14,6 +18,18 @@
 namespace globe::dist {
 
 namespace {
+
+// The current WaitingFor text, for the signal handler (which may not allocate).
+char g_waiting_line[512] = {0};
+thread_local std::string t_waiting;
+
+// A rank stopped (mpirun's SIGTERM after another rank failed) while it waits says what it waited
+// for, then dies of the signal as it would have.
+void report_wait_and_die(int sig) {
+  if (g_waiting_line[0]) [[maybe_unused]] ssize_t n = ::write(2, g_waiting_line, std::strlen(g_waiting_line));
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
 
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
@@ -43,8 +59,18 @@ class Runtime {
     // Errors come back as codes we turn into exceptions, not MPI aborts.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     globe::detail::set_error_rank(rank_);
+    // Only where the program has no SIGTERM handler of its own.
+    if (auto prev = std::signal(SIGTERM, report_wait_and_die); prev != SIG_DFL) std::signal(SIGTERM, prev);
   }
   ~Runtime() {
+    if (!broken_) {
+      try {
+        finish_sends();
+      } catch (const std::exception&) {
+        broken_ = true;  // a receiver never came: finalising would wait for it forever
+      }
+    }
+    sends_.clear();
     groups_.clear();  // free communicators before MPI goes away
     if (owns_mpi_ && !broken_) {
       int finalized = 0;
@@ -101,6 +127,13 @@ class Runtime {
                 "] are creating a different one at this point (the ranks diverged)");
   }
 
+  void finish_sends() {
+    while (!sends_.empty()) {
+      sends_.front().wait();
+      sends_.erase(sends_.begin());
+    }
+  }
+
   static constexpr int kGroupTag = 0x6c0bf;
   int rank_ = 0, size_ = 1;
   bool owns_mpi_ = false;
@@ -108,6 +141,7 @@ class Runtime {
   bool consistency_ = false;
   double timeout_ = 300.0;
   std::map<std::vector<int>, std::unique_ptr<Communicator>> groups_;
+  std::vector<Request> sends_;  // in flight, oldest first (send_later)
 };
 
 Runtime& runtime() {
@@ -124,6 +158,25 @@ Communicator& group(const std::vector<int>& ranks) { return runtime().group(rank
 double timeout_seconds() { return runtime().timeout_; }
 bool consistency_checks() { return runtime().consistency_; }
 void mark_broken() { runtime().broken_ = true; }
+void finish_sends() { runtime().finish_sends(); }
+
+WaitingFor::WaitingFor(const std::string& what) : prev_(t_waiting) {
+  t_waiting = what;
+  std::snprintf(g_waiting_line, sizeof g_waiting_line, "[globe] rank %d was stopped while waiting for %s\n",
+                runtime().rank_, what.c_str());
+}
+WaitingFor::~WaitingFor() {
+  t_waiting = prev_;
+  if (prev_.empty()) g_waiting_line[0] = 0;
+  else std::snprintf(g_waiting_line, sizeof g_waiting_line, "[globe] rank %d was stopped while waiting for %s\n",
+                     runtime().rank_, prev_.c_str());
+}
+std::string waiting_for() { return t_waiting; }
+void send_later(Request send) {
+  auto& sends = runtime().sends_;
+  std::erase_if(sends, [](Request& r) { return r.test(); });
+  if (!send.test()) sends.push_back(std::move(send));
+}
 void set_consistency_checks(bool on) { runtime().consistency_ = on; }
 
 }  // namespace globe::dist

@@ -19,6 +19,27 @@ bool is_distributed();
 // first use — a collective among the members only — and cached. Only members may call it.
 Communicator& group(const std::vector<int>& ranks);
 
+// Keeps a send in flight without waiting for its receiver (its tensor stays alive meanwhile): a
+// pipeline stage hands its output on and goes on computing. Completed sends are dropped whenever
+// another is added; finish_sends() waits for the rest (with the deadline), as exit does.
+void send_later(Request send);
+void finish_sends();
+
+// What this rank is about to wait for, in the words of the layer that knows ("forward, stage 0 ->
+// 1, micro-batch 3"): a timeout names it, and so does a rank stopped by a signal while it waits.
+// The scope sets it for its lifetime.
+class WaitingFor {
+ public:
+  explicit WaitingFor(const std::string& what);
+  ~WaitingFor();
+  WaitingFor(const WaitingFor&) = delete;
+  WaitingFor& operator=(const WaitingFor&) = delete;
+
+ private:
+  std::string prev_;
+};
+std::string waiting_for();
+
 // Marks the process's communication as broken (a collective timed out and cannot be cancelled):
 // MPI is then not finalised at exit, which would wait for the missing peers forever.
 void mark_broken();

@@ -18,8 +18,6 @@ namespace globe {
 
 namespace {
 
-constexpr int kTransferTag = 0x7a;
-
 // Whether converting mesh axis f from cur[f] to `to` can run inside f's sub-groups: no inner axis
 // may split a tensor dim that the step touches.
 bool step_is_direct(const NdSbp& cur, size_t f, const Sbp& to) {
@@ -79,7 +77,7 @@ int index_in(const std::vector<int>& v, int r) {
 }
 
 // Different placements.
-Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp) {
+Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp, int tag) {
   const Placement& sp = x.placement();
   const NdSbp& ssbp = x.sbp();
   const Shape& shape = x.shape();
@@ -94,18 +92,15 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp) {
   if (sp.mesh_shape() == dp.mesh_shape() && ssbp == dsbp) {
     // Received in full (or replaced by the local shard): no zero-fill.
     Tensor out = in_dst ? Tensor::uninitialized(local_shape(shape, dp, dsbp, me), x.dtype()) : Tensor();
-    dist::Request send, recv;
     if (in_src) {
       const int peer = dp.ranks()[sp.index_of(me)];
       if (peer == me) out = local;
-      else send = comm.isend(kernels::dense(local), index_in(members, peer), kTransferTag);
+      else dist::send_later(comm.isend(kernels::dense(local), index_in(members, peer), tag));
     }
     if (in_dst) {
       const int peer = sp.ranks()[dp.index_of(me)];
-      if (peer != me) recv = comm.irecv(out, index_in(members, peer), kTransferTag);
+      if (peer != me) comm.irecv(out, index_in(members, peer), tag).wait();
     }
-    send.wait();
-    recv.wait();
     return in_dst ? out : Tensor::empty(Shape(shape.size(), 0), x.dtype());
   }
 
@@ -117,23 +112,21 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp) {
   std::vector<int> needy;
   for (int r : dp.ranks())
     if (!sp.contains(r)) needy.push_back(r);
-  std::vector<dist::Request> sends;
   for (size_t k = 0; k < needy.size(); ++k) {
     const int sender = sp.ranks()[k % sp.ranks().size()];
-    if (sender == me) sends.push_back(comm.isend(kernels::dense(whole), index_in(members, needy[k]), kTransferTag));
+    if (sender == me) dist::send_later(comm.isend(kernels::dense(whole), index_in(members, needy[k]), tag));
     if (needy[k] == me) {
       whole = Tensor::uninitialized(shape, x.dtype());
-      comm.irecv(whole, index_in(members, sender), kTransferTag).wait();
+      comm.irecv(whole, index_in(members, sender), tag).wait();
     }
   }
-  for (auto& s : sends) s.wait();
   if (!in_dst) return Tensor::empty(Shape(shape.size(), 0), x.dtype());
   return box_same_placement(whole, shape, dp, NdSbp(std::vector<Sbp>(dp.mesh_ndim(), sbp::broadcast)), dsbp);
 }
 
 }  // namespace
 
-Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp) {
+Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp, int move_tag) {
   GLOBE_CHECK(x.is_global(), "[to_global] box() needs a global tensor");
   const NdSbp to = normalize_sbp(sbp, x.dim(), placement.mesh_ndim(), "to_global");
   if (x.placement() == placement && x.sbp() == to) return x;
@@ -149,7 +142,7 @@ Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp) {
                 ? box_same_placement(x.impl().global->local, x.shape(), placement, x.sbp(), to)
                 : x.impl().global->local;
   } else {
-    local = box_across(x, placement, to);
+    local = box_across(x, placement, to, move_tag);
   }
   return make_global(local, x.shape(), placement, to);
 }

@@ -7,9 +7,15 @@
 
 namespace globe {
 
+// Point-to-point tag of moves between placements. Moves that the two sides may post in different
+// orders (a pipeline's transfers) pass tags of their own (kMoveTag + 1 and up), so each receive
+// matches its own send.
+constexpr int kMoveTag = 0x7a;
+
 // The same value laid out as (placement, sbp). No autograd (Tensor::to_global adds it). Every rank
-// of the world calls it; members of either placement communicate.
-Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp);
+// of the world calls it; members of either placement communicate. A move between placements sends
+// without waiting for the receivers (dist::send_later): only receiving ranks wait.
+Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp, int move_tag = kMoveTag);
 
 // Bytes this rank would send to convert `from` into `to` on one mesh axis of `group_size` ranks,
 // for a block of `block_bytes` bytes: the cost model SBP deduction ranks candidates with.

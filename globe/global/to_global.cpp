@@ -28,6 +28,12 @@ class RecordedOnly : public Op {
 class Boxing final : public RecordedOnly {
  public:
   std::string name() const override { return "to_global"; }
+  // The gradient of a move between placements comes from the destination's ranks; a rank of the
+  // source only would wait for them.
+  bool backward_waits_for_peer(const std::vector<Tensor>& in, const Tensor& out) const override {
+    const int me = dist::world_rank();
+    return in[0].placement() != out.placement() && in[0].placement().contains(me) && !out.placement().contains(me);
+  }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
     NdSbp target = in[0].sbp();
@@ -59,29 +65,41 @@ class LocalToGlobal final : public RecordedOnly {
   }
 };
 
-// Every rank's [member, dtype, ndim, shape...] (fixed width), gathered over the world.
+// Every member's [member, dtype, ndim, shape...] (fixed width), gathered over the placement's
+// ranks only (indexed by world rank; other rows stay empty): a pipeline's labels put on the last
+// stage must not make every rank meet once per micro-batch.
 constexpr int kMaxDims = 13;
-std::vector<std::vector<int64_t>> gather_shapes(const Tensor& local, bool member) {
+std::vector<std::vector<int64_t>> gather_shapes(const Tensor& local, const Placement& p) {
   GLOBE_CHECK(local.dim() <= kMaxDims, "[to_global] tensors of more than ", kMaxDims, " dims are not supported");
   std::vector<int64_t> mine(3 + kMaxDims, 0);
-  mine[0] = member;
+  mine[0] = 1;
   mine[1] = int64_t(local.dtype());
   mine[2] = local.dim();
   for (int64_t d = 0; d < local.dim(); ++d) mine[3 + d] = local.shape()[d];
-  const int n = dist::world_size();
-  std::vector<std::vector<int64_t>> all(n);
+  std::vector<std::vector<int64_t>> all(dist::world_size());
+  const int n = p.size();
   if (n == 1) {
-    all[0] = mine;
+    all[p.first()] = mine;
     return all;
   }
-  std::vector<int> world(n);
-  for (int r = 0; r < n; ++r) world[r] = r;
+  std::vector<int> members = p.ranks();
   Tensor out = Tensor::empty({int64_t(n) * int64_t(mine.size())}, kInt64);
-  dist::group(world).all_gather_v(from_vector(mine, {int64_t(mine.size())}), out,
-                                  std::vector<int64_t>(n, int64_t(mine.size())));
-  const int64_t* p = out.data<int64_t>();
-  for (int r = 0; r < n; ++r) all[r].assign(p + r * mine.size(), p + (r + 1) * mine.size());
+  dist::group(members).all_gather_v(from_vector(mine, {int64_t(mine.size())}), out,
+                                    std::vector<int64_t>(n, int64_t(mine.size())));
+  const int64_t* d = out.data<int64_t>();
+  for (int i = 0; i < n; ++i) all[members[i]].assign(d + i * mine.size(), d + (i + 1) * mine.size());
   return all;
+}
+
+// A rank outside the placement learns nothing from the members: it takes its own local tensor as
+// the first member's block (the SPMD program gives every rank the same-shaped tensor), which is
+// exact for broadcast, partial_sum and evenly divisible splits. Receives check their sizes, so a
+// wrong guess is an error where the value is used, never a wrong value.
+Shape guess_global_shape(const Tensor& local, const Placement& p, const NdSbp& sbp) {
+  Shape global = local.shape();
+  for (size_t a = 0; a < sbp.size(); ++a)
+    if (sbp[a].is_split()) global[sbp[a].axis] *= p.mesh_shape()[a];
+  return global;
 }
 
 Shape shape_of(const std::vector<int64_t>& row) {
@@ -125,7 +143,7 @@ Tensor local_to_global(const Tensor& local, const Placement& p, const NdSbp& sbp
   const NdSbp sbp = normalize_sbp(sbp_in, local.dim(), p.mesh_ndim(), "to_global");
   const int me = dist::world_rank();
   const bool member = p.contains(me);
-  const Shape shape = infer_global_shape(gather_shapes(local, member), p, sbp);
+  const Shape shape = member ? infer_global_shape(gather_shapes(local, p), p, sbp) : guess_global_shape(local, p, sbp);
   Tensor shard = Tensor::empty(member ? local.shape() : Shape(shape.size(), 0), local.dtype());
   if (member) {
     // The global tensor owns its copy: an in-place update of one (an optimizer step) never
@@ -141,6 +159,19 @@ Tensor local_to_global(const Tensor& local, const Placement& p, const NdSbp& sbp
 }
 
 // ---- hooks ------------------------------------------------------------------------------------
+
+// Deferred reduction (SPEC §11): a gradient on the leaf's placement that differs from the leaf's
+// layout only by being partial_sum where the leaf is broadcast may wait for its reduction.
+bool grad_may_wait(const Tensor& g, const Tensor& leaf) {
+  if (!g.is_global() || !leaf.is_global() || g.placement() != leaf.placement()) return false;
+  bool differs = false;
+  for (size_t a = 0; a < g.sbp().size(); ++a) {
+    if (g.sbp()[a] == leaf.sbp()[a]) continue;
+    if (!(g.sbp()[a].is_partial() && leaf.sbp()[a].is_broadcast())) return false;
+    differs = true;
+  }
+  return differs;
+}
 
 Tensor grad_to_leaf_layout(const Tensor& g, const Tensor& leaf) {
   if (!leaf.is_global() && !g.is_global()) return g;
@@ -166,6 +197,7 @@ void copy_global(const Tensor& dst, const Tensor& src) {
 namespace detail {
 void install_to_global_hooks() {
   g_grad_to_leaf_layout = grad_to_leaf_layout;
+  g_grad_may_wait = grad_may_wait;
   g_copy_global = copy_global;
 }
 }  // namespace detail

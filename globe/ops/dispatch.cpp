@@ -24,6 +24,7 @@ class OpNode final : public Node {
   OpNode(OpPtr op, std::vector<Tensor> inputs, Tensor output)
       : Node(std::move(inputs)), op_(std::move(op)), output_(std::move(output)) {}
   std::string name() const override { return op_->name(); }
+  bool waits_for_peer() const override { return op_->backward_waits_for_peer(inputs(), output_); }
   std::vector<Tensor> apply(const Tensor& grad, const std::vector<bool>& needs) override {
     std::vector<Tensor> grads = op_->vjp(inputs(), output_, grad, needs);
     grads.resize(inputs().size());

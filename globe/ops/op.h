@@ -61,6 +61,13 @@ class Op {
   // op runs global by gathering its inputs.
   virtual std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& inputs,
                                                    const SbpContext& ctx) const;
+  // Whether this rank, running the backward of this op, would wait for another placement's ranks
+  // (see Node::waits_for_peer).
+  virtual bool backward_waits_for_peer(const std::vector<Tensor>& inputs, const Tensor& output) const {
+    (void)inputs;
+    (void)output;
+    return false;
+  }
   // Whether the op has a gradient at all (argmax, comparisons and backward kernels do not).
   virtual bool differentiable() const { return true; }
 };

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "globe/autograd/grad_mode.h"
+#include "globe/dist/runtime.h"
 #include "globe/ops/ops.h"
 
 namespace globe::optim {
@@ -12,6 +13,9 @@ namespace {
 // Calls fn(T* p, const T* g, int64_t n, i) over each parameter's local data with a gradient.
 template <class Fn>
 void for_each_param(const std::vector<Tensor>& params, const char* op, Fn&& fn) {
+  // A parameter may still be on its way to another placement (a tied weight's move sends without
+  // waiting): the in-place update waits for those sends.
+  dist::finish_sends();
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     Tensor g = p.grad();

@@ -139,8 +139,9 @@ TEST(LocalToGlobal, Int64AndFloat32) {
 
 TEST(LocalToGlobal, RankOutsidePlacement) {
   if (world() < 2) GTEST_SKIP() << "needs 2 ranks";
-  // Only rank 1 is in the placement; the others pass whatever they hold and get an empty shard.
-  Tensor local = me() == 1 ? rows_from(0, 3, 2) : rows_from(0, 7, 5, -1);
+  // Only rank 1 is in the placement; the others pass a tensor of the same shape (its values are
+  // ignored: they take their shape from it without talking to rank 1) and get an empty shard.
+  Tensor local = me() == 1 ? rows_from(0, 3, 2) : rows_from(0, 3, 2, -1);
   Tensor g = local.to_global(placement("cpu", {1}), sbp::split(0));
   EXPECT_EQ(g.shape(), (Shape{3, 2}));
   if (me() != 1) {
@@ -151,11 +152,23 @@ TEST(LocalToGlobal, RankOutsidePlacement) {
     // A sub-mesh of two ranks, written in reverse.
     const Placement p = placement("cpu", {3, 1});
     const int idx = p.index_of(me());
-    Tensor l2 = idx >= 0 ? rows_from(split_range(5, 2, idx).start, split_range(5, 2, idx).length, 2) : zeros({1, 1}, kFloat64);
+    Tensor l2 = idx >= 0 ? rows_from(2 * idx, 2, 2) : zeros({2, 2}, kFloat64);
     Tensor g2 = l2.to_global(p, sbp::split(0));
-    EXPECT_EQ(g2.shape(), (Shape{5, 2}));
-    expect_same_values(value_of(g2), rows_from(0, 5, 2), "rank 3's rows first");
+    EXPECT_EQ(g2.shape(), (Shape{4, 2}));
+    expect_same_values(value_of(g2), rows_from(0, 4, 2), "rank 3's rows first");
   }
+}
+
+TEST(LocalToGlobal, RankOutsidePlacementWithAnotherShapeIsAnErrorNotAWrongValue) {
+  if (world() < 2) GTEST_SKIP() << "needs 2 ranks";
+  // Rank 0 is outside and passes 7 x 5 where rank 1's shard is 3 x 2: rank 0 believes the global
+  // shape is 7 x 5. The first op that involves both says so on both ranks.
+  Tensor local = me() == 1 ? rows_from(0, 3, 2) : rows_from(0, 7, 5, -1);
+  Tensor g = local.to_global(placement("cpu", {1}), sbp::split(0));
+  const std::string msg = error_of([&] { value_of(g); });
+  EXPECT_NE(msg.find("diverged"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[7, 5]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[3, 2]"), std::string::npos) << msg;
 }
 
 TEST(LocalToGlobal, ShapesNotFittingTheBalancedPatternNameRanksAndShapes) {
