@@ -23,3 +23,6 @@
 #include "globe/global/sbp.h"
 #include "globe/io/checkpoint.h"
 #include "globe/io/sharded.h"
+#include "globe/core/memory.h"
+#include "globe/pipeline/pipeline.h"
+#include "globe/pipeline/schedule.h"

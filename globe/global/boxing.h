@@ -9,7 +9,7 @@ namespace globe {
 
 // Point-to-point tag of moves between placements. Moves that the two sides may post in different
 // orders (a pipeline's transfers) pass tags of their own (kMoveTag + 1 and up), so each receive
-// matches its own send.
+// matches its own send; consistency mode does not compare those (the sequence differs by design).
 constexpr int kMoveTag = 0x7a;
 
 // The same value laid out as (placement, sbp). No autograd (Tensor::to_global adds it). Every rank

@@ -60,6 +60,9 @@ class Module {
   // (SPEC §3): with broadcast, rank 0's values win; with split, each rank's local tensor is its
   // shard. Already-global tensors are re-laid out (boxed).
   void to_global(const Placement& placement, const NdSbp& sbp);
+  // Moves every parameter and buffer to `placement` keeping its SBP (local ones become broadcast),
+  // as OneFlow's module.to_global(placement=...): how a pipeline puts a stage on its ranks.
+  void to_global(const Placement& placement);
   // Distributes a full local module over `placement`: each tensor's local value is taken as the
   // whole logical value (rank 0's, broadcast to all), then laid out by `plan` (dotted name ->
   // SBP; names not listed get `default_sbp`). This is how tensor-parallel layers are built from

@@ -23,6 +23,18 @@ void Module::to_global(const Placement& placement, const NdSbp& sbp) {
   for_each_slot([&](const std::string&, Tensor& slot, bool) { replace_leaf(slot, slot.to_global(placement, sbp)); });
 }
 
+void Module::to_global(const Placement& placement) {
+  NoGradGuard no_grad;
+  const NdSbp replicated(std::vector<Sbp>(size_t(placement.mesh_ndim()), sbp::broadcast));
+  for_each_slot([&](const std::string& name, Tensor& slot, bool) {
+    if (!slot.is_global()) return replace_leaf(slot, slot.to_global(placement, replicated));
+    GLOBE_CHECK(slot.placement().mesh_ndim() == placement.mesh_ndim(), "[to_global] '", name, "' is laid out ",
+                slot.sbp().to_string(), " on ", slot.placement().to_string(), "; moving it to ", placement.to_string(),
+                " needs an SBP for that mesh: to_global(placement, sbp)");
+    replace_leaf(slot, slot.to_global(placement));
+  });
+}
+
 void Module::distribute(const Placement& placement, const std::vector<std::pair<std::string, NdSbp>>& plan,
                         const NdSbp& default_sbp) {
   // Check the plan before touching anything: a bad plan changes nothing.

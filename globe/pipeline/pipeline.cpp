@@ -1,0 +1,351 @@
+#include "globe/pipeline/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "globe/autograd/grad_mode.h"
+#include "globe/dist/runtime.h"
+#include "globe/global/boxing.h"
+#include "globe/global/global_tensor.h"
+#include "globe/ops/ops.h"
+
+namespace globe::pipeline {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+NdSbp replicated(const Placement& p) { return NdSbp(std::vector<Sbp>(size_t(p.mesh_ndim()), sbp::broadcast)); }
+
+// The layout a tensor takes on `to`: its own where the meshes have as many axes, else replicated.
+NdSbp layout_on(const NdSbp& s, const Placement& from, const Placement& to) {
+  return from.mesh_ndim() == to.mesh_ndim() ? s : replicated(to);
+}
+
+// A global tensor on a placement this rank is not in: metadata only, an empty shard.
+Tensor phantom(const Shape& shape, DType dtype, const Placement& p, const NdSbp& sbp) {
+  return make_global(Tensor::empty(Shape(shape.size(), 0), dtype), shape, p, sbp);
+}
+
+// `x` as a global tensor on `p` (collective over the ranks of both placements).
+Tensor onto(const Tensor& x, const Placement& p) {
+  if (!x.is_global()) return x.to_global(p, replicated(p));
+  if (x.placement() == p) return x;
+  return box(x, p, layout_on(x.sbp(), x.placement(), p));
+}
+
+bool shape_matches(const Shape& shape, const Shape& expected) {
+  if (shape.size() != expected.size()) return false;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (expected[d] >= 0 && expected[d] != shape[d]) return false;
+  return true;
+}
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::forward: return "forward";
+    case Phase::backward: return "backward";
+    case Phase::input_grad: return "input-gradient backward";
+    case Phase::weight_grad: return "weight-gradient backward";
+  }
+  return "";
+}
+
+// Transfer header: dtype, ndim, shape[kMaxDims], mesh ndim, (kind, dim) per mesh axis.
+constexpr int kMaxDims = 13, kMaxMesh = 8;
+constexpr int64_t kHeaderLen = 3 + kMaxDims + 2 * kMaxMesh;
+
+Tensor encode_header(const Tensor& t) {
+  GLOBE_CHECK(t.dim() <= kMaxDims && t.sbp().size() <= size_t(kMaxMesh), "[pipeline] a stage output of ", t.dim(),
+              " dims on a ", t.sbp().size(), "-D mesh is more than a transfer header holds");
+  std::vector<int64_t> h(kHeaderLen, 0);
+  h[0] = int64_t(t.dtype());
+  h[1] = t.dim();
+  for (int64_t d = 0; d < t.dim(); ++d) h[2 + d] = t.shape()[d];
+  h[2 + kMaxDims] = int64_t(t.sbp().size());
+  for (size_t a = 0; a < t.sbp().size(); ++a) {
+    h[3 + kMaxDims + 2 * a] = int64_t(t.sbp()[a].kind);
+    h[4 + kMaxDims + 2 * a] = t.sbp()[a].axis;
+  }
+  return from_vector(h, {kHeaderLen});
+}
+
+Tensor decode_header(const Tensor& header, const Placement& src) {
+  const int64_t* h = header.data<int64_t>();
+  const Shape shape(h + 2, h + 2 + h[1]);
+  std::vector<Sbp> s;
+  for (int64_t a = 0; a < h[2 + kMaxDims]; ++a)
+    s.push_back(Sbp{Sbp::Kind(h[3 + kMaxDims + 2 * a]), h[4 + kMaxDims + 2 * a]});
+  return phantom(shape, DType(h[0]), src, NdSbp(s));
+}
+
+}  // namespace
+
+Pipeline::Pipeline(std::vector<Placement> groups, std::vector<nn::UnaryModule*> blocks, Options options,
+                   std::vector<nn::UnaryModule*> first, std::vector<nn::UnaryModule*> last)
+    : groups_(std::move(groups)) {
+  // Everything is checked before anything moves or communicates.
+  const int p = int(groups_.size());
+  GLOBE_CHECK(p >= 1, "[pipeline] needs at least one rank group (placement)");
+  for (int a = 0; a < p; ++a)
+    for (int b = a + 1; b < p; ++b)
+      for (int r : groups_[size_t(a)].ranks())
+        GLOBE_CHECK(!groups_[size_t(b)].contains(r), "[pipeline] stage placements must not share ranks: rank ", r,
+                    " is in both ", groups_[size_t(a)].to_string(), " (group ", a, ") and ",
+                    groups_[size_t(b)].to_string(), " (group ", b, ")");
+  schedule_ = Schedule::make(options.schedule, p, options.microbatches, options.chunks);
+  const int S = schedule_.stages();
+  const int n = int(blocks.size());
+  GLOBE_CHECK(n >= S, "[pipeline] ", S, " stages but only ", n, " blocks: every stage needs at least one block");
+  std::vector<int> stage_of = options.stage_of_block;
+  if (stage_of.empty()) {
+    for (int s = 0; s < S; ++s)
+      for (int64_t i = 0; i < split_range(n, S, s).length; ++i) stage_of.push_back(s);
+  }
+  GLOBE_CHECK(int(stage_of.size()) == n, "[pipeline] the plan gives a stage for ", stage_of.size(), " blocks but there are ", n);
+  stages_.resize(size_t(S));
+  for (int i = 0; i < n; ++i) {
+    const int s = stage_of[size_t(i)];
+    GLOBE_CHECK(s >= 0 && s < S, "[pipeline] the plan puts block ", i, " on stage ", s, ", which does not exist (",
+                S, " stages: 0 to ", S - 1, ")");
+    GLOBE_CHECK(i == 0 || s >= stage_of[size_t(i - 1)], "[pipeline] the plan puts block ", i, " on stage ", s,
+                " after block ", i - 1, " on stage ", stage_of[size_t(i - 1)], ": stages take consecutive blocks");
+    if (stages_[size_t(s)].blocks++ == 0) stages_[size_t(s)].first_block = i;
+    stages_[size_t(s)].modules.push_back(blocks[size_t(i)]);
+  }
+  for (int s = 0; s < S; ++s)
+    GLOBE_CHECK(stages_[size_t(s)].blocks > 0, "[pipeline] the plan leaves stage ", s, " empty: every stage needs at least one block");
+  stages_.front().modules.insert(stages_.front().modules.begin(), first.begin(), first.end());
+  stages_.back().modules.insert(stages_.back().modules.end(), last.begin(), last.end());
+
+  for (int s = 0; s < S; ++s)
+    for (nn::UnaryModule* m : stages_[size_t(s)].modules) m->to_global(placement_of(s));
+}
+
+bool Pipeline::mine(int stage) const { return placement_of(stage).contains(dist::world_rank()); }
+
+void Pipeline::tie(Tensor& parameter, Tensor& slot) {
+  int param_stage = -1, slot_stage = -1;
+  for (int s = 0; s < stages(); ++s)
+    for (nn::UnaryModule* m : stages_[size_t(s)].modules)
+      m->for_each_slot([&](const std::string&, Tensor& t, bool) {
+        if (&t == &parameter) param_stage = s;
+        if (&t == &slot) slot_stage = s;
+      });
+  GLOBE_CHECK(param_stage >= 0 && slot_stage >= 0, "[pipeline] tie: the ", param_stage < 0 ? "parameter" : "slot",
+              " is not a tensor of any stage's modules");
+  GLOBE_CHECK(param_stage != slot_stage, "[pipeline] tie: both tensors are on stage ", param_stage,
+              "; share the tensor itself within a stage");
+  ties_.push_back({&parameter, &slot, slot_stage});
+}
+
+void Pipeline::expect_input(int stage, Shape shape) {
+  GLOBE_CHECK(stage >= 0 && stage < stages(), "[pipeline] expect_input: no stage ", stage, " (", stages(), " stages)");
+  stages_[size_t(stage)].expected_input = std::move(shape);
+}
+
+std::string Pipeline::describe() const {
+  std::ostringstream os;
+  for (int s = 0; s < stages(); ++s) {
+    const Stage& st = stages_[size_t(s)];
+    os << "stage " << s << " on " << placement_of(s).to_string() << ": blocks " << st.first_block;
+    if (st.blocks > 1) os << "-" << st.first_block + st.blocks - 1;
+    if (s == 0 && st.modules.size() > size_t(st.blocks)) os << " (+ first modules)";
+    if (s == stages() - 1 && s > 0 && st.modules.size() > size_t(st.blocks)) os << " (+ last modules)";
+    os << "\n";
+  }
+  return os.str();
+}
+
+Tensor Pipeline::forward(int stage, int, const Tensor& x) {
+  Tensor h = x;
+  for (nn::UnaryModule* m : stages_[size_t(stage)].modules) h = m->forward(h);
+  return h;
+}
+
+// Moves `t` (defined on the sending stage's ranks) from stage `from` to stage `to`. Both ends call
+// it at their action for micro-batch `mb`; the sender does not wait. Forward moves carry a header
+// (dtype, shape, layout) first, so the receiver needs no knowledge of the sender's shapes and a
+// stage's expected input is checked on both ends. A gradient's receiver knows its metadata: that
+// of `like`, the output it is the gradient of, as the next stage received it.
+Tensor Pipeline::transfer(const Tensor& t, int from, int to, int mb, bool fwd, const Tensor& like) {
+  const Placement& src = placement_of(from);
+  const Placement& dst = placement_of(to);
+  const int me = dist::world_rank();
+  const bool sending = src.contains(me), receiving = dst.contains(me);
+  std::ostringstream what_os;
+  what_os << (fwd ? "forward" : "backward") << ", stage " << from << " -> " << to << ", micro-batch " << mb;
+  const std::string what = what_os.str();
+  const int tag = kMoveTag + 1 + int(((int64_t(mb) * stages() + std::min(from, to)) * 2 + (fwd ? 0 : 1)) % (1 << 20));
+
+  std::vector<int> members = src.ranks();
+  members.insert(members.end(), dst.ranks().begin(), dst.ranks().end());
+  std::sort(members.begin(), members.end());
+  dist::Communicator& comm = dist::group(members);
+  auto index_in = [&](int r) { return int(std::find(members.begin(), members.end(), r) - members.begin()); };
+
+  Tensor value = t;
+  if (!fwd && !sending) value = phantom(like.shape(), like.dtype(), src, layout_on(like.sbp(), dst, src));
+  if (fwd) {
+    if (sending && me == src.first()) {
+      const Tensor header = encode_header(t);
+      for (int r : dst.ranks()) dist::send_later(comm.isend(header, index_in(r), tag));
+    }
+    if (!sending) {
+      Tensor header = Tensor::empty({kHeaderLen}, kInt64);
+      dist::WaitingFor waiting(what);
+      comm.irecv(header, index_in(src.first()), tag).wait();
+      value = decode_header(header, src);
+    }
+    const auto& expected = stages_[size_t(to)].expected_input;
+    if (expected)
+      GLOBE_CHECK(shape_matches(value.shape(), *expected), "[pipeline] ", what, ": stage ", from, " sends ",
+                  globe::describe(value), " but stage ", to, " expects its input to be ", shape_str(*expected),
+                  " (-1: any extent)");
+  }
+  GLOBE_CHECK(receiving || sending, "[pipeline] internal: rank ", me, " is on neither end of ", what);
+  const NdSbp target = layout_on(value.sbp(), src, dst);
+  dist::WaitingFor waiting(what);
+  Tensor moved = box(value, dst, target, tag);
+  return receiving ? moved : Tensor();
+}
+
+StepResult Pipeline::step(const Tensor& input, const Tensor& target, const LossFn& loss_fn) {
+  const auto t0 = Clock::now();
+  StepResult result;
+  const int S = stages(), m = schedule_.microbatches();
+  const int64_t rows = input.dim() > 0 ? input.shape()[0] : 0;
+  GLOBE_CHECK(input.dim() > 0 && target.dim() > 0 && target.shape()[0] == rows, "[pipeline] step: input ",
+              globe::describe(input), " and target ", globe::describe(target), " need the same number of rows (dim 0)");
+  GLOBE_CHECK(rows >= m, "[pipeline] step: ", m, " micro-batches need at least ", m, " rows; the batch has ", rows);
+
+  // Inputs to the first stage, targets to the last, tied values to their users: collective moves.
+  const Tensor in = onto(input, placement_of(0));
+  const Tensor tgt = onto(target, placement_of(S - 1));
+  for (Tie& tie : ties_) {
+    NoGradGuard no_grad;
+    const Placement& p = placement_of(tie.slot_stage);
+    Tensor v = box(tie.parameter->detach(), p, layout_on(tie.parameter->sbp(), tie.parameter->placement(), p)).detach();
+    v.set_requires_grad(true);
+    *tie.slot = v;
+  }
+
+  std::map<std::pair<int, int>, Live> live;  // (stage, micro-batch)
+  std::map<std::pair<int, int>, Tensor> handoff;  // same rank group: (to stage, mb) -> tensor
+  std::vector<int> alive(size_t(S), 0);
+  result.peak_alive.assign(size_t(S), 0);
+  Tensor total;
+  auto move = [&](const Tensor& t, int from, int to, int mb, bool fwd, const Tensor& like) -> Tensor {
+    if (placement_of(from) != placement_of(to)) return transfer(t, from, to, mb, fwd, like);
+    const auto key = std::make_pair(fwd ? to : -1 - to, mb);
+    if (t.defined()) {
+      handoff[key] = t;
+      return t;
+    }
+    Tensor got = handoff.at(key);
+    handoff.erase(key);
+    return got;
+  };
+
+  for (const Action& a : schedule_.order()) {
+    const int s = a.stage, k = a.microbatch;
+    if (!mine(s)) continue;
+    const auto ta = Clock::now();
+    const Range r = split_range(rows, m, k);
+    try {
+      if (a.phase == Phase::forward) {
+        Live& l = live[{s, k}];
+        Tensor x;
+        if (s == 0) {
+          x = narrow(in, 0, r.start, r.length);
+        } else {
+          x = move(Tensor(), s - 1, s, k, true, Tensor()).detach();
+          x.set_requires_grad(true);
+        }
+        l.input = x;
+        Tensor y = forward(s, k, x);
+        if (s == S - 1) {
+          // The micro-batch's mean loss weighted by its share of the rows: the losses sum to the
+          // batch's mean loss, and so do their gradients.
+          l.output = mul(loss_fn(y, narrow(tgt, 0, r.start, r.length)), double(r.length) / double(rows));
+          NoGradGuard no_grad;
+          total = total.defined() ? add(total, l.output.detach()) : l.output.detach();
+        } else {
+          l.output = y;
+          move(y, s, s + 1, k, true, Tensor());
+        }
+        result.peak_alive[size_t(s)] = std::max(result.peak_alive[size_t(s)], ++alive[size_t(s)]);
+      } else if (a.phase == Phase::backward || a.phase == Phase::input_grad) {
+        Live& l = live.at({s, k});
+        Tensor seed;
+        if (s < S - 1) seed = move(Tensor(), s + 1, s, k, false, l.output);
+        std::vector<Tensor> inputs;
+        if (s > 0) inputs.push_back(l.input);
+        if (a.phase == Phase::input_grad) {
+          l.weights = run_input_backward(l.output, seed, inputs);
+        } else {
+          run_backward(l.output, seed);
+        }
+        if (s > 0) move(l.input.grad(), s, s - 1, k, false, Tensor());
+        l.input = Tensor();
+        l.output = Tensor();
+        if (a.phase == Phase::backward) {
+          live.erase({s, k});
+          --alive[size_t(s)];
+        }
+      } else {
+        live.at({s, k}).weights.run();
+        live.erase({s, k});
+        --alive[size_t(s)];
+      }
+    } catch (const std::exception& e) {
+      std::ostringstream os;
+      os << "[pipeline] " << phase_name(a.phase) << " of stage " << s << " on " << placement_of(s).to_string()
+         << ", micro-batch " << k << " (action " << schedule_.position(a) << " of " << schedule_.order().size()
+         << " in the " << schedule_.name() << " order): " << e.what();
+      throw Error(os.str());
+    }
+    result.busy_seconds += seconds_since(ta);
+  }
+
+  // Tied slots give their gradient back to the parameter (collective over both stages' ranks).
+  for (Tie& tie : ties_) {
+    NoGradGuard no_grad;
+    const Placement& p = placement_of(tie.slot_stage);
+    Tensor g = p.contains(dist::world_rank()) ? tie.slot->grad() : Tensor();
+    if (!g.defined()) g = phantom(tie.slot->shape(), tie.slot->dtype(), p, tie.slot->sbp());
+    Tensor back = box(g, tie.parameter->placement(), tie.parameter->sbp());
+    if (tie.parameter->placement().contains(dist::world_rank())) {
+      Tensor mine_g = tie.parameter->grad();
+      tie.parameter->set_grad(mine_g.defined() ? add(mine_g, back) : back);
+    }
+    tie.slot->set_grad(Tensor());
+  }
+
+  // SPMD reads (an optimizer step, a norm, item()) see every parameter's gradient on every rank:
+  // where a stage's parameters are not held, their gradient is metadata as they are.
+  for (int s = 0; s < S; ++s) {
+    if (mine(s)) continue;
+    for (nn::UnaryModule* mod : stages_[size_t(s)].modules)
+      for (const Tensor& prm : mod->parameters())
+        if (prm.requires_grad() && prm.is_global() && !Tensor(prm.impl().grad).defined())
+          prm.set_grad(phantom(prm.shape(), prm.dtype(), prm.placement(), prm.sbp()));
+  }
+
+  const Placement& last = placement_of(S - 1);
+  // Ranks outside the last stage hold the loss as metadata; its dtype is the input's when that is
+  // floating point (a model of float64 computes a float64 loss), else float32.
+  const DType loss_dtype = input.dtype() == kInt64 ? kFloat32 : input.dtype();
+  // The loss is summed inside the last stage (partial under data parallelism) so that every rank
+  // knows its layout: broadcast over the last stage.
+  result.loss = total.defined() ? box(total, last, replicated(last)) : phantom({}, loss_dtype, last, replicated(last));
+  result.step_seconds = seconds_since(t0);
+  return result;
+}
+
+}  // namespace globe::pipeline
