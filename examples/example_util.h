@@ -17,6 +17,13 @@ inline int int_flag(int argc, char** argv, const char* name, int fallback) {
   return fallback;
 }
 
+// The string after `--name` on the command line, or `fallback`.
+inline std::string string_flag(int argc, char** argv, const char* name, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  return fallback;
+}
+
 // Prints from rank 0 only (every rank runs the same program).
 inline bool is_rank0() { return globe::dist::world_rank() == 0; }
 

@@ -26,10 +26,12 @@ std::vector<double> losses(const std::string& out) {
   return v;
 }
 
-std::vector<double> run_example(const std::string& name, int nproc, int iters) {
-  auto r = launch_test::run_launcher({"--nproc_per_node", std::to_string(nproc), "--no-prefix",
-                                      launch_test::bin_dir() + "/" + name, "--iters", std::to_string(iters)},
-                                     {}, 300);
+std::vector<double> run_example(const std::string& name, int nproc, int iters,
+                                const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"--nproc_per_node", std::to_string(nproc), "--no-prefix",
+                                   launch_test::bin_dir() + "/" + name, "--iters", std::to_string(iters)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = launch_test::run_launcher(args, {}, 300);
   EXPECT_EQ(r.exit_code, 0) << name << " with " << nproc << " ranks failed:\n" << r.out << r.err;
   std::vector<double> v = losses(r.out);
   EXPECT_EQ(int(v.size()), iters) << name << " printed " << v.size() << " losses (one rank prints):\n" << r.out;
@@ -69,6 +71,20 @@ TEST(SaveLoadExample, RoundTripsOnOneAndTwoRanks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tutorials, Example, ::testing::Values("quickstart", "data_parallel", "model_parallel"));
+// The pipeline object's example: one stage per rank, every schedule, the losses of one process.
+TEST(PipelineSchedulesExample, EveryScheduleOnOneTwoAndFourRanksGivesTheSameLosses) {
+  const int iters = 4;
+  const auto one = run_example("pipeline_schedules", 1, iters);
+  for (const char* schedule : {"gpipe", "1f1b", "interleaved", "zb-h1"})
+    for (int nproc : {2, 4}) {
+      const auto got = run_example("pipeline_schedules", nproc, iters, {"--schedule", schedule});
+      ASSERT_EQ(got.size(), one.size()) << schedule << " on " << nproc;
+      for (size_t i = 0; i < one.size(); ++i)
+        EXPECT_NEAR(got[i], one[i], 1e-6 * std::abs(one[i])) << schedule << " on " << nproc << " iteration " << i;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tutorials, Example,
+                         ::testing::Values("quickstart", "data_parallel", "model_parallel", "pipeline"));
 
 }  // namespace
