@@ -189,6 +189,15 @@ Tensor Pipeline::transfer(const Tensor& t, int from, int to, int mb, bool fwd, c
   dist::Communicator& comm = dist::group(members);
   auto index_in = [&](int r) { return int(std::find(members.begin(), members.end(), r) - members.begin()); };
 
+  const auto wait_start = Clock::now();
+  struct CountWait {
+    double& total;
+    Clock::time_point start;
+    bool on;
+    ~CountWait() {
+      if (on) total += seconds_since(start);
+    }
+  } count_wait{waited_, wait_start, receiving};
   Tensor value = t;
   if (!fwd && !sending) value = phantom(like.shape(), like.dtype(), src, layout_on(like.sbp(), dst, src));
   if (fwd) {
@@ -235,6 +244,7 @@ StepResult Pipeline::step(const Tensor& input, const Tensor& target, const LossF
     *tie.slot = v;
   }
 
+  waited_ = 0;
   std::map<std::pair<int, int>, Live> live;  // (stage, micro-batch)
   std::map<std::pair<int, int>, Tensor> handoff;  // same rank group: (to stage, mb) -> tensor
   std::vector<int> alive(size_t(S), 0);
@@ -344,6 +354,7 @@ StepResult Pipeline::step(const Tensor& input, const Tensor& target, const LossF
   // The loss is summed inside the last stage (partial under data parallelism) so that every rank
   // knows its layout: broadcast over the last stage.
   result.loss = total.defined() ? box(total, last, replicated(last)) : phantom({}, loss_dtype, last, replicated(last));
+  result.busy_seconds -= waited_;
   result.step_seconds = seconds_since(t0);
   return result;
 }

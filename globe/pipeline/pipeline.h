@@ -46,8 +46,8 @@ struct StepResult {
   // Per stage: the most micro-batches whose activations this rank held at once (0 for stages on
   // other ranks).
   std::vector<int> peak_alive;
-  // This rank's time inside its actions and the step's wall time (seconds): 1 - busy/step is its
-  // share of the bubble.
+  // This rank's time computing inside its actions (waits for other stages excluded) and the
+  // step's wall time (seconds): 1 - busy/step is its share of the bubble.
   double busy_seconds = 0, step_seconds = 0;
 };
 
@@ -110,6 +110,7 @@ class Pipeline {
   Schedule schedule_;
   std::vector<Stage> stages_;
   std::vector<Tie> ties_;
+  double waited_ = 0;  // this step's seconds spent receiving inside actions
 };
 
 }  // namespace globe::pipeline

@@ -1,0 +1,220 @@
+// Pipeline benchmarks (bench/run_pipeline.sh runs every case; figures in bench/RESULTS.md).
+//   --case fidelity    stages whose forward and backward are timed sleeps (t_F = 20 ms, t_B = 40
+//                      ms, split 20 + 20 into input and weight gradient), one stage per rank:
+//                      step time and bubble against the schedule's theory. Independent of cores.
+//   --case memory      p = 2, m = 8: peak activation bytes on stage 0 under gpipe and 1f1b.
+//   --case throughput  an MLP, m = 8: with 2+ ranks a pipeline of one stage per rank (1f1b); with
+//                      1 rank the same model without pipelining (gradient accumulation over the
+//                      same micro-batches). run_pipeline.sh divides the two steps/s.
+// Each prints one `RESULT {json}` line per measurement (rank 0).
+#include <globe/globe.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "globe/ops/op.h"
+
+namespace pp = globe::pipeline;
+using globe::Tensor;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+void sleep_ms(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
+
+std::string flag(int argc, char** argv, const char* name, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  return fallback;
+}
+
+// y = x (the weight w only carries the gradient); forward sleeps t_F, the input gradient t_I, the
+// weight gradient t_W.
+class SleepOp final : public globe::Op {
+ public:
+  SleepOp(double f, double i, double w) : f_(f), i_(i), w_(w) {}
+  std::string name() const override { return "sleep"; }
+  globe::TensorMeta infer(const std::vector<globe::TensorMeta>& in) const override { return in[0]; }
+  Tensor compute(const std::vector<Tensor>& in, const globe::ComputeArgs&) const override {
+    sleep_ms(f_);
+    return globe::contiguous(in[0]);
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>& needs) const override {
+    std::vector<Tensor> out(2);
+    if (needs[0]) {
+      sleep_ms(i_);
+      out[0] = g;
+    }
+    if (needs[1]) {
+      sleep_ms(w_);
+      out[1] = globe::zeros_like(in[1]);
+    }
+    return out;
+  }
+
+ private:
+  double f_, i_, w_;
+};
+
+struct SleepStage : globe::nn::UnaryModule {
+  Tensor w = globe::zeros({1});
+  double f, i, wt;
+  SleepStage(double f_, double i_, double w_) : f(f_), i(i_), wt(w_) { register_parameter("w", w); }
+  Tensor forward(const Tensor& x) override { return globe::apply_op<SleepOp>({x, w}, f, i, wt); }
+};
+
+std::vector<globe::Placement> one_rank_groups() {
+  std::vector<globe::Placement> g;
+  for (int r = 0; r < globe::dist::world_size(); ++r) g.push_back(globe::placement("cpu", {r}));
+  return g;
+}
+
+// The mean over ranks of a per-rank figure (collective).
+double mean_over_ranks(double v) {
+  Tensor t = globe::full({1}, v, globe::kFloat64).to_global(globe::Placement::all(), globe::sbp::split(0));
+  const auto all = t.to_vector<double>();
+  double s = 0;
+  for (double x : all) s += x;
+  return s / double(all.size());
+}
+
+void fidelity(const std::string& schedule, int steps) {
+  const int p = globe::dist::world_size(), m = 8;
+  const int v = schedule == "interleaved" ? 2 : 1;
+  const double tf = 20, tb = 40, ti = 20, tw = 20;
+  std::vector<std::shared_ptr<SleepStage>> stages;
+  std::vector<globe::nn::UnaryModule*> blocks;
+  for (int s = 0; s < p * v; ++s) {
+    stages.push_back(std::make_shared<SleepStage>(tf / v, ti / v, tw / v));
+    blocks.push_back(stages.back().get());
+  }
+  pp::Pipeline pipe(one_rank_groups(), blocks, {.schedule = schedule, .microbatches = m, .chunks = v});
+  // The input requires grad so that stage 0's backward computes its input gradient too: every
+  // stage's backward is then t_B.
+  Tensor x = globe::zeros({m, 4}), y = globe::zeros({m, 4});
+  x.set_requires_grad(true);
+  std::vector<double> times, bubbles;
+  for (int i = 0; i < steps + 1; ++i) {
+    pp::StepResult r = pipe.step(x, y, globe::mse_loss);
+    if (i == 0) continue;  // warm-up: communicators, first allocations
+    times.push_back(r.step_seconds * 1e3);
+    bubbles.push_back(1.0 - r.busy_seconds / r.step_seconds);
+    if (std::getenv("BENCH_DEBUG")) std::fprintf(stderr, "rank %d busy %.1f step %.1f\n", globe::dist::world_rank(), r.busy_seconds * 1e3, r.step_seconds * 1e3);
+  }
+  std::sort(times.begin(), times.end());
+  std::sort(bubbles.begin(), bubbles.end());
+  const double step_ms = mean_over_ranks(times[times.size() / 2]);
+  const double bubble = mean_over_ranks(bubbles[bubbles.size() / 2]);
+  // Theory: GPipe / 1F1B (m + p - 1)(t_F + t_B); interleaved (m + (p - 1)/v)(t_F + t_B); ZB-H1
+  // m(t_F + t_B) + (p - 1)(t_F + t_I - t_W) (Qi et al. 2023).
+  double theory = (m + p - 1) * (tf + tb);
+  if (schedule == "interleaved") theory = (m + double(p - 1) / v) * (tf + tb);
+  if (schedule == "zb-h1") theory = m * (tf + tb) + (p - 1) * (tf + ti - tw);
+  const double theory_bubble = 1.0 - m * (tf + tb) / theory;
+  if (globe::dist::world_rank() == 0)
+    std::printf(
+        "RESULT {\"case\": \"fidelity\", \"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_ms\": %.1f, "
+        "\"theory_ms\": %.1f, \"bubble\": %.4f, \"theory_bubble\": %.4f, \"simulated_bubble\": %.4f}\n",
+        schedule.c_str(), p * v, m, step_ms, theory, bubble, theory_bubble, pipe.schedule().simulated_bubble());
+}
+
+// An MLP of `layers` blocks Linear(h, h) + ReLU.
+struct Mlp {
+  std::vector<std::shared_ptr<globe::nn::UnaryModule>> layers;
+  Mlp(int n, int64_t h) {
+    globe::manual_seed(0);
+    for (int i = 0; i < n; ++i)
+      layers.push_back(std::make_shared<globe::nn::Sequential>(std::make_shared<globe::nn::Linear>(h, h),
+                                                                std::make_shared<globe::nn::ReLU>()));
+  }
+  std::vector<globe::nn::UnaryModule*> blocks() {
+    std::vector<globe::nn::UnaryModule*> b;
+    for (auto& l : layers) b.push_back(l.get());
+    return b;
+  }
+};
+
+void memory() {
+  const int m = 8;
+  const int64_t h = 256, rows = 512 * m;
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    Mlp mlp(8, h);
+    pp::Pipeline pipe(one_rank_groups(), mlp.blocks(), {.schedule = schedule, .microbatches = m});
+    globe::manual_seed(1);
+    // The batch lives on the first stage and the targets on the last before the step: data, not
+    // activations.
+    Tensor x = globe::from_full(globe::randn({rows, h}), pipe.placement_of(0), globe::sbp::broadcast);
+    Tensor y = globe::from_full(globe::randn({rows, h}), pipe.placement_of(pipe.stages() - 1), globe::sbp::broadcast);
+    pipe.step(x, y, globe::mse_loss);  // warm-up: gradients exist from now on
+    const int64_t before = globe::memory_stats().current_bytes;
+    globe::reset_peak_memory();
+    pp::StepResult r = pipe.step(x, y, globe::mse_loss);
+    const double peak = double(globe::memory_stats().peak_bytes - before);
+    static double gpipe_peak = 0;
+    if (std::string(schedule) == "gpipe") gpipe_peak = peak;
+    else if (globe::dist::world_rank() == 0)
+      std::printf("RESULT {\"case\": \"memory\", \"stages\": %d, \"microbatches\": %d, \"gpipe_bytes\": %.0f, "
+                  "\"onef1b_bytes\": %.0f, \"ratio\": %.4f, \"theory\": %.4f, \"peak_alive_gpipe\": %d, "
+                  "\"peak_alive_1f1b\": %d}\n",
+                  globe::dist::world_size(), m, gpipe_peak, peak, peak / gpipe_peak,
+                  double(globe::dist::world_size()) / m, m, r.peak_alive[0]);
+  }
+}
+
+void throughput(int steps) {
+  const int m = 8, layers = 8;
+  const int64_t h = 1024, rows = 64 * m;
+  Mlp mlp(layers, h);
+  globe::manual_seed(1);
+  Tensor x = globe::randn({rows, h}), y = globe::randn({rows, h});
+  const int p = globe::dist::world_size();
+  std::vector<double> times;
+  if (p == 1) {
+    // Without pipelining: the same micro-batches one after another, gradients accumulated.
+    for (int i = 0; i < steps + 1; ++i) {
+      const auto t = Clock::now();
+      for (int k = 0; k < m; ++k) {
+        const globe::Range r = globe::split_range(rows, m, k);
+        Tensor out = globe::narrow(x, 0, r.start, r.length);
+        for (auto* b : mlp.blocks()) out = b->forward(out);
+        globe::mul(globe::mse_loss(out, globe::narrow(y, 0, r.start, r.length)), double(r.length) / rows).backward();
+      }
+      if (i > 0) times.push_back(ms_since(t));
+    }
+  } else {
+    pp::Pipeline pipe(one_rank_groups(), mlp.blocks(), {.schedule = "1f1b", .microbatches = m});
+    for (int i = 0; i < steps + 1; ++i) {
+      const auto t = Clock::now();
+      pipe.step(x, y, globe::mse_loss);
+      if (i > 0) times.push_back(ms_since(t));
+    }
+  }
+  std::sort(times.begin(), times.end());
+  const double step_ms = mean_over_ranks(times[times.size() / 2]);
+  if (globe::dist::world_rank() == 0)
+    std::printf("RESULT {\"case\": \"throughput\", \"ranks\": %d, \"microbatches\": %d, \"layers\": %d, \"hidden\": %ld, "
+                "\"rows\": %ld, \"step_ms\": %.2f, \"steps_per_s\": %.3f, \"theory\": %.4f}\n",
+                p, m, layers, long(h), long(rows), step_ms, 1e3 / step_ms, double(p * m) / (m + p - 1));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string c = flag(argc, argv, "--case", "fidelity");
+  const int steps = std::stoi(flag(argc, argv, "--steps", "5"));
+  if (c == "fidelity") fidelity(flag(argc, argv, "--schedule", "1f1b"), steps);
+  else if (c == "memory") memory();
+  else if (c == "throughput") throughput(steps);
+  else {
+    std::fprintf(stderr, "bench_pipeline: unknown --case %s (fidelity, memory, throughput)\n", c.c_str());
+    return 2;
+  }
+  std::fflush(stdout);
+  return 0;
+}

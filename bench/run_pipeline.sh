@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Pipeline benchmarks (bench/RESULTS.md, "Pipelines"). Builds nothing:
+#   ninja -C build -j2 bench_pipeline globe-launch
+# Usage: bench/run_pipeline.sh [--quiet-wait SECONDS] [--log FILE]
+#   --quiet-wait S  before each measurement, wait up to S seconds (default 600) for the machine to
+#                   go idle; 0 skips the check
+#   --log FILE      also write everything printed to FILE (default bench/results/pipeline-<UTC>.log)
+# Cases, each one `RESULT {json}` line:
+#   fidelity    4 ranks, sleep stages (t_F 20 ms, t_B 40 ms), m = 8: gpipe, 1f1b, interleaved (v = 2),
+#               zb-h1 against their theory. Goals: gpipe/1f1b step <= 1.10 x theory and bubble within
+#               3 points of (p-1)/(m+p-1); interleaved and zb-h1 bubble below 1f1b's.
+#   memory      2 ranks, m = 8: peak activation bytes on stage 0, 1f1b / gpipe. Goal <= 0.30.
+#   throughput  an MLP (8 x Linear(1024, 1024) + ReLU, 512 rows, m = 8), 1 thread per rank: 2-stage
+#               1f1b on 2 ranks against the same model without pipelining on 1 rank. Goal >= 1.5 x.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BIN="$ROOT/build/bin"
+QUIET_WAIT=600
+LOG="$ROOT/bench/results/pipeline-$(date -u +%Y%m%dT%H%M%SZ).log"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quiet-wait) QUIET_WAIT="$2"; shift 2 ;;
+    --log) LOG="$2"; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "run_pipeline.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+for b in bench_pipeline globe-launch; do
+  [[ -x "$BIN/$b" ]] || { echo "missing $BIN/$b: build it first (ninja -C build -j2 bench_pipeline globe-launch)" >&2; exit 1; }
+done
+mkdir -p "$(dirname "$LOG")"
+exec > >(tee "$LOG") 2>&1
+source "$ROOT/bench/quiet.sh"
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+
+echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
+echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
+RESULTS=$(mktemp)
+trap 'rm -f "$RESULTS"' EXIT
+run() {  # NPROC ARGS...
+  local n=$1; shift
+  wait_quiet
+  echo "\$ $BIN/globe-launch --nproc_per_node $n --no-prefix $BIN/bench_pipeline $*"
+  "$BIN/globe-launch" --nproc_per_node "$n" --no-prefix "$BIN/bench_pipeline" "$@" | tee -a "$RESULTS"
+}
+for s in gpipe 1f1b interleaved zb-h1; do run 4 --case fidelity --schedule "$s" --steps 5; done
+run 2 --case memory
+run 1 --case throughput --steps 5
+run 2 --case throughput --steps 5
+# The throughput ratio of the two throughput runs above.
+python3 - "$RESULTS" <<'PY'
+import json, sys
+rows = [json.loads(l.split("RESULT ", 1)[1]) for l in open(sys.argv[1]) if l.startswith("RESULT ")]
+tp = {r["ranks"]: r for r in rows if r["case"] == "throughput"}
+if 1 in tp and 2 in tp:
+    out = {"case": "throughput", "ratio": round(tp[2]["steps_per_s"] / tp[1]["steps_per_s"], 4),
+           "theory": tp[2]["theory"], "pipelined_steps_per_s": tp[2]["steps_per_s"],
+           "plain_steps_per_s": tp[1]["steps_per_s"]}
+    print("RESULT " + json.dumps(out))
+PY
+echo "== log: $LOG"
