@@ -34,7 +34,7 @@ struct Options {
   int chunks = 1;  // model chunks per rank group (interleaved: 2 or more)
   // Which stage each block goes to (blocks in order, stage ids non-decreasing); empty: balanced by
   // block count, earlier stages taking the extra blocks.
-  std::vector<int> stage_of_block;
+  std::vector<int> stage_of_block = {};
 };
 
 using LossFn = std::function<Tensor(const Tensor& output, const Tensor& target)>;
