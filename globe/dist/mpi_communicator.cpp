@@ -36,8 +36,12 @@ bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline
     if (done) return true;
     const auto now = steady_clock::now();
     if (now > deadline) return false;
-    if (now - start < milliseconds(2)) sched_yield();
-    else std::this_thread::sleep_for(microseconds(now - start < milliseconds(200) ? 20 : 200));
+    if (now - start < milliseconds(2)) {
+      sched_yield();
+    } else {
+      check_failure_notice();
+      std::this_thread::sleep_for(microseconds(now - start < milliseconds(200) ? 20 : 200));
+    }
   }
 }
 

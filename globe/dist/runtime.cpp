@@ -6,7 +6,10 @@
 
 #include <csignal>
 #include <cstdio>
+#include <chrono>
 #include <cstdlib>
+#include <exception>
+#include <thread>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -29,6 +32,38 @@ void report_wait_and_die(int sig) {
   if (g_waiting_line[0]) [[maybe_unused]] ssize_t n = ::write(2, g_waiting_line, std::strlen(g_waiting_line));
   std::signal(sig, SIG_DFL);
   std::raise(sig);
+}
+
+// A rank dying of an uncaught exception tells the others before it goes (terminate_with_notice):
+// a rank blocked in a wait then says what it waited for while it can still print (once the
+// launcher stops the job, its output may be cut off).
+MPI_Comm g_notice_comm = MPI_COMM_NULL;
+constexpr int kNoticeTag = 0x6c0c0;
+std::terminate_handler g_prev_terminate = nullptr;
+
+void terminate_with_notice() {
+  static bool once = false;
+  if (!once && g_notice_comm != MPI_COMM_NULL) {
+    once = true;
+    int me = 0, n = 1;
+    MPI_Comm_rank(g_notice_comm, &me);
+    MPI_Comm_size(g_notice_comm, &n);
+    std::vector<MPI_Request> reqs;
+    for (int r = 0; r < n; ++r) {
+      if (r == me) continue;
+      reqs.emplace_back();
+      MPI_Isend(&me, 1, MPI_INT, r, kNoticeTag, g_notice_comm, &reqs.back());
+    }
+    // Long enough for a waiting rank to notice and print; short next to any launcher timeout.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    while (std::chrono::steady_clock::now() < until) {
+      int done = 0;
+      if (!reqs.empty()) MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  if (g_prev_terminate) g_prev_terminate();
+  std::abort();
 }
 
 bool env_flag(const char* name) {
@@ -59,6 +94,10 @@ class Runtime {
     // Errors come back as codes we turn into exceptions, not MPI aborts.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     globe::detail::set_error_rank(rank_);
+    if (size_ > 1) {
+      g_notice_comm = MPI_COMM_WORLD;  // its own tag; no collective needed to set it up
+      g_prev_terminate = std::set_terminate(terminate_with_notice);
+    }
     // Only where the program has no SIGTERM handler of its own.
     if (auto prev = std::signal(SIGTERM, report_wait_and_die); prev != SIG_DFL) std::signal(SIGTERM, prev);
   }
@@ -172,6 +211,21 @@ WaitingFor::~WaitingFor() {
                      runtime().rank_, prev_.c_str());
 }
 std::string waiting_for() { return t_waiting; }
+
+void check_failure_notice() {
+  if (g_notice_comm == MPI_COMM_NULL) return;
+  int flag = 0;
+  MPI_Status status;
+  MPI_Iprobe(MPI_ANY_SOURCE, kNoticeTag, g_notice_comm, &flag, &status);
+  if (!flag) return;
+  int failed = -1;
+  MPI_Recv(&failed, 1, MPI_INT, status.MPI_SOURCE, kNoticeTag, g_notice_comm, MPI_STATUS_IGNORE);
+  std::string line = "[globe] rank " + std::to_string(runtime().rank_) + " was stopped while waiting for " +
+                     (t_waiting.empty() ? std::string("a transfer") : t_waiting) + ": rank " +
+                     std::to_string(failed) + " failed\n";
+  [[maybe_unused]] ssize_t n = ::write(2, line.data(), line.size());
+  g_waiting_line[0] = 0;  // said once
+}
 void send_later(Request send) {
   auto& sends = runtime().sends_;
   std::erase_if(sends, [](Request& r) { return r.test(); });

@@ -39,6 +39,9 @@ class WaitingFor {
   std::string prev_;
 };
 std::string waiting_for();
+// Called by waits: if another rank died of an uncaught exception, say what this rank was waiting
+// for (once), while the job is still being stopped.
+void check_failure_notice();
 
 // Marks the process's communication as broken (a collective timed out and cannot be cancelled):
 // MPI is then not finalised at exit, which would wait for the missing peers forever.

@@ -366,3 +366,23 @@ TEST(TensorMisc, RequiresGradOnlyOnFloatingLeaves) {
 
 }  // namespace
 }  // namespace globe
+
+namespace globe {
+namespace {
+
+TEST(MemoryStats, CountsStorageAndKeepsAResettablePeak) {
+  const MemoryStats before = memory_stats();
+  reset_peak_memory();
+  {
+    Tensor big = Tensor::empty({1 << 18});  // 1 MiB of float32
+    EXPECT_EQ(memory_stats().current_bytes, before.current_bytes + (1 << 20));
+  }
+  const MemoryStats after = memory_stats();
+  EXPECT_EQ(after.current_bytes, before.current_bytes);
+  EXPECT_EQ(after.peak_bytes, before.current_bytes + (1 << 20));
+  reset_peak_memory();
+  EXPECT_EQ(memory_stats().peak_bytes, before.current_bytes);
+}
+
+}  // namespace
+}  // namespace globe

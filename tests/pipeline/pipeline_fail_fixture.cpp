@@ -2,7 +2,9 @@
 // launches it): rank 1 is then waiting for that micro-batch's activation.
 #include <globe/globe.h>
 
+#include <chrono>
 #include <iostream>
+#include <thread>
 
 using namespace globe;
 
@@ -10,7 +12,12 @@ struct FailsAtCall : nn::UnaryModule {
   int calls = 0, fail_at;
   explicit FailsAtCall(int n) : fail_at(n) {}
   Tensor forward(const Tensor& x) override {
-    if (calls++ == fail_at) throw Error("[fixture] stage 0 fails at micro-batch " + std::to_string(fail_at));
+    if (calls++ == fail_at) {
+      // Rank 1 has received micro-batches 0-2 by now or soon; let it reach its wait for 3 (a slow
+      // sanitizer build may still be starting up).
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      throw Error("[fixture] stage 0 fails at micro-batch " + std::to_string(fail_at));
+    }
     return x;
   }
 };
