@@ -33,9 +33,9 @@ done
 mkdir -p "$(dirname "$LOG")"
 exec > >(tee "$LOG") 2>&1
 source "$ROOT/bench/quiet.sh"
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
 RESULTS=$(mktemp)
 trap 'rm -f "$RESULTS"' EXIT
