@@ -53,7 +53,7 @@ void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
   if (g.dtype() != leaf.dtype()) g = to_dtype(g, leaf.dtype());
   TensorImpl& impl = leaf.impl();
   Tensor sum = impl.grad ? add(Tensor(impl.grad), g) : contiguous(g);
-  // Deferred reduction (SPEC §11): a sum that may wait stays in its layout until read; otherwise
+  // Deferred reduction: a sum that may wait stays in its layout until read; otherwise
   // the sum of two gradients may come out in another layout (add picks its cheapest signature).
   impl.grad_unsettled = detail::g_grad_may_wait && detail::g_grad_may_wait(sum, leaf);
   if (!impl.grad_unsettled) sum = settled(leaf, sum);

@@ -17,7 +17,7 @@ class Node;
 // (the backward of a cross-placement to_global, on a rank that only receives) pauses there: the
 // rest runs later, in the order the backward calls were made, when a gradient is read (grad(), an
 // optimizer step) or at exit. This is what lets a plain loop of per-micro-batch backward() calls
-// overlap pipeline stages (SPEC §11): stage 0 goes on with the next forward while the later stages
+// overlap pipeline stages: stage 0 goes on with the next forward while the later stages
 // work. finish_backward() runs every paused backward now.
 void run_backward(const Tensor& root, const Tensor& grad_seed = Tensor());
 void finish_backward();
@@ -48,7 +48,7 @@ namespace detail {
 // accumulated (SPEC §6: data parallel's P → B allreduce comes from here).
 extern Tensor (*g_grad_to_leaf_layout)(const Tensor& grad, const Tensor& leaf);
 // Installed by the global layer: whether a gradient may be kept in its own layout while it
-// accumulates and be boxed to the leaf's only when read (SPEC §11, deferred reduction): the same
+// accumulates and be boxed to the leaf's only when read (deferred reduction, docs/DECISIONS.md): the same
 // placement, and partial_sum where the leaf is broadcast.
 extern bool (*g_grad_may_wait)(const Tensor& grad, const Tensor& leaf);
 }  // namespace detail

@@ -49,7 +49,7 @@ struct TensorImpl {
   // Autograd.
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;
-  bool grad_unsettled = false;  // grad not yet boxed to this leaf's layout (SPEC §11)
+  bool grad_unsettled = false;  // grad not yet boxed to this leaf's layout
   std::shared_ptr<Node> grad_fn;
   // Non-null for a global tensor.
   std::shared_ptr<const GlobalMeta> global;

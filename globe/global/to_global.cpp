@@ -162,7 +162,7 @@ Tensor local_to_global(const Tensor& local, const Placement& p, const NdSbp& sbp
 
 // ---- hooks ------------------------------------------------------------------------------------
 
-// Deferred reduction (SPEC §11): a gradient on the leaf's placement that differs from the leaf's
+// Deferred reduction: a gradient on the leaf's placement that differs from the leaf's
 // layout only by being partial_sum where the leaf is broadcast may wait for its reduction.
 bool grad_may_wait(const Tensor& g, const Tensor& leaf) {
   if (!g.is_global() || !leaf.is_global() || g.placement() != leaf.placement()) return false;

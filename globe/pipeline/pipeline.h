@@ -1,4 +1,4 @@
-// Pipeline parallelism (SPEC §11): a model cut into stages, each stage on its own placement, run
+// Pipeline parallelism (docs/06-pipeline.md): a model cut into stages, each stage on its own placement, run
 // over micro-batches by a schedule.
 //
 //   std::vector<globe::Placement> groups = {globe::placement("cpu", {0}), globe::placement("cpu", {1})};

@@ -1,4 +1,4 @@
-// Pipeline schedules as data (SPEC §11). A schedule is the one global order of actions that every
+// Pipeline schedules as data (docs/06-pipeline.md). A schedule is the one global order of actions that every
 // rank walks — (stage, micro-batch, forward / backward / input-gradient / weight-gradient) — and a
 // rank runs only the actions of the stages it holds. The order comes from simulating the schedule's
 // rule on unit times (F = 1, B = 2, or I = 1 and W = 1 when the backward is split); each action
