@@ -2,7 +2,7 @@
 // one stage per rank, micro-batches run by a schedule chosen on the command line. The same program
 // on 1, 2 or 4 ranks prints the same losses; only the speed and the memory per rank change.
 //
-//   build/bin/globe-launch --nproc_per_node 4 build/bin/pipeline_schedules \
+//   build/bin/globe-launch --nproc_per_node 4 build/bin/pipeline_schedules
 //       [--schedule gpipe|1f1b|interleaved|zb-h1] [--microbatches 8] [--chunks 2] [--iters N]
 #include "example_util.h"
 

@@ -15,6 +15,7 @@
 #include "globe/nn/module.h"
 #include "globe/nn/parallel_layers.h"
 #include "globe/ops/ops.h"
+#include "globe/optim/clip.h"
 #include "globe/optim/optimizer.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"

@@ -126,17 +126,36 @@ void SGD::load_state_dict(const StateDict& state) {
   }
 }
 
+namespace {
+std::vector<Tensor> all_params(const std::vector<ParamGroup>& groups) {
+  std::vector<Tensor> all;
+  for (const ParamGroup& g : groups) all.insert(all.end(), g.params.begin(), g.params.end());
+  return all;
+}
+}  // namespace
+
+std::vector<ParamGroup> decay_matrices_only(const std::vector<Tensor>& params, double weight_decay) {
+  std::vector<ParamGroup> groups{{{}, weight_decay}, {{}, 0.0}};
+  for (const Tensor& p : params) groups[p.dim() >= 2 ? 0 : 1].params.push_back(p);
+  return groups;
+}
+
 Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
-    : Optimizer(std::move(params)),
+    : Adam(std::vector<ParamGroup>{{std::move(params), o.weight_decay}}, o, decoupled) {}
+
+Adam::Adam(const std::vector<ParamGroup>& groups, AdamOptions o, bool decoupled)
+    : Optimizer(all_params(groups)),
       options_(o),
       decoupled_(decoupled),
       steps_(params_.size(), 0),
       exp_avg_(params_.size()),
       exp_avg_sq_(params_.size()) {
-  GLOBE_CHECK(o.lr >= 0 && o.eps >= 0 && o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 &&
-                  o.weight_decay >= 0,
-              "[Adam] invalid options: lr=", o.lr, " betas=(", o.beta1, ", ", o.beta2, ") eps=", o.eps,
-              " weight_decay=", o.weight_decay);
+  for (const ParamGroup& g : groups) {
+    GLOBE_CHECK(g.weight_decay >= 0, "[Adam] invalid weight_decay=", g.weight_decay);
+    weight_decay_.insert(weight_decay_.end(), g.params.size(), g.weight_decay);
+  }
+  GLOBE_CHECK(o.lr >= 0 && o.eps >= 0 && o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
+              "[Adam] invalid options: lr=", o.lr, " betas=(", o.beta1, ", ", o.beta2, ") eps=", o.eps);
 }
 
 void Adam::step() {
@@ -155,9 +174,9 @@ void Adam::step() {
     T* m = state_data<T>(exp_avg_[i]);
     T* v = state_data<T>(exp_avg_sq_[i]);
     // 1 - beta in double, as torch does: 1 - float(0.999) would be off by 1.3e-5 relative.
-    const T b1 = T(o.beta1), b2 = T(o.beta2), eps = T(o.eps), wd = T(o.weight_decay);
+    const T b1 = T(o.beta1), b2 = T(o.beta2), eps = T(o.eps), wd = T(weight_decay_[i]);
     const T one_minus_b1 = T(1 - o.beta1), one_minus_b2 = T(1 - o.beta2);
-    const T step_size = T(o.lr / bc1), decay = T(1 - o.lr * o.weight_decay), bc2s = T(bc2_sqrt);
+    const T step_size = T(o.lr / bc1), decay = T(1 - o.lr * weight_decay_[i]), bc2s = T(bc2_sqrt);
     for (int64_t j = 0; j < n; ++j) {
       T grad = g[j];
       if (decoupled_) p[j] *= decay;

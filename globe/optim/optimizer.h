@@ -56,10 +56,22 @@ struct AdamOptions {
   double weight_decay = 0.0;
 };
 
+// Parameters that share a weight decay (torch's parameter groups, as far as AdamW needs them:
+// nanoGPT decays 2-D weights and not biases or norms).
+struct ParamGroup {
+  std::vector<Tensor> params;
+  double weight_decay = 0.0;
+};
+// {params of 2 or more dims: weight_decay}, {the rest: 0}, each in the order given.
+std::vector<ParamGroup> decay_matrices_only(const std::vector<Tensor>& params, double weight_decay);
+
 // torch.optim.Adam; with `decoupled` (AdamW) weight decay shrinks the parameter directly.
 class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options = {}, bool decoupled = false);
+  // Groups with their own weight decay (options.weight_decay is not used); parameters are indexed
+  // group after group (state_dict keys).
+  Adam(const std::vector<ParamGroup>& groups, AdamOptions options, bool decoupled = false);
   void step() override;
   StateDict state_dict() const override;
   void load_state_dict(const StateDict& state) override;
@@ -69,6 +81,7 @@ class Adam : public Optimizer {
   AdamOptions options_;
   bool decoupled_;
   std::vector<int64_t> steps_;  // per parameter
+  std::vector<double> weight_decay_;  // per parameter
 
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
 };
@@ -78,6 +91,8 @@ class AdamW : public Adam {
  public:
   AdamW(std::vector<Tensor> params, AdamOptions options = {.weight_decay = 0.01})
       : Adam(std::move(params), options, /*decoupled=*/true) {}
+  AdamW(const std::vector<ParamGroup>& groups, AdamOptions options)
+      : Adam(groups, options, /*decoupled=*/true) {}
 };
 
 }  // namespace globe::optim

@@ -199,3 +199,40 @@ TEST(OptimOptions, AdamStateDictNeedsStep) {
 }
 
 }  // namespace
+
+namespace globe {
+namespace {
+
+TEST(OptimGroups, AdamWGroupsEqualOneOptimizerPerGroup) {
+  manual_seed(8);
+  auto leaves = [] {
+    manual_seed(8);
+    std::vector<Tensor> ps = {randn({4, 3}), randn({3}), randn({2, 2}), randn({5})};
+    for (Tensor& p : ps) p.set_requires_grad(true);
+    return ps;
+  };
+  std::vector<Tensor> a = leaves(), b = leaves();
+  const auto groups = optim::decay_matrices_only(a, 0.1);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_TRUE(groups[0].params[0].same(a[0]) && groups[0].params[1].same(a[2]));
+  EXPECT_TRUE(groups[1].params[0].same(a[1]) && groups[1].params[1].same(a[3]));
+  optim::AdamW grouped(groups, {.lr = 0.01, .beta2 = 0.95});
+  optim::AdamW decay({b[0], b[2]}, {.lr = 0.01, .beta2 = 0.95, .weight_decay = 0.1});
+  optim::AdamW no_decay({b[1], b[3]}, {.lr = 0.01, .beta2 = 0.95, .weight_decay = 0.0});
+  for (int step = 0; step < 3; ++step) {
+    manual_seed(20 + uint64_t(step));
+    for (size_t i = 0; i < a.size(); ++i) {
+      Tensor g = randn(a[i].shape());
+      a[i].set_grad(g);
+      b[i].set_grad(g);
+    }
+    grouped.step();
+    decay.step();
+    no_decay.step();
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].to_vector<float>(), b[i].to_vector<float>()) << i;
+  }
+  EXPECT_THROW((optim::AdamW({{{a[0]}, -0.1}}, {})), Error);
+}
+
+}  // namespace
+}  // namespace globe

@@ -48,12 +48,16 @@ void expect_valid_order(const Schedule& s) {
   for (const Action& a : s.order()) {
     switch (a.phase) {
       case Phase::forward:
-        if (a.stage > 0) EXPECT_TRUE(has(a.stage - 1, a.microbatch, Phase::forward)) << to_string(a);
+        if (a.stage > 0) {
+          EXPECT_TRUE(has(a.stage - 1, a.microbatch, Phase::forward)) << to_string(a);
+        }
         break;
       case Phase::backward:
       case Phase::input_grad:
         EXPECT_TRUE(has(a.stage, a.microbatch, Phase::forward)) << to_string(a);
-        if (a.stage < s.stages() - 1) EXPECT_TRUE(has(a.stage + 1, a.microbatch, back)) << to_string(a);
+        if (a.stage < s.stages() - 1) {
+          EXPECT_TRUE(has(a.stage + 1, a.microbatch, back)) << to_string(a);
+        }
         break;
       case Phase::weight_grad: EXPECT_TRUE(has(a.stage, a.microbatch, Phase::input_grad)) << to_string(a); break;
     }

@@ -1,0 +1,73 @@
+#include "globe/optim/clip.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "globe/autograd/grad_mode.h"
+#include "globe/dist/runtime.h"
+#include "globe/global/boxing.h"
+#include "globe/global/global_tensor.h"
+#include "globe/ops/ops.h"
+
+namespace globe::optim {
+
+namespace {
+
+// Sum of squares of this rank's share of `g`: its shard's, divided by the number of ranks that
+// hold the same shard (mesh axes where the layout is broadcast), so that the sum over the world
+// counts every element once. Partial sums are reduced first (squares of summands do not add up).
+double sum_of_squares(const Tensor& local) {
+  const Tensor d = to_dtype(local, kFloat64);
+  return sum(mul(d, d)).item<double>();
+}
+
+double local_share_of_squares(Tensor g) {
+  if (!g.is_global()) return sum_of_squares(g);
+  if (g.sbp().any_partial()) g = box(g, g.placement(), partial_to_broadcast(g.sbp()));
+  if (!g.placement().contains(dist::world_rank())) return 0.0;
+  double replicas = 1;
+  for (size_t a = 0; a < g.sbp().size(); ++a)
+    if (g.sbp()[a].is_broadcast()) replicas *= double(g.placement().mesh_shape()[a]);
+  const Tensor local = g.to_local();
+  return local.numel() == 0 ? 0.0 : sum_of_squares(local) / replicas;
+}
+
+}  // namespace
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  NoGradGuard no_grad;
+  double squares = 0;
+  for (const Tensor& p : params) {
+    const Tensor g = p.grad();
+    if (g.defined()) squares += local_share_of_squares(g);
+  }
+  bool any_global = false;
+  for (const Tensor& p : params) any_global |= p.is_global();
+  if (any_global && dist::world_size() > 1) {
+    std::vector<int> world(size_t(dist::world_size()));
+    for (int r = 0; r < dist::world_size(); ++r) world[size_t(r)] = r;
+    Tensor t = from_vector(std::vector<double>{squares}, {1});
+    dist::group(world).all_reduce_sum(t);
+    squares = t.data<double>()[0];
+  }
+  const double norm = std::sqrt(squares);
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef < 1.0)
+    for (const Tensor& p : params) {
+      const Tensor g = p.grad();
+      if (!g.defined()) continue;
+      Tensor local = g.is_global() ? g.to_local() : g;
+      if (local.numel() > 0) copy_(local, mul(local, coef));
+    }
+  return norm;
+}
+
+double warmup_cosine_lr(int64_t step, int64_t warmup, int64_t decay_steps, double max_lr, double min_lr) {
+  if (step < warmup) return max_lr * double(step + 1) / double(warmup + 1);
+  if (step > decay_steps) return min_lr;
+  const double ratio = double(step - warmup) / double(std::max<int64_t>(1, decay_steps - warmup));
+  const double pi = std::acos(-1.0);
+  return min_lr + 0.5 * (1.0 + std::cos(pi * ratio)) * (max_lr - min_lr);
+}
+
+}  // namespace globe::optim
