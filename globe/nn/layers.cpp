@@ -24,7 +24,7 @@ Tensor Linear::forward(const Tensor& x) {
 }
 
 Tensor ReLU::forward(const Tensor& x) { return relu(x); }
-Tensor GELU::forward(const Tensor& x) { return gelu(x); }
+Tensor GELU::forward(const Tensor& x) { return tanh_ ? gelu_tanh(x) : gelu(x); }
 Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
 Tensor Dropout::forward(const Tensor& x) { return dropout(x, p_, is_training()); }
 

@@ -30,7 +30,12 @@ class ReLU : public UnaryModule {
 
 class GELU : public UnaryModule {
  public:
+  // `tanh_approximation`: torch's GELU(approximate='tanh'), GPT-2's.
+  explicit GELU(bool tanh_approximation = false) : tanh_(tanh_approximation) {}
   Tensor forward(const Tensor& x) override;
+
+ private:
+  bool tanh_;
 };
 
 class Tanh : public UnaryModule {

@@ -13,10 +13,10 @@ namespace {
 using kernels::map_binary;
 using kernels::map_unary;
 
-enum class UnaryKind { neg, exp, log, sqrt, relu, gelu, tanh, sigmoid };
+enum class UnaryKind { neg, exp, log, sqrt, relu, gelu, tanh, sigmoid, gelu_tanh };
 
 const char* unary_name(UnaryKind k) {
-  static const char* names[] = {"neg", "exp", "log", "sqrt", "relu", "gelu", "tanh", "sigmoid"};
+  static const char* names[] = {"neg", "exp", "log", "sqrt", "relu", "gelu", "tanh", "sigmoid", "gelu_tanh"};
   return names[static_cast<int>(k)];
 }
 
@@ -28,6 +28,20 @@ template <class T>
 T gelu_slope(T x) {
   return T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2))) +
          x * std::exp(T(-0.5) * x * x) * T(0.5 * M_2_SQRTPI * M_SQRT1_2);
+}
+
+// GELU's tanh approximation (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+constexpr double kGeluTanhScale = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kGeluTanhCubic = 0.044715;
+template <class T>
+T gelu_tanh_value(T x) {
+  return T(0.5) * x * (T(1) + std::tanh(T(kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x)));
+}
+template <class T>
+T gelu_tanh_slope(T x) {
+  const T t = std::tanh(T(kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x));
+  return T(0.5) * (T(1) + t) +
+         T(0.5) * x * (T(1) - t * t) * T(kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * x * x);
 }
 
 class Unary final : public Op {
@@ -56,6 +70,7 @@ class Unary final : public Op {
         case UnaryKind::sqrt: return map_unary<T, T>(a, [](T x) { return std::sqrt(x); });
         case UnaryKind::relu: return map_unary<T, T>(a, [](T x) { return x > T(0) ? x : T(0); });
         case UnaryKind::gelu: return map_unary<T, T>(a, [](T x) { return gelu_value(x); });
+        case UnaryKind::gelu_tanh: return map_unary<T, T>(a, [](T x) { return gelu_tanh_value(x); });
         case UnaryKind::tanh: return map_unary<T, T>(a, [](T x) { return std::tanh(x); });
         case UnaryKind::sigmoid:
           return map_unary<T, T>(a, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
@@ -71,11 +86,11 @@ class Unary final : public Op {
 };
 
 // Binary kinds; the *_grad kinds are the backward kernels of unary ops: f(grad, saved).
-enum class BinaryKind { add, sub, mul, div, relu_grad, gelu_grad, tanh_grad, sigmoid_grad };
+enum class BinaryKind { add, sub, mul, div, relu_grad, gelu_grad, tanh_grad, sigmoid_grad, gelu_tanh_grad };
 
 const char* binary_name(BinaryKind k) {
-  static const char* names[] = {"add",       "sub",       "mul",       "div",
-                                "relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad"};
+  static const char* names[] = {"add",       "sub",       "mul",       "div",         "relu_grad",
+                                "gelu_grad", "tanh_grad", "sigmoid_grad", "gelu_tanh_grad"};
   return names[static_cast<int>(k)];
 }
 
@@ -113,6 +128,8 @@ class Binary final : public Op {
           return map_binary<T>(a, b, s, [](T g, T x) { return x > T(0) ? g : T(0); });
         case BinaryKind::gelu_grad:
           return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_slope(x); });
+        case BinaryKind::gelu_tanh_grad:
+          return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_tanh_slope(x); });
         case BinaryKind::tanh_grad:
           return map_binary<T>(a, b, s, [](T g, T y) { return g * (T(1) - y * y); });
         case BinaryKind::sigmoid_grad:
@@ -175,6 +192,7 @@ std::vector<Tensor> Unary::vjp(const std::vector<Tensor>& in, const Tensor& out,
     case UnaryKind::sqrt: return {div(g, mul(out, 2.0))};
     case UnaryKind::relu: return {binary(BinaryKind::relu_grad, g, x)};
     case UnaryKind::gelu: return {binary(BinaryKind::gelu_grad, g, x)};
+    case UnaryKind::gelu_tanh: return {binary(BinaryKind::gelu_tanh_grad, g, x)};
     case UnaryKind::tanh: return {binary(BinaryKind::tanh_grad, g, out)};
     case UnaryKind::sigmoid: return {binary(BinaryKind::sigmoid_grad, g, out)};
   }
@@ -271,6 +289,7 @@ Tensor log(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::log); }
 Tensor sqrt(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::sqrt); }
 Tensor relu(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::relu); }
 Tensor gelu(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::gelu); }
+Tensor gelu_tanh(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::gelu_tanh); }
 Tensor tanh(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::tanh); }
 Tensor sigmoid(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::sigmoid); }
 

@@ -1,5 +1,8 @@
 // Neural-network functions: softmax family, embedding, layer_norm, dropout and losses.
 #include "globe/core/random.h"
+#include <algorithm>
+
+#include "globe/kernels/elementwise.h"
 #include "globe/kernels/nn.h"
 #include "globe/kernels/random_fill.h"
 #include "globe/ops/op.h"
@@ -103,7 +106,52 @@ class Embedding final : public Op {
   }
 };
 
+// x[..., i, j] = value where j > i. Any split works: the kernel knows where its block starts.
+class CausalFill final : public Op {
+ public:
+  explicit CausalFill(double value) : value_(value) {}
+  std::string name() const override { return "causal_fill"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    GLOBE_CHECK(is_floating(in[0].dtype) && in[0].shape.size() >= 2, "[causal_fill] expects a floating tensor of ",
+                "2 or more dims [..., rows, cols], got ", dtype_name(in[0].dtype), shape_str(in[0].shape));
+    return in[0];
+  }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    std::vector<SbpSignature> s;
+    sbp_rules::add_same_split(s, 1, int64_t(in[0].shape.size()));
+    return s;
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
+    const Tensor& x = in[0];
+    const int64_t nd = x.dim();
+    const int64_t r0 = args.in_block_starts.empty() ? 0 : args.in_block_starts[0][size_t(nd - 2)];
+    const int64_t c0 = args.in_block_starts.empty() ? 0 : args.in_block_starts[0][size_t(nd - 1)];
+    Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
+    kernels::copy_into(out, x);
+    const int64_t rows = x.shape()[size_t(nd - 2)], cols = x.shape()[size_t(nd - 1)];
+    const int64_t mats = rows * cols == 0 ? 0 : out.numel() / (rows * cols);
+    visit_floating(x.dtype(), "causal_fill", [&](auto tag) {
+      using T = decltype(tag);
+      T* p = out.data<T>();
+      for (int64_t b = 0; b < mats; ++b)
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = std::max<int64_t>(0, i + r0 - c0 + 1); j < cols; ++j) p[(b * rows + i) * cols + j] = T(value_);
+      return 0;
+    });
+    return out;
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {apply_op<CausalFill>({g}, 0.0)};
+  }
+
+ private:
+  double value_;
+};
+
 }  // namespace
+
+Tensor causal_fill(const Tensor& x, double value) { return apply_op<CausalFill>({x}, value); }
 
 Tensor softmax(const Tensor& a, int64_t dim) { return apply_op<Softmax>({a}, dim, false); }
 Tensor log_softmax(const Tensor& a, int64_t dim) { return apply_op<Softmax>({a}, dim, true); }

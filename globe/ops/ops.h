@@ -47,6 +47,7 @@ Tensor log(const Tensor& a);
 Tensor sqrt(const Tensor& a);
 Tensor relu(const Tensor& a);
 Tensor gelu(const Tensor& a);  // exact (erf) form, as torch's default
+Tensor gelu_tanh(const Tensor& a);  // tanh approximation (GPT-2; torch's approximate='tanh')
 Tensor tanh(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 Tensor to_dtype(const Tensor& a, DType dtype);
@@ -105,6 +106,9 @@ Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const T
 
 // ---- neural-network functions --------------------------------------------------------------------
 Tensor softmax(const Tensor& a, int64_t dim);
+// Attention's causal mask: x with x[..., i, j] = value wherever j > i (positions in the whole
+// tensor, whatever the layout); the gradient is zero there.
+Tensor causal_fill(const Tensor& x, double value);
 Tensor log_softmax(const Tensor& a, int64_t dim);
 // weight [V, D], indices int64 [...] -> [..., D].
 Tensor embedding(const Tensor& weight, const Tensor& indices);

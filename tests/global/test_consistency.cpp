@@ -3,6 +3,7 @@
 // it: each row names an op, its input shapes and how to call it.
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "global_test_util.h"
 
@@ -45,6 +46,7 @@ std::vector<OpCase> cases() {
       {"sqrt", {F({5, 3})}, [=](V x) { return sqrt(positive(x[0])); }},
       {"relu", {F({5, 3})}, [](V x) { return relu(x[0]); }},
       {"gelu", {F({5, 3})}, [](V x) { return gelu(x[0]); }},
+      {"gelu_tanh", {F({5, 3})}, [](V x) { return gelu_tanh(x[0]); }},
       {"tanh", {F({5, 3})}, [](V x) { return tanh(x[0]); }},
       {"sigmoid", {F({5, 3})}, [](V x) { return sigmoid(x[0]); }},
       {"to_dtype", {F({5, 3})}, [](V x) { return to_dtype(to_dtype(x[0], kFloat32), kFloat64); }},
@@ -75,6 +77,21 @@ std::vector<OpCase> cases() {
       {"gather", {F({5, 4}), I({5, 3}, 4)}, [](V x) { return gather(x[0], 1, x[1]); }},
       {"scatter_add", {I({5, 3}, 4), F({5, 3})}, [](V x) { return scatter_add({5, 4}, 1, x[0], x[1]); }},
       {"softmax1", {F({5, 3})}, [](V x) { return softmax(x[0], 1); }},
+      {"causal_fill", {F({2, 5, 5})}, [](V x) { return causal_fill(x[0], -3.0); }},
+      {"causal_fill_wide", {F({3, 5})}, [](V x) { return causal_fill(x[0], 0.0); }},
+      // A transformer's attention on [B, H, T, D]: causal softmax(q k^T / sqrt(D)) v.
+      {"attention_4d", {F({2, 2, 4, 3}), F({2, 2, 4, 3}), F({2, 2, 4, 3})},
+       [](V x) {
+         Tensor att = causal_fill(mul(matmul(x[0], transpose(x[1], -2, -1)), 1.0 / std::sqrt(3.0)),
+                                  -std::numeric_limits<double>::infinity());
+         return matmul(softmax(att, -1), x[2]);
+       }},
+      // [B, T, E] -> [B, H, T, D] and back.
+      {"heads_split_merge", {F({2, 4, 6})},
+       [](V x) {
+         Tensor h = transpose(reshape(x[0], {2, 4, 2, 3}), 1, 2);
+         return reshape(transpose(mul(h, h), 1, 2), {2, 4, 6});
+       }},
       {"softmax0", {F({5, 3})}, [](V x) { return softmax(x[0], 0); }},
       {"log_softmax", {F({5, 3})}, [](V x) { return log_softmax(x[0], -1); }},
       {"embedding", {F({7, 4}), I({5}, 7)}, [](V x) { return embedding(x[0], x[1]); }},

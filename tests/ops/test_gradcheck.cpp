@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -169,6 +170,11 @@ std::vector<OpCase> op_cases() {
       {"pow_negative", {{2, 3}}, [](const Leaves& x) { return pow(x[0], -0.5); }, {kPos}},
       {"relu", {{3, 4}}, [](const Leaves& x) { return relu(x[0]); }, {kAway}},
       {"gelu", {{3, 4}}, [](const Leaves& x) { return gelu(mul(x[0], 2.0)); }},
+      {"gelu_tanh", {{3, 4}}, [](const Leaves& x) { return gelu_tanh(mul(x[0], 2.0)); }},
+      {"causal_fill", {{2, 4, 4}}, [](const Leaves& x) { return causal_fill(x[0], -2.0); }},
+      {"causal_softmax", {{3, 3}}, [](const Leaves& x) {
+         return softmax(causal_fill(x[0], -std::numeric_limits<double>::infinity()), -1);
+       }},
       {"tanh", {{3, 4}}, [](const Leaves& x) { return tanh(x[0]); }},
       {"sigmoid", {{3, 4}}, [](const Leaves& x) { return sigmoid(x[0]); }},
       {"unary_on_transposed",

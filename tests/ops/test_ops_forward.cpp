@@ -140,6 +140,21 @@ TEST(OpsForward, GeluKnownValues) {
                 {-0.15865525393145707, 0.0, 0.8413447460685429, 1.9544997361036416}, 1e-6);
 }
 
+TEST(OpsForward, GeluTanhKnownValues) {
+  // torch.nn.functional.gelu(x, approximate='tanh') at -1, 0, 1, 2 (float64).
+  expect_values(gelu_tanh(to_dtype(f32({-1, 0, 1, 2}, {4}), kFloat64)), {4},
+                {-0.15880800939172324, 0.0, 0.8411919906082768, 1.954597694087775}, 1e-15);
+}
+
+TEST(OpsForward, CausalFillMasksAboveTheDiagonal) {
+  Tensor x = f32({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {3, 4});
+  expect_values(causal_fill(x, -1), {3, 4}, {1, -1, -1, -1, 5, 6, -1, -1, 9, 10, 11, -1}, 0);
+  // Batched, on a transposed (non-contiguous) input.
+  Tensor t = transpose(f32({1, 2, 3, 4}, {2, 2}), 0, 1);  // [[1, 3], [2, 4]]
+  expect_values(causal_fill(unsqueeze(t, 0), 0), {1, 2, 2}, {1, 0, 2, 4}, 0);
+  EXPECT_THROW(causal_fill(f32({1, 2}, {2}), 0), Error);
+}
+
 TEST(OpsForward, UnaryOnFloat32AndNonContiguous) {
   Tensor a = f32({0, 1, 2, 3, 4, 5}, {2, 3});
   Tensor t = transpose(a, 0, 1);
