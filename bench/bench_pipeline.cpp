@@ -6,6 +6,8 @@
 //   --case throughput  an MLP, m = 8: with 2+ ranks a pipeline of one stage per rank (1f1b); with
 //                      1 rank the same model without pipelining (gradient accumulation over the
 //                      same micro-batches). run_pipeline.sh divides the two steps/s.
+//   --case eager       the plain form (to_global between stages, one backward per micro-batch) on
+//                      sleep stages: its step against GPipe's theory and against taking turns.
 // Each prints one `RESULT {json}` line per measurement (rank 0).
 #include <globe/globe.h>
 
@@ -33,6 +35,22 @@ std::string flag(int argc, char** argv, const char* name, const std::string& fal
   return fallback;
 }
 
+// A copy that takes `ms` to compute (only ranks holding the tensor compute, so only they sleep).
+class SleepCopy final : public globe::Op {
+ public:
+  explicit SleepCopy(double ms) : ms_(ms) {}
+  std::string name() const override { return "sleep_copy"; }
+  bool differentiable() const override { return false; }
+  globe::TensorMeta infer(const std::vector<globe::TensorMeta>& in) const override { return in[0]; }
+  Tensor compute(const std::vector<Tensor>& in, const globe::ComputeArgs&) const override {
+    sleep_ms(ms_);
+    return globe::contiguous(in[0]);
+  }
+
+ private:
+  double ms_;
+};
+
 // y = x (the weight w only carries the gradient); forward sleeps t_F, the input gradient t_I, the
 // weight gradient t_W.
 class SleepOp final : public globe::Op {
@@ -47,14 +65,8 @@ class SleepOp final : public globe::Op {
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>& needs) const override {
     std::vector<Tensor> out(2);
-    if (needs[0]) {
-      sleep_ms(i_);
-      out[0] = g;
-    }
-    if (needs[1]) {
-      sleep_ms(w_);
-      out[1] = globe::zeros_like(in[1]);
-    }
+    if (needs[0]) out[0] = globe::apply_op<SleepCopy>({g}, i_);
+    if (needs[1]) out[1] = globe::apply_op<SleepCopy>({globe::zeros_like(in[1])}, w_);
     return out;
   }
 
@@ -122,6 +134,47 @@ void fidelity(const std::string& schedule, int steps) {
         "RESULT {\"case\": \"fidelity\", \"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_ms\": %.1f, "
         "\"theory_ms\": %.1f, \"bubble\": %.4f, \"theory_bubble\": %.4f, \"simulated_bubble\": %.4f}\n",
         schedule.c_str(), p * v, m, step_ms, theory, bubble, theory_bubble, pipe.schedule().simulated_bubble());
+}
+
+// The plain form, no pipeline object: one sleep stage per rank on its own placement, a loop over
+// micro-batches with to_global between stages and one backward() each. Overlapped in GPipe order
+// the step takes (m + p - 1)(t_F + t_B); stages merely taking turns would take m p (t_F + t_B).
+void eager(int steps) {
+  const int p = globe::dist::world_size(), m = 8;
+  const double tf = 20, tb = 40;
+  std::vector<globe::Placement> groups = one_rank_groups();
+  std::vector<std::shared_ptr<SleepStage>> stages;
+  std::vector<Tensor> params;
+  for (int s = 0; s < p; ++s) {
+    stages.push_back(std::make_shared<SleepStage>(tf, tb / 2, tb / 2));
+    stages.back()->to_global(groups[size_t(s)], globe::sbp::broadcast);
+    params.push_back(stages.back()->w);
+  }
+  globe::optim::SGD sgd(params, {.lr = 0.0});
+  Tensor x = globe::zeros({m, 4}, groups[0], globe::sbp::broadcast);
+  x.set_requires_grad(true);
+  Tensor y = globe::zeros({m, 4}, groups.back(), globe::sbp::broadcast);
+  std::vector<double> times;
+  for (int i = 0; i < steps + 1; ++i) {
+    const auto t = Clock::now();
+    for (int k = 0; k < m; ++k) {
+      Tensor h = globe::narrow(x, 0, k, 1);
+      for (int s = 0; s < p; ++s) {
+        if (s > 0) h = h.to_global(groups[size_t(s)]);
+        h = stages[size_t(s)]->forward(h);
+      }
+      globe::mse_loss(h, globe::narrow(y, 0, k, 1)).backward();
+    }
+    sgd.step();  // reads the gradients: the paused backward passes finish here
+    sgd.zero_grad();
+    if (i > 0) times.push_back(ms_since(t));
+  }
+  std::sort(times.begin(), times.end());
+  const double step_ms = mean_over_ranks(times[times.size() / 2]);
+  if (globe::dist::world_rank() == 0)
+    std::printf("RESULT {\"case\": \"eager\", \"stages\": %d, \"microbatches\": %d, \"step_ms\": %.1f, "
+                "\"gpipe_theory_ms\": %.1f, \"in_turn_ms\": %.1f}\n",
+                p, m, step_ms, (m + p - 1) * (tf + tb), double(m) * p * (tf + tb));
 }
 
 // An MLP of `layers` blocks Linear(h, h) + ReLU.
@@ -211,8 +264,9 @@ int main(int argc, char** argv) {
   if (c == "fidelity") fidelity(flag(argc, argv, "--schedule", "1f1b"), steps);
   else if (c == "memory") memory();
   else if (c == "throughput") throughput(steps);
+  else if (c == "eager") eager(steps);
   else {
-    std::fprintf(stderr, "bench_pipeline: unknown --case %s (fidelity, memory, throughput)\n", c.c_str());
+    std::fprintf(stderr, "bench_pipeline: unknown --case %s (fidelity, memory, throughput, eager)\n", c.c_str());
     return 2;
   }
   std::fflush(stdout);

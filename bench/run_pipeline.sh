@@ -10,6 +10,8 @@
 #               zb-h1 against their theory. Goals: gpipe/1f1b step <= 1.10 x theory and bubble within
 #               3 points of (p-1)/(m+p-1); interleaved and zb-h1 bubble below 1f1b's.
 #   memory      2 ranks, m = 8: peak activation bytes on stage 0, 1f1b / gpipe. Goal <= 0.30.
+#   eager       the plain form (to_global between stages, a backward per micro-batch), 2 and 4 ranks,
+#               sleep stages: its step against GPipe's (m+p-1)(t_F+t_B) and against taking turns.
 #   throughput  an MLP (8 x Linear(1024, 1024) + ReLU, 512 rows, m = 8), 1 thread per rank: 2-stage
 #               1f1b on 2 ranks against the same model without pipelining on 1 rank. Goal >= 1.5 x.
 set -euo pipefail
@@ -23,7 +25,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --quiet-wait) QUIET_WAIT="$2"; shift 2 ;;
     --log) LOG="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run_pipeline.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -46,6 +48,8 @@ run() {  # NPROC ARGS...
   "$BIN/globe-launch" --nproc_per_node "$n" --no-prefix "$BIN/bench_pipeline" "$@" | tee -a "$RESULTS"
 }
 for s in gpipe 1f1b interleaved zb-h1; do run 4 --case fidelity --schedule "$s" --steps 5; done
+run 2 --case eager --steps 5
+run 4 --case eager --steps 5
 run 2 --case memory
 run 1 --case throughput --steps 5
 run 2 --case throughput --steps 5
