@@ -171,6 +171,23 @@ TEST(LocalToGlobal, RankOutsidePlacementWithAnotherShapeIsAnErrorNotAWrongValue)
   EXPECT_NE(msg.find("[3, 2]"), std::string::npos) << msg;
 }
 
+TEST(LocalToGlobal, RankOutsidePlacementWithAnotherShapeWithoutConsistencyModeIsAnErrorToo) {
+  if (world() < 2) GTEST_SKIP() << "needs 2 ranks";
+  // Without consistency mode the receive itself notices: the peer sent 6 elements, not 35.
+  const bool was = dist::consistency_checks();
+  dist::set_consistency_checks(false);
+  Tensor local = me() == 1 ? rows_from(0, 3, 2) : rows_from(0, 7, 5, -1);
+  Tensor g = local.to_global(placement("cpu", {1}), sbp::split(0));
+  Tensor moved;
+  const std::string msg = me() == 0 ? error_of([&] { moved = g.to_global(placement("cpu", {0})); }) : std::string();
+  if (me() != 0) g.to_global(placement("cpu", {0}));  // rank 1 sends its 3 x 2 shard; others take no part
+  dist::set_consistency_checks(was);
+  if (me() == 0) {
+    EXPECT_NE(msg.find("the peer sent 6 elements where 35"), std::string::npos) << msg;
+    EXPECT_FALSE(moved.defined());
+  }
+}
+
 TEST(LocalToGlobal, ShapesNotFittingTheBalancedPatternNameRanksAndShapes) {
   if (world() < 2) GTEST_SKIP() << "needs 2 ranks";
   // Rank 0 has 2 rows, rank 1 has 3 (and any others 2): 3 rows cannot come after 2 in a balanced split.

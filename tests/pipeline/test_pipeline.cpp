@@ -349,6 +349,22 @@ TEST(Pipeline, BadInputIsAnErrorBeforeAnyCommunication) {
   }
 }
 
+TEST(Pipeline, ModuleToPlacementKeepsLayoutsAndRefusesAnotherMeshRank) {
+  if (world() != 4) GTEST_SKIP() << "needs 4 ranks";
+  manual_seed(1);
+  nn::Linear a(4, 6);
+  manual_seed(1);
+  nn::Linear b(4, 6);
+  a.distribute(placement("cpu", {0, 1}), {{"weight", sbp::split(0)}}, sbp::broadcast);
+  a.to_global(placement("cpu", {2, 3}));
+  EXPECT_EQ(a.weight.placement(), placement("cpu", {2, 3}));
+  EXPECT_EQ(a.weight.sbp(), NdSbp(sbp::split(0)));
+  EXPECT_EQ(testing::values(a.weight), testing::values(b.weight.to_global(Placement::all(), sbp::broadcast)));
+  b.distribute(placement("cpu", {{0, 1}, {2, 3}}), {}, NdSbp{sbp::broadcast, sbp::broadcast});
+  EXPECT_THAT(error_of([&] { b.to_global(placement("cpu", {0, 1})); }),
+              HasSubstr("needs an SBP for that mesh: to_global(placement, sbp)"));
+}
+
 TEST(Pipeline, TooFewRowsForTheMicrobatches) {
   if (me() != 0) return;
   Chain c(1);
