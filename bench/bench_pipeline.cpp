@@ -87,6 +87,11 @@ std::vector<globe::Placement> one_rank_groups() {
   return g;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 // The mean over ranks of a per-rank figure (collective).
 double mean_over_ranks(double v) {
   Tensor t = globe::full({1}, v, globe::kFloat64).to_global(globe::Placement::all(), globe::sbp::split(0));
@@ -119,10 +124,8 @@ void fidelity(const std::string& schedule, int steps) {
     bubbles.push_back(1.0 - r.busy_seconds / r.step_seconds);
     if (std::getenv("BENCH_DEBUG")) std::fprintf(stderr, "rank %d busy %.1f step %.1f\n", globe::dist::world_rank(), r.busy_seconds * 1e3, r.step_seconds * 1e3);
   }
-  std::sort(times.begin(), times.end());
-  std::sort(bubbles.begin(), bubbles.end());
-  const double step_ms = mean_over_ranks(times[times.size() / 2]);
-  const double bubble = mean_over_ranks(bubbles[bubbles.size() / 2]);
+  const double step_ms = mean_over_ranks(median(times));
+  const double bubble = mean_over_ranks(median(bubbles));
   // Theory: GPipe / 1F1B (m + p - 1)(t_F + t_B); interleaved (m + (p - 1)/v)(t_F + t_B); ZB-H1
   // m(t_F + t_B) + (p - 1)(t_F + t_I - t_W) (Qi et al. 2023).
   double theory = (m + p - 1) * (tf + tb);
@@ -169,8 +172,7 @@ void eager(int steps) {
     sgd.zero_grad();
     if (i > 0) times.push_back(ms_since(t));
   }
-  std::sort(times.begin(), times.end());
-  const double step_ms = mean_over_ranks(times[times.size() / 2]);
+  const double step_ms = mean_over_ranks(median(times));
   if (globe::dist::world_rank() == 0)
     std::printf("RESULT {\"case\": \"eager\", \"stages\": %d, \"microbatches\": %d, \"step_ms\": %.1f, "
                 "\"gpipe_theory_ms\": %.1f, \"in_turn_ms\": %.1f}\n",
@@ -248,8 +250,7 @@ void throughput(int steps) {
       if (i > 0) times.push_back(ms_since(t));
     }
   }
-  std::sort(times.begin(), times.end());
-  const double step_ms = mean_over_ranks(times[times.size() / 2]);
+  const double step_ms = mean_over_ranks(median(times));
   if (globe::dist::world_rank() == 0)
     std::printf("RESULT {\"case\": \"throughput\", \"ranks\": %d, \"microbatches\": %d, \"layers\": %d, \"hidden\": %ld, "
                 "\"rows\": %ld, \"step_ms\": %.2f, \"steps_per_s\": %.3f, \"theory\": %.4f}\n",
