@@ -1,6 +1,9 @@
 // Neural-network functions: softmax family, embedding, layer_norm, dropout and losses.
-#include "globe/core/random.h"
 #include <algorithm>
+#include <limits>
+
+#include "globe/autograd/grad_mode.h"
+#include "globe/core/random.h"
 
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/nn.h"
@@ -149,7 +152,94 @@ class CausalFill final : public Op {
   double value_;
 };
 
+// The column offset of a shard's block in its logical tensor (0 for a local op).
+int64_t column_offset(const ComputeArgs& args, size_t input) {
+  return args.in_block_starts.empty() ? 0 : args.in_block_starts[input].back();
+}
+
+// grad [...], index [...], like [..., C] (only its block position is used) -> [..., C]: the
+// gradient at each row's index, zeros elsewhere. A class-split output fills its own columns.
+class PickBackward final : public Op {
+ public:
+  std::string name() const override { return "pick_backward"; }
+  bool differentiable() const override { return false; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override { return {in[2].shape, in[0].dtype}; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    const int64_t nd = int64_t(in[2].shape.size());
+    std::vector<SbpSignature> s;
+    for (int64_t i = 0; i + 1 < nd; ++i) s.push_back({{sbp::split(i), sbp::split(i), sbp::split(i)}, sbp::split(i)});
+    s.push_back({{sbp::broadcast, sbp::broadcast, sbp::split(nd - 1)}, sbp::split(nd - 1)});
+    s.push_back({{sbp::partial_sum, sbp::broadcast, sbp::broadcast}, sbp::partial_sum});
+    return s;
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
+    const Tensor g = kernels::dense(in[0]), index = kernels::dense(in[1]);
+    Tensor out = Tensor::empty(args.out.shape, args.out.dtype);
+    const int64_t cols = args.out.shape.back(), c0 = column_offset(args, 2);
+    visit_floating(out.dtype(), "pick_backward", [&](auto tag) {
+      using T = decltype(tag);
+      const T* gp = g.data<T>();
+      const int64_t* ip = index.data<int64_t>();
+      T* op = out.data<T>();
+      for (int64_t r = 0; r < index.numel(); ++r) {
+        const int64_t j = ip[r] - c0;
+        if (j >= 0 && j < cols) op[r * cols + j] = gp[r];
+      }
+      return 0;
+    });
+    return out;
+  }
+};
+
+// x [..., C], index [...] -> x[..., index]. Class-split x: each rank picks what it holds, the
+// others contribute 0 (a partial sum), so the classes never need to be gathered.
+class Pick final : public Op {
+ public:
+  std::string name() const override { return "pick"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    GLOBE_CHECK(!in[0].shape.empty() && is_floating(in[0].dtype), "[pick] x must be a floating tensor [..., classes], got ",
+                dtype_name(in[0].dtype), shape_str(in[0].shape));
+    GLOBE_CHECK(in[1].dtype == kInt64 && Shape(in[0].shape.begin(), in[0].shape.end() - 1) == in[1].shape,
+                "[pick] index must be int64 of x's shape without its last dim: x ", shape_str(in[0].shape),
+                ", index ", dtype_name(in[1].dtype), shape_str(in[1].shape));
+    return {in[1].shape, in[0].dtype};
+  }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    const int64_t nd = int64_t(in[0].shape.size());
+    std::vector<SbpSignature> s;
+    for (int64_t i = 0; i + 1 < nd; ++i) s.push_back({{sbp::split(i), sbp::split(i)}, sbp::split(i)});
+    s.push_back({{sbp::split(nd - 1), sbp::broadcast}, sbp::partial_sum});
+    s.push_back({{sbp::partial_sum, sbp::broadcast}, sbp::partial_sum});
+    return s;
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
+    const Tensor x = kernels::dense(in[0]), index = kernels::dense(in[1]);
+    const int64_t cols = x.shape().back(), c0 = column_offset(args, 0);
+    const int64_t classes = args.in_global_shapes.empty() ? cols : args.in_global_shapes[0].back();
+    Tensor out = Tensor::empty(args.out.shape, args.out.dtype);
+    visit_floating(x.dtype(), "pick", [&](auto tag) {
+      using T = decltype(tag);
+      const T* xp = x.data<T>();
+      const int64_t* ip = index.data<int64_t>();
+      T* op = out.data<T>();
+      for (int64_t r = 0; r < index.numel(); ++r) {
+        GLOBE_CHECK(ip[r] >= 0 && ip[r] < classes, "[pick] index ", ip[r], " is out of range for ", classes, " classes");
+        const int64_t j = ip[r] - c0;
+        if (j >= 0 && j < cols) op[r] = xp[r * cols + j];
+      }
+      return 0;
+    });
+    return out;
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {apply_op<PickBackward>({g, in[1], in[0]}), Tensor()};
+  }
+};
+
 }  // namespace
+
+Tensor pick(const Tensor& x, const Tensor& index) { return apply_op<Pick>({x, index}); }
 
 Tensor causal_fill(const Tensor& x, double value) { return apply_op<CausalFill>({x}, value); }
 
@@ -204,6 +294,31 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
   return mean(mul(d, d));
 }
 
+namespace {
+
+// Whether a global tensor is split along its last dim on some mesh axis.
+bool split_last(const Tensor& t) {
+  if (!t.is_global()) return false;
+  for (const Sbp& s : t.sbp())
+    if (s.is_split() && s.axis == t.dim() - 1) return true;
+  return false;
+}
+
+// The maximum over the last dim, as a constant (no gradient), of class-split logits without
+// gathering them: each rank's maximum over the classes it holds becomes one column of a small
+// [..., ranks along the class split] tensor, whose maximum is taken (an all-gather of rows x ranks).
+Tensor row_max_of_split(const Tensor& x) {
+  NoGradGuard no_grad;
+  const Tensor local = x.to_local();
+  Shape one = local.shape();
+  one.back() = 1;
+  const Tensor mine = local.shape().back() > 0 ? max(local, {-1}, true)
+                                               : full(one, -std::numeric_limits<double>::infinity(), local.dtype());
+  return max(mine.to_global(x.placement(), x.sbp()), {-1}, true);
+}
+
+}  // namespace
+
 Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
   GLOBE_CHECK(logits.dim() >= 1, "[cross_entropy] logits must have a class dim, got ", describe(logits));
   GLOBE_CHECK(target.dtype() == kInt64, "[cross_entropy] target must hold int64 class indices, got ",
@@ -211,8 +326,15 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
   GLOBE_CHECK(Shape(logits.shape().begin(), logits.shape().end() - 1) == target.shape(),
               "[cross_entropy] logits ", describe(logits), " (classes last) and target ",
               describe(target), " shapes do not match");
-  Tensor logp = log_softmax(logits, -1);
-  return neg(mean(gather(logp, -1, unsqueeze(target, -1))));
+  if (!split_last(logits) || logits.sbp().any_partial()) {
+    Tensor logp = log_softmax(logits, -1);
+    return neg(mean(gather(logp, -1, unsqueeze(target, -1))));
+  }
+  // Class-split (vocab-parallel) logits: log-sum-exp from per-row maxima and sums of exponentials,
+  // minus the target logit picked where it lives. Communication is O(rows), never O(rows x classes).
+  const Tensor shifted = sub(logits, row_max_of_split(logits));
+  const Tensor lse = log(sum(exp(shifted), {-1}));
+  return mean(sub(lse, pick(shifted, target)));
 }
 
 }  // namespace globe

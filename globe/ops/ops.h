@@ -109,6 +109,9 @@ Tensor softmax(const Tensor& a, int64_t dim);
 // Attention's causal mask: x with x[..., i, j] = value wherever j > i (positions in the whole
 // tensor, whatever the layout); the gradient is zero there.
 Tensor causal_fill(const Tensor& x, double value);
+// x [..., C], int64 index [...] -> x[..., index] (cross-entropy's target logit). On class-split x
+// each rank contributes the entries it holds (a partial sum): the classes are never gathered.
+Tensor pick(const Tensor& x, const Tensor& index);
 Tensor log_softmax(const Tensor& a, int64_t dim);
 // weight [V, D], indices int64 [...] -> [..., D].
 Tensor embedding(const Tensor& weight, const Tensor& indices);

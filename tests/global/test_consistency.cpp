@@ -102,6 +102,8 @@ std::vector<OpCase> cases() {
       {"dropout", {F({5, 3})}, [](V x) { return dropout(x[0], 0.5); }},
       {"mse_loss", {F({5, 3}), F({5, 3})}, [](V x) { return mse_loss(x[0], x[1]); }},
       {"cross_entropy", {F({5, 4}), I({5}, 4)}, [](V x) { return cross_entropy(x[0], x[1]); }},
+      {"cross_entropy_3d", {F({2, 3, 5}), I({2, 3}, 5)}, [](V x) { return cross_entropy(x[0], x[1]); }},
+      {"pick", {F({5, 4}), I({5}, 4)}, [](V x) { return pick(x[0], x[1]); }},
   };
 }
 
