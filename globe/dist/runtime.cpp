@@ -199,17 +199,18 @@ bool consistency_checks() { return runtime().consistency_; }
 void mark_broken() { runtime().broken_ = true; }
 void finish_sends() { runtime().finish_sends(); }
 
-WaitingFor::WaitingFor(const std::string& what) : prev_(t_waiting) {
+namespace {
+// Makes `what` the current wait, and the line the SIGTERM handler prints ("" clears it).
+void set_waiting(const std::string& what) {
   t_waiting = what;
-  std::snprintf(g_waiting_line, sizeof g_waiting_line, "[globe] rank %d was stopped while waiting for %s\n",
-                runtime().rank_, what.c_str());
-}
-WaitingFor::~WaitingFor() {
-  t_waiting = prev_;
-  if (prev_.empty()) g_waiting_line[0] = 0;
+  if (what.empty()) g_waiting_line[0] = 0;
   else std::snprintf(g_waiting_line, sizeof g_waiting_line, "[globe] rank %d was stopped while waiting for %s\n",
-                     runtime().rank_, prev_.c_str());
+                     runtime().rank_, what.c_str());
 }
+}  // namespace
+
+WaitingFor::WaitingFor(const std::string& what) : prev_(t_waiting) { set_waiting(what); }
+WaitingFor::~WaitingFor() { set_waiting(prev_); }
 std::string waiting_for() { return t_waiting; }
 
 void check_failure_notice() {

@@ -66,12 +66,6 @@ Tensor box_same_placement(const Tensor& local, const Shape& shape, const Placeme
   return x;
 }
 
-std::vector<int> union_ranks(const Placement& a, const Placement& b) {
-  std::set<int> s(a.ranks().begin(), a.ranks().end());
-  s.insert(b.ranks().begin(), b.ranks().end());
-  return {s.begin(), s.end()};
-}
-
 int index_in(const std::vector<int>& v, int r) {
   return int(std::find(v.begin(), v.end(), r) - v.begin());
 }
@@ -107,7 +101,7 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp, int t
   // General: whole value on the source ranks, sent to destination ranks outside the source.
   Tensor whole;
   if (in_src) {
-    whole = box_same_placement(local, shape, sp, ssbp, NdSbp(std::vector<Sbp>(sp.mesh_ndim(), sbp::broadcast)));
+    whole = box_same_placement(local, shape, sp, ssbp, replicated(sp.mesh_ndim()));
   }
   std::vector<int> needy;
   for (int r : dp.ranks())
@@ -121,7 +115,7 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp, int t
     }
   }
   if (!in_dst) return Tensor::empty(Shape(shape.size(), 0), x.dtype());
-  return box_same_placement(whole, shape, dp, NdSbp(std::vector<Sbp>(dp.mesh_ndim(), sbp::broadcast)), dsbp);
+  return box_same_placement(whole, shape, dp, replicated(dp.mesh_ndim()), dsbp);
 }
 
 }  // namespace

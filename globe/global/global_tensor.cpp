@@ -129,7 +129,7 @@ std::string describe_layout(const Tensor& t) {
 
 // Collective: every rank gets the whole value.
 Tensor whole_value(const Tensor& t) {
-  Tensor all = box(t, Placement::all(t.placement().device()), NdSbp(std::vector<Sbp>(1, sbp::broadcast)));
+  Tensor all = box(t, Placement::all(t.placement().device()), replicated(1));
   return all.impl().global->local;
 }
 

@@ -127,4 +127,10 @@ Placement placement(const std::string& device, std::initializer_list<std::initia
   return Placement(device, flat, {int64_t(rows.size()), int64_t(width)});
 }
 
+std::vector<int> union_ranks(const Placement& a, const Placement& b) {
+  std::set<int> s(a.ranks().begin(), a.ranks().end());
+  s.insert(b.ranks().begin(), b.ranks().end());
+  return {s.begin(), s.end()};
+}
+
 }  // namespace globe

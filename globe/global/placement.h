@@ -50,6 +50,9 @@ class Placement {
   std::vector<int64_t> mesh_;
 };
 
+// The world ranks of either placement, ascending: the members of a move between them.
+std::vector<int> union_ranks(const Placement& a, const Placement& b);
+
 // The user-facing constructors of the API (1-D list, 2-D nested list).
 // The 1-D list takes int64_t elements on purpose: with `int` a column mesh `{{0}, {1}}` would be
 // ambiguous (each `{0}` converts to int as well as it does to a row); with int64_t the nested

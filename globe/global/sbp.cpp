@@ -31,6 +31,8 @@ std::string NdSbp::to_string() const {
   return s + ")";
 }
 
+NdSbp replicated(int64_t mesh_ndim) { return NdSbp(std::vector<Sbp>(size_t(mesh_ndim), sbp::broadcast)); }
+
 NdSbp partial_to_broadcast(NdSbp s) {
   for (size_t a = 0; a < s.size(); ++a)
     if (s[a].is_partial()) s[a] = sbp::broadcast;

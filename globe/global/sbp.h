@@ -58,6 +58,9 @@ class NdSbp {
 inline std::ostream& operator<<(std::ostream& os, const Sbp& s) { return os << s.to_string(); }
 inline std::ostream& operator<<(std::ostream& os, const NdSbp& s) { return os << s.to_string(); }
 
+// Broadcast on each of `mesh_ndim` mesh axes: a value every rank of the placement holds whole.
+NdSbp replicated(int64_t mesh_ndim);
+
 // `s` with every partial_sum axis made broadcast: the layout of the summed value.
 NdSbp partial_to_broadcast(NdSbp s);
 

@@ -186,7 +186,7 @@ void copy_global(const Tensor& dst, const Tensor& src) {
   if (!dst.is_global()) {
     // A local destination takes the whole value (collective: every rank calls it), e.g. a
     // checkpoint from globe::load (global on {src}) copied into a local module's parameters.
-    const Tensor whole = box(src, Placement::all(src.placement().device()), NdSbp(std::vector<Sbp>(1, sbp::broadcast)));
+    const Tensor whole = box(src, Placement::all(src.placement().device()), replicated(1));
     kernels::copy_into(dst, whole.impl().global->local);
     return;
   }

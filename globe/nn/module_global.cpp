@@ -25,9 +25,8 @@ void Module::to_global(const Placement& placement, const NdSbp& sbp) {
 
 void Module::to_global(const Placement& placement) {
   NoGradGuard no_grad;
-  const NdSbp replicated(std::vector<Sbp>(size_t(placement.mesh_ndim()), sbp::broadcast));
   for_each_slot([&](const std::string& name, Tensor& slot, bool) {
-    if (!slot.is_global()) return replace_leaf(slot, slot.to_global(placement, replicated));
+    if (!slot.is_global()) return replace_leaf(slot, slot.to_global(placement, replicated(placement.mesh_ndim())));
     GLOBE_CHECK(slot.placement().mesh_ndim() == placement.mesh_ndim(), "[to_global] '", name, "' is laid out ",
                 slot.sbp().to_string(), " on ", slot.placement().to_string(), "; moving it to ", placement.to_string(),
                 " needs an SBP for that mesh: to_global(placement, sbp)");
@@ -44,13 +43,13 @@ void Module::distribute(const Placement& placement, const std::vector<std::pair<
     GLOBE_CHECK(std::find(names.begin(), names.end(), key) != names.end(), "[distribute] the plan names '", key,
                 "' but the module has no such parameter or buffer");
   NoGradGuard no_grad;
-  const NdSbp replicated(std::vector<Sbp>(placement.mesh_ndim(), sbp::broadcast));
+  const NdSbp whole = replicated(placement.mesh_ndim());
   for_each_slot([&](const std::string& name, Tensor& slot, bool) {
     NdSbp target = default_sbp;
     for (const auto& [key, s] : plan)
       if (key == name) target = s;
     // The whole value (rank 0's when local), then its layout.
-    replace_leaf(slot, slot.to_global(placement, replicated).to_global(placement, target));
+    replace_leaf(slot, slot.to_global(placement, whole).to_global(placement, target));
   });
 }
 

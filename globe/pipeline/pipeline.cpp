@@ -20,11 +20,9 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-NdSbp replicated(const Placement& p) { return NdSbp(std::vector<Sbp>(size_t(p.mesh_ndim()), sbp::broadcast)); }
-
 // The layout a tensor takes on `to`: its own where the meshes have as many axes, else replicated.
 NdSbp layout_on(const NdSbp& s, const Placement& from, const Placement& to) {
-  return from.mesh_ndim() == to.mesh_ndim() ? s : replicated(to);
+  return from.mesh_ndim() == to.mesh_ndim() ? s : replicated(to.mesh_ndim());
 }
 
 // A global tensor on a placement this rank is not in: metadata only, an empty shard.
@@ -34,7 +32,7 @@ Tensor phantom(const Shape& shape, DType dtype, const Placement& p, const NdSbp&
 
 // `x` as a global tensor on `p` (collective over the ranks of both placements).
 Tensor onto(const Tensor& x, const Placement& p) {
-  if (!x.is_global()) return x.to_global(p, replicated(p));
+  if (!x.is_global()) return x.to_global(p, replicated(p.mesh_ndim()));
   if (x.placement() == p) return x;
   return box(x, p, layout_on(x.sbp(), x.placement(), p));
 }
@@ -162,7 +160,7 @@ std::string Pipeline::describe() const {
   return os.str();
 }
 
-Tensor Pipeline::forward(int stage, int, const Tensor& x) {
+Tensor Pipeline::forward(int stage, const Tensor& x) {
   Tensor h = x;
   for (nn::UnaryModule* m : stages_[size_t(stage)].modules) h = m->forward(h);
   return h;
@@ -183,13 +181,10 @@ Tensor Pipeline::transfer(const Tensor& t, int from, int to, int mb, bool fwd, c
   const std::string what = what_os.str();
   const int tag = kMoveTag + 1 + int(((int64_t(mb) * stages() + std::min(from, to)) * 2 + (fwd ? 0 : 1)) % (1 << 20));
 
-  std::vector<int> members = src.ranks();
-  members.insert(members.end(), dst.ranks().begin(), dst.ranks().end());
-  std::sort(members.begin(), members.end());
+  const std::vector<int> members = union_ranks(src, dst);
   dist::Communicator& comm = dist::group(members);
   auto index_in = [&](int r) { return int(std::find(members.begin(), members.end(), r) - members.begin()); };
 
-  const auto wait_start = Clock::now();
   struct CountWait {
     double& total;
     Clock::time_point start;
@@ -197,7 +192,7 @@ Tensor Pipeline::transfer(const Tensor& t, int from, int to, int mb, bool fwd, c
     ~CountWait() {
       if (on) total += seconds_since(start);
     }
-  } count_wait{waited_, wait_start, receiving};
+  } count_wait{waited_, Clock::now(), receiving};
   Tensor value = t;
   if (!fwd && !sending) value = phantom(like.shape(), like.dtype(), src, layout_on(like.sbp(), dst, src));
   if (fwd) {
@@ -278,7 +273,7 @@ StepResult Pipeline::step(const Tensor& input, const Tensor& target, const LossF
           x.set_requires_grad(true);
         }
         l.input = x;
-        Tensor y = forward(s, k, x);
+        Tensor y = forward(s, x);
         if (s == S - 1) {
           // The micro-batch's mean loss weighted by its share of the rows: the losses sum to the
           // batch's mean loss, and so do their gradients.
@@ -353,7 +348,7 @@ StepResult Pipeline::step(const Tensor& input, const Tensor& target, const LossF
   const DType loss_dtype = input.dtype() == kInt64 ? kFloat32 : input.dtype();
   // The loss is summed inside the last stage (partial under data parallelism) so that every rank
   // knows its layout: broadcast over the last stage.
-  result.loss = total.defined() ? box(total, last, replicated(last)) : phantom({}, loss_dtype, last, replicated(last));
+  result.loss = total.defined() ? box(total, last, replicated(last.mesh_ndim())) : phantom({}, loss_dtype, last, replicated(last.mesh_ndim()));
   result.busy_seconds -= waited_;
   result.step_seconds = seconds_since(t0);
   return result;

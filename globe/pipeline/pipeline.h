@@ -103,7 +103,7 @@ class Pipeline {
   };
 
   bool mine(int stage) const;
-  Tensor forward(int stage, int mb, const Tensor& x);
+  Tensor forward(int stage, const Tensor& x);
   Tensor transfer(const Tensor& t, int from, int to, int mb, bool forward_dir, const Tensor& like);
 
   std::vector<Placement> groups_;
