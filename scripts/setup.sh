@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   clang libclang-rt-14-dev            # sanitizer runtime + libFuzzer
   python3-torch python3-numpy         # PyTorch peer for golden data and benchmarks (/usr/bin/python3)
+  fortunes                            # the GPT's training text (/usr/share/games/fortunes)
 )
 missing=()
 for p in "${packages[@]}"; do

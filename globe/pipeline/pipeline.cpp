@@ -37,6 +37,35 @@ Tensor onto(const Tensor& x, const Placement& p) {
   return box(x, p, layout_on(x.sbp(), x.placement(), p));
 }
 
+// Micro-batch k of m of a batch cut along dim 0. A global batch split along dim 0 over one mesh
+// axis (data parallel) is cut on each rank's own rows when every shard divides evenly, so every
+// data-parallel rank runs its share of every micro-batch without communication (as Megatron cuts
+// each data-parallel rank's batch); the micro-batch holds other rows than a cut of the whole, but
+// the same number, and the batch's mean loss is the same. Any other layout is cut as a whole.
+Tensor microbatch(const Tensor& t, int m, int k) {
+  const int64_t rows = t.shape()[0];
+  const Range whole = split_range(rows, m, k);
+  if (!t.is_global()) return narrow(t, 0, whole.start, whole.length);
+  const NdSbp& s = t.sbp();
+  int split_axes = 0;
+  int64_t ways = 1;
+  for (size_t a = 0; a < s.size(); ++a) {
+    if (s[a].is_split() && s[a].axis == 0) {
+      ++split_axes;
+      ways *= t.placement().mesh_shape()[a];
+    } else if (!s[a].is_broadcast()) {
+      split_axes = 2;  // another split or a partial sum: cut the whole
+    }
+  }
+  if (split_axes != 1 || rows % (ways * m) != 0 || t.requires_grad()) return narrow(t, 0, whole.start, whole.length);
+  Shape shape = t.shape();
+  shape[0] = rows / m;
+  const Tensor local = t.to_local();
+  if (!t.placement().contains(dist::world_rank())) return make_global(local, shape, t.placement(), s);
+  const int64_t n = rows / (ways * m);
+  return make_global(narrow(local, 0, k * n, n), shape, t.placement(), s);
+}
+
 bool shape_matches(const Shape& shape, const Shape& expected) {
   if (shape.size() != expected.size()) return false;
   for (size_t d = 0; d < shape.size(); ++d)
@@ -220,6 +249,15 @@ Tensor Pipeline::transfer(const Tensor& t, int from, int to, int mb, bool fwd, c
 }
 
 StepResult Pipeline::step(const Tensor& input, const Tensor& target, const LossFn& loss_fn) {
+  return run(input, target, loss_fn, true);
+}
+
+Tensor Pipeline::evaluate(const Tensor& input, const Tensor& target, const LossFn& loss_fn) {
+  NoGradGuard no_grad;
+  return run(input, target, loss_fn, false).loss;
+}
+
+StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn& loss_fn, bool train) {
   const auto t0 = Clock::now();
   StepResult result;
   const int S = stages(), m = schedule_.microbatches();
@@ -259,7 +297,7 @@ StepResult Pipeline::step(const Tensor& input, const Tensor& target, const LossF
 
   for (const Action& a : schedule_.order()) {
     const int s = a.stage, k = a.microbatch;
-    if (!mine(s)) continue;
+    if (!mine(s) || (!train && a.phase != Phase::forward)) continue;
     const auto ta = Clock::now();
     const Range r = split_range(rows, m, k);
     try {
@@ -267,24 +305,25 @@ StepResult Pipeline::step(const Tensor& input, const Tensor& target, const LossF
         Live& l = live[{s, k}];
         Tensor x;
         if (s == 0) {
-          x = narrow(in, 0, r.start, r.length);
+          x = microbatch(in, m, k);
         } else {
           x = move(Tensor(), s - 1, s, k, true, Tensor()).detach();
-          x.set_requires_grad(true);
+          if (train) x.set_requires_grad(true);
         }
         l.input = x;
         Tensor y = forward(s, x);
         if (s == S - 1) {
           // The micro-batch's mean loss weighted by its share of the rows: the losses sum to the
           // batch's mean loss, and so do their gradients.
-          l.output = mul(loss_fn(y, narrow(tgt, 0, r.start, r.length)), double(r.length) / double(rows));
+          l.output = mul(loss_fn(y, microbatch(tgt, m, k)), double(r.length) / double(rows));
           NoGradGuard no_grad;
           total = total.defined() ? add(total, l.output.detach()) : l.output.detach();
         } else {
           l.output = y;
           move(y, s, s + 1, k, true, Tensor());
         }
-        result.peak_alive[size_t(s)] = std::max(result.peak_alive[size_t(s)], ++alive[size_t(s)]);
+        if (!train) live.erase({s, k});
+        else result.peak_alive[size_t(s)] = std::max(result.peak_alive[size_t(s)], ++alive[size_t(s)]);
       } else if (a.phase == Phase::backward || a.phase == Phase::input_grad) {
         Live& l = live.at({s, k});
         Tensor seed;
@@ -320,6 +359,7 @@ StepResult Pipeline::step(const Tensor& input, const Tensor& target, const LossF
 
   // Tied slots give their gradient back to the parameter (collective over both stages' ranks).
   for (Tie& tie : ties_) {
+    if (!train) break;
     NoGradGuard no_grad;
     const Placement& p = placement_of(tie.slot_stage);
     Tensor g = p.contains(dist::world_rank()) ? tie.slot->grad() : Tensor();
@@ -334,7 +374,7 @@ StepResult Pipeline::step(const Tensor& input, const Tensor& target, const LossF
 
   // SPMD reads (an optimizer step, a norm, item()) see every parameter's gradient on every rank:
   // where a stage's parameters are not held, their gradient is metadata as they are.
-  for (int s = 0; s < S; ++s) {
+  for (int s = 0; s < S && train; ++s) {
     if (mine(s)) continue;
     for (nn::UnaryModule* mod : stages_[size_t(s)].modules)
       for (const Tensor& prm : mod->parameters())

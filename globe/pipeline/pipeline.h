@@ -77,6 +77,9 @@ class Pipeline {
   // one longer when uneven) with `target` split the same way; gradients accumulate into the
   // parameters (data-parallel reductions once per step, when read). Collective.
   StepResult step(const Tensor& input, const Tensor& target, const LossFn& loss);
+  // The forward passes of step() only, without gradients (validation, generation): returns the
+  // batch's mean of `loss` over the micro-batches, as StepResult::loss. Collective.
+  Tensor evaluate(const Tensor& input, const Tensor& target, const LossFn& loss);
 
   const Schedule& schedule() const { return schedule_; }
   int stages() const { return schedule_.stages(); }
@@ -102,6 +105,7 @@ class Pipeline {
     WeightGradWork weights;
   };
 
+  StepResult run(const Tensor& input, const Tensor& target, const LossFn& loss, bool train);
   bool mine(int stage) const;
   Tensor forward(int stage, const Tensor& x);
   Tensor transfer(const Tensor& t, int from, int to, int mb, bool forward_dir, const Tensor& like);

@@ -1,0 +1,23 @@
+// Text from a trained GPT: each new byte from the logits of the last position, greedy (temperature
+// 0) or sampled at a temperature from the top k. Runs on any layout through a one-micro-batch
+// pipeline over the model's stages; every rank gets the same text.
+#pragma once
+
+#include <string>
+
+#include "model.h"
+
+namespace gpt {
+
+struct Sampling {
+  int64_t tokens = 200;
+  double temperature = 0.0;  // 0: greedy
+  int64_t top_k = 0;         // 0: the whole vocabulary
+  uint64_t seed = 0;
+};
+
+// Collective. `pipe` runs the model (its modules already laid out); `first` / `last` are the first
+// and last stages' placements. A prompt longer than the context is an error; so is an empty one.
+std::string generate(globe::pipeline::Pipeline& pipe, const std::string& prompt, int64_t block, const Sampling& s);
+
+}  // namespace gpt

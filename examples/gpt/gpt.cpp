@@ -1,0 +1,273 @@
+// build/bin/gpt: trains the GPT of tutorial 07 (docs/07-gpt-3d.md) on a byte corpus with data x
+// tensor x pipeline parallelism, and writes text with it. The PyTorch reference's flags keep their
+// names and meanings (bench/gpt/torch_gpt_reference.py), except --batch, the global batch here.
+//
+//   build/bin/gpt                                                  # 1 process
+//   build/bin/globe-launch --nproc_per_node 8 build/bin/gpt --dp 2 --tp 2 --pp 2 --microbatches 4
+//   build/bin/gpt --resume ckpt/ --steps 0 --generate "Q: " --tokens 200 --temperature 0.8 --top-k 20
+//
+// Ranks: stage s of the pipeline holds ranks [s * dp * tp, (s + 1) * dp * tp) as a dp x tp mesh
+// (tensor parallel neighbours adjacent, as Megatron). The last line (rank 0) is "RESULT {json}".
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint.h"
+#include "corpus.h"
+#include "generate.h"
+#include "model.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace {
+
+using globe::Tensor;
+namespace pp = globe::pipeline;
+
+// --name value / --name=value flags over a fixed set with defaults; unknown ones are errors.
+class Flags {
+ public:
+  Flags(int argc, char** argv, std::map<std::string, std::string> defaults, std::vector<std::string> switches)
+      : values_(std::move(defaults)) {
+    for (const std::string& s : switches) values_[s] = "0";
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      GLOBE_CHECK(a.rfind("--", 0) == 0, "[gpt] unexpected argument '", a, "' (flags are --name value)");
+      std::string name = a.substr(2), value;
+      const size_t eq = name.find('=');
+      if (std::find(switches.begin(), switches.end(), name) != switches.end()) {
+        value = "1";
+      } else if (eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      } else {
+        GLOBE_CHECK(i + 1 < argc, "[gpt] flag --", name, " needs a value");
+        value = argv[++i];
+      }
+      GLOBE_CHECK(values_.count(name), "[gpt] unknown flag --", name);
+      values_[name] = value;
+    }
+  }
+  std::string str(const std::string& n) const { return values_.at(n); }
+  int64_t i64(const std::string& n) const { return number<int64_t>(n); }
+  double f64(const std::string& n) const { return number<double>(n); }
+  bool on(const std::string& n) const { return values_.at(n) == "1"; }
+
+ private:
+  template <class T>
+  T number(const std::string& n) const {
+    const std::string& v = values_.at(n);
+    size_t used = 0;
+    T x{};
+    try {
+      x = std::is_integral_v<T> ? T(std::stoll(v, &used)) : T(std::stod(v, &used));
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    GLOBE_CHECK(used == v.size() && !v.empty(), "[gpt] --", n, " takes a number, not '", v, "'");
+    return x;
+  }
+  std::map<std::string, std::string> values_;
+};
+
+struct Layout {
+  int dp = 1, tp = 1, pp = 1;
+  std::string name() const {
+    return "dp" + std::to_string(dp) + "xtp" + std::to_string(tp) + "xpp" + std::to_string(pp);
+  }
+};
+
+// One dp x tp mesh per pipeline stage.
+std::vector<globe::Placement> stage_meshes(const Layout& l) {
+  std::vector<globe::Placement> groups;
+  for (int s = 0; s < l.pp; ++s) {
+    std::vector<int> ranks;
+    for (int r = 0; r < l.dp * l.tp; ++r) ranks.push_back(s * l.dp * l.tp + r);
+    groups.emplace_back("cpu", ranks, std::vector<int64_t>{l.dp, l.tp});
+  }
+  return groups;
+}
+
+// Sequences of step `step` for this rank's data-parallel share, as a global [batch, block] tensor
+// split over the dp axis of `p` (ranks outside `p` hold nothing).
+Tensor batch_on(const globe::Placement& p, const std::vector<uint8_t>& stream, int64_t step, int64_t batch,
+                int64_t block, int64_t shift) {
+  const globe::NdSbp s({globe::sbp::split(0), globe::sbp::broadcast});
+  const globe::Shape shape{batch, block};
+  const int me = globe::dist::world_rank();
+  if (!p.contains(me)) return globe::make_global(Tensor::empty({0, 0}, globe::kInt64), shape, p, s);
+  const globe::Block b = globe::local_block(shape, p, s, me);
+  return globe::make_global(gpt::windows(stream, step, batch, b.start[0], b.shape[0], block, shift), shape, p, s);
+}
+
+// The head's weight is the token embedding's: shared on one stage, tied across stages.
+void tie_head(pp::Pipeline& pipe, gpt::GPT& model) {
+  if (pipe.stages() == 1) model.head.wte = model.embed.wte.weight;
+  else pipe.tie(model.embed.wte.weight, model.head.wte);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+int run(int argc, char** argv) {
+  const Flags f(argc, argv,
+                {{"threads", "1"}, {"layers", "4"}, {"heads", "4"}, {"embd", "128"}, {"block", "64"}, {"vocab", "256"},
+                 {"batch", "16"}, {"steps", "30"}, {"warmup", "5"}, {"lr", "1e-3"}, {"weight-decay", "0.1"},
+                 {"grad-clip", "1.0"}, {"seed", "0"}, {"data", gpt::kFortunes}, {"save-init", ""}, {"load-init", ""},
+                 {"losses-out", ""}, {"val-batches", "8"}, {"val-every", "0"}, {"log-every", "10"}, {"dp", "1"},
+                 {"tp", "1"}, {"pp", "1"}, {"microbatches", "1"}, {"schedule", "1f1b"}, {"ckpt", ""},
+                 {"ckpt-every", "0"}, {"resume", ""}, {"export", ""}, {"generate", ""}, {"tokens", "200"},
+                 {"temperature", "0"}, {"top-k", "0"}},
+                {"print-keys"});
+  const int threads = int(f.i64("threads"));
+  GLOBE_CHECK(threads >= 1, "[gpt] --threads must be at least 1");
+  openblas_set_num_threads(threads);
+
+  const gpt::Config c{.layers = f.i64("layers"), .heads = f.i64("heads"), .embd = f.i64("embd"),
+                      .block = f.i64("block"), .vocab = f.i64("vocab")};
+  const Layout L{int(f.i64("dp")), int(f.i64("tp")), int(f.i64("pp"))};
+  const int world = globe::dist::world_size(), me = globe::dist::world_rank();
+  const int64_t batch = f.i64("batch"), steps = f.i64("steps"), warmup = f.i64("warmup");
+  const int microbatches = int(f.i64("microbatches"));
+  // Every check below is made on every rank before any communication: all ranks fail alike.
+  GLOBE_CHECK(L.dp >= 1 && L.tp >= 1 && L.pp >= 1 && int64_t(L.dp) * L.tp * L.pp == world, "[gpt] --dp ", L.dp,
+              " x --tp ", L.tp, " x --pp ", L.pp, " = ", int64_t(L.dp) * L.tp * L.pp, " ranks, but the job has ", world,
+              " (globe-launch --nproc_per_node N)");
+  GLOBE_CHECK(c.heads % L.tp == 0, "[gpt] --heads ", c.heads, " cannot be split over --tp ", L.tp,
+              ": tensor parallelism gives each rank whole heads");
+  GLOBE_CHECK(c.layers >= L.pp, "[gpt] --pp ", L.pp, " stages need at least as many layers; --layers is ", c.layers);
+  GLOBE_CHECK(batch >= 1 && steps >= 0 && warmup >= 0 && microbatches >= 1,
+              "[gpt] --batch and --microbatches must be positive, --steps and --warmup not negative");
+  GLOBE_CHECK(batch >= int64_t(L.dp) * microbatches, "[gpt] --batch ", batch, " cannot feed ", L.dp,
+              " data-parallel ranks x ", microbatches, " micro-batches (each needs a sequence at least)");
+  const bool training = steps + warmup > 0;
+  const gpt::Corpus corpus = training || f.str("resume").empty() ? gpt::read_corpus(f.str("data")) : gpt::Corpus{};
+  if (training) {
+    const int max_byte = int(*std::max_element(corpus.train.begin(), corpus.train.end()));
+    GLOBE_CHECK(c.vocab > max_byte, "[gpt] --vocab ", c.vocab, " is too small for this byte corpus (byte value ", max_byte,
+                " occurs)");
+  }
+
+  globe::manual_seed(uint64_t(f.i64("seed")));
+  gpt::GPT model(c);
+  if (f.on("print-keys") && me == 0)
+    for (const auto& [k, v] : model.state_dict()) std::cout << k << " " << globe::shape_str(v.shape()) << "\n";
+
+  // The pipeline puts each stage's modules on its mesh; then tensor parallelism splits them there.
+  const std::vector<globe::Placement> meshes = stage_meshes(L);
+  pp::Pipeline pipe(meshes, model.block_list(), {.schedule = f.str("schedule"), .microbatches = microbatches},
+                    {&model.embed}, {&model.head});
+  gpt::distribute_tensor_parallel(model);
+  tie_head(pipe, model);
+  if (me == 0) std::cout << "gpt: " << L.name() << " on " << world << " ranks\n" << pipe.describe() << std::flush;
+
+  if (!f.str("load-init").empty()) gpt::load_nanogpt(model, f.str("load-init"));
+  if (!f.str("save-init").empty()) gpt::save_nanogpt(model, f.str("save-init"));
+  gpt::NamedAdamW adamw = gpt::make_adamw(model, f.f64("lr"), f.f64("weight-decay"));
+  int64_t start = 0;
+  if (!f.str("resume").empty()) {
+    start = gpt::load_training(f.str("resume"), model, adamw);
+    if (me == 0) std::cout << "resumed from " << f.str("resume") << " at step " << start << "\n";
+  }
+
+  const int64_t T = c.block, total = warmup + steps;
+  const globe::Placement &first = meshes.front(), &last = meshes.back();
+  auto loss_fn = [](const Tensor& logits, const Tensor& target) { return globe::cross_entropy(logits, target); };
+  auto validate = [&]() {
+    double sum = 0;
+    const int64_t n = f.i64("val-batches");
+    for (int64_t v = 0; v < n; ++v)
+      sum += pipe.evaluate(batch_on(first, corpus.val, v, batch, T, 0), batch_on(last, corpus.val, v, batch, T, 1), loss_fn)
+                 .item<float>();
+    return n > 0 ? sum / double(n) : 0.0;
+  };
+
+  std::vector<double> losses, times;
+  const int64_t ckpt_every = f.i64("ckpt-every"), val_every = f.i64("val-every"), log_every = f.i64("log-every");
+  for (int64_t s = start; s < total; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pp::StepResult r = pipe.step(batch_on(first, corpus.train, s, batch, T, 0), batch_on(last, corpus.train, s, batch, T, 1), loss_fn);
+    if (f.f64("grad-clip") > 0) globe::optim::clip_grad_norm(adamw.optimizer->params(), f.f64("grad-clip"));
+    adamw.optimizer->step();
+    adamw.optimizer->zero_grad();
+    const double loss = r.loss.item<float>();
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    losses.push_back(loss);
+    if (s >= warmup) times.push_back(sec);
+    if (me == 0 && log_every > 0 && ((s + 1) % log_every == 0 || s + 1 == total))
+      std::printf("step %lld/%lld  loss %.4f  %.0f tokens/s  %.1f ms\n", (long long)(s + 1), (long long)total, loss,
+                  double(batch * T) / sec, sec * 1e3);
+    if (val_every > 0 && (s + 1) % val_every == 0 && s + 1 < total) {
+      const double vl = validate();
+      if (me == 0) std::printf("step %lld  val loss %.4f\n", (long long)(s + 1), vl);
+    }
+    if (ckpt_every > 0 && (s + 1) % ckpt_every == 0) gpt::save_training(f.str("ckpt"), model, adamw, s + 1);
+    std::fflush(stdout);
+  }
+  if (!f.str("ckpt").empty() && (ckpt_every == 0 || total % ckpt_every != 0) && total > start)
+    gpt::save_training(f.str("ckpt"), model, adamw, total);
+  if (!f.str("export").empty()) gpt::save_nanogpt(model, f.str("export"));
+
+  nlohmann::json res = {{"layout", L.name()}, {"world", world}, {"threads", threads}, {"layers", c.layers},
+                        {"heads", c.heads}, {"embd", c.embd}, {"block", c.block}, {"vocab", c.vocab},
+                        {"batch", batch}, {"microbatches", microbatches}, {"schedule", f.str("schedule")},
+                        {"steps", steps}, {"warmup", warmup}, {"corpus_bytes", corpus.bytes}};
+  int64_t params = 0;
+  for (const Tensor& p : model.parameters()) params += p.numel();
+  res["params"] = params;
+  if (!losses.empty()) {
+    res["loss_first"] = losses.front();
+    res["loss_last"] = losses.back();
+  }
+  if (training && f.i64("val-batches") > 0) res["val_loss"] = validate();
+  if (!times.empty()) {
+    const double med = median(times);
+    res["step_ms_median"] = med * 1e3;
+    res["tokens_per_s_median"] = double(batch * T) / med;
+  }
+  // The largest tensor storage any rank held.
+  Tensor peak = globe::from_vector(std::vector<double>{double(globe::memory_stats().peak_bytes)}, {1});
+  res["peak_bytes"] = int64_t(globe::max(peak.to_global(globe::Placement::all(), globe::sbp::split(0))).item<double>());
+
+  if (!f.str("generate").empty()) {
+    pp::Pipeline one(meshes, model.block_list(), {.schedule = "gpipe", .microbatches = 1}, {&model.embed}, {&model.head});
+    tie_head(one, model);
+    const std::string text = gpt::generate(
+        one, f.str("generate"), c.block,
+        {.tokens = f.i64("tokens"), .temperature = f.f64("temperature"), .top_k = f.i64("top-k"), .seed = uint64_t(f.i64("seed"))});
+    if (me == 0) std::cout << "--- generated ---\n" << f.str("generate") << text << "\n--- end ---\n";
+  }
+  if (me == 0) {
+    if (!f.str("losses-out").empty()) {
+      std::ofstream out(f.str("losses-out"));
+      out << nlohmann::json(losses).dump() << "\n";
+    }
+    if (res.contains("loss_first"))
+      std::printf("globe GPT %lld params, %s: loss %.4f -> %.4f", (long long)params, L.name().c_str(),
+                  double(res["loss_first"]), double(res["loss_last"]));
+    if (res.contains("val_loss")) std::printf(", val %.4f", double(res["val_loss"]));
+    if (res.contains("tokens_per_s_median")) std::printf(", %.0f tokens/s", double(res["tokens_per_s_median"]));
+    std::printf("\nRESULT %s\n", res.dump().c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpt: error on rank %d: %s\n", globe::dist::world_rank(), e.what());
+    return 1;
+  }
+}
