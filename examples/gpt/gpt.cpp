@@ -122,7 +122,7 @@ int run(int argc, char** argv) {
                 {{"threads", "1"}, {"layers", "4"}, {"heads", "4"}, {"embd", "128"}, {"block", "64"}, {"vocab", "256"},
                  {"batch", "16"}, {"steps", "30"}, {"warmup", "5"}, {"lr", "1e-3"}, {"weight-decay", "0.1"},
                  {"grad-clip", "1.0"}, {"seed", "0"}, {"data", gpt::kFortunes}, {"save-init", ""}, {"load-init", ""},
-                 {"losses-out", ""}, {"val-batches", "8"}, {"val-every", "0"}, {"log-every", "10"}, {"dp", "1"},
+                 {"losses-out", ""}, {"val-batches", "8"}, {"val-every", "0"}, {"log-every", "10"}, {"dp", "0"},
                  {"tp", "1"}, {"pp", "1"}, {"microbatches", "1"}, {"schedule", "1f1b"}, {"ckpt", ""},
                  {"ckpt-every", "0"}, {"resume", ""}, {"export", ""}, {"generate", ""}, {"tokens", "200"},
                  {"temperature", "0"}, {"top-k", "0"}},
@@ -133,8 +133,11 @@ int run(int argc, char** argv) {
 
   const gpt::Config c{.layers = f.i64("layers"), .heads = f.i64("heads"), .embd = f.i64("embd"),
                       .block = f.i64("block"), .vocab = f.i64("vocab")};
-  const Layout L{int(f.i64("dp")), int(f.i64("tp")), int(f.i64("pp"))};
   const int world = globe::dist::world_size(), me = globe::dist::world_rank();
+  // --dp 0 (the default): the ranks --tp x --pp leave, as Megatron derives its data-parallel size.
+  const int tp = int(f.i64("tp")), pipe_stages = int(f.i64("pp"));
+  const int dp = f.i64("dp") == 0 && tp >= 1 && pipe_stages >= 1 ? std::max(1, world / (tp * pipe_stages)) : int(f.i64("dp"));
+  const Layout L{dp, tp, pipe_stages};
   const int64_t batch = f.i64("batch"), steps = f.i64("steps"), warmup = f.i64("warmup");
   const int microbatches = int(f.i64("microbatches"));
   // Every check below is made on every rank before any communication: all ranks fail alike.
@@ -148,13 +151,12 @@ int run(int argc, char** argv) {
               "[gpt] --batch and --microbatches must be positive, --steps and --warmup not negative");
   GLOBE_CHECK(batch >= int64_t(L.dp) * microbatches, "[gpt] --batch ", batch, " cannot feed ", L.dp,
               " data-parallel ranks x ", microbatches, " micro-batches (each needs a sequence at least)");
-  const bool training = steps + warmup > 0;
-  const gpt::Corpus corpus = training || f.str("resume").empty() ? gpt::read_corpus(f.str("data")) : gpt::Corpus{};
-  if (training) {
-    const int max_byte = int(*std::max_element(corpus.train.begin(), corpus.train.end()));
-    GLOBE_CHECK(c.vocab > max_byte, "[gpt] --vocab ", c.vocab, " is too small for this byte corpus (byte value ", max_byte,
-                " occurs)");
-  }
+  GLOBE_CHECK(int64_t(f.str("generate").size()) <= c.block, "[gpt] --generate: the prompt has ", f.str("generate").size(),
+              " bytes but the context holds ", c.block, " (--block); shorten it");
+  const gpt::Corpus corpus = gpt::read_corpus(f.str("data"));
+  const int max_byte = int(*std::max_element(corpus.train.begin(), corpus.train.end()));
+  GLOBE_CHECK(c.vocab > max_byte, "[gpt] --vocab ", c.vocab, " is too small for this byte corpus (byte value ", max_byte,
+              " occurs)");
 
   globe::manual_seed(uint64_t(f.i64("seed")));
   gpt::GPT model(c);
@@ -227,7 +229,7 @@ int run(int argc, char** argv) {
     res["loss_first"] = losses.front();
     res["loss_last"] = losses.back();
   }
-  if (training && f.i64("val-batches") > 0) res["val_loss"] = validate();
+  if (f.i64("val-batches") > 0) res["val_loss"] = validate();
   if (!times.empty()) {
     const double med = median(times);
     res["step_ms_median"] = med * 1e3;

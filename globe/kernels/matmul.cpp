@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+
 #include "globe/core/strided.h"
 #include "globe/kernels/elementwise.h"
 
@@ -36,6 +38,18 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t 
   }
 }
 
+// Whether batch entries of `strides` (broadcast ones 0) put every row of the operand at one
+// spacing: batch entry i's rows follow entry i-1's, `block` elements (n rows x ld) apart.
+bool rows_evenly_spaced(const Shape& batch, const Shape& strides, int64_t block) {
+  int64_t expected = block;
+  for (size_t i = batch.size(); i-- > 0;) {
+    if (batch[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= batch[i];
+  }
+  return true;
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape) {
@@ -65,6 +79,18 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape) {
     return Tensor::view_of(ct, out_shape, {1, n}, 0);
   }
   Tensor out = Tensor::uninitialized(out_shape, a.dtype());  // gemm writes every element
+  const Shape sa = batch_strides(va.t), sb = batch_strides(vb.t);
+  if (!batch.empty() && va.trans == CblasNoTrans && rows_evenly_spaced(batch, sa, n * va.ld) &&
+      std::all_of(sb.begin(), sb.end(), [](int64_t s) { return s == 0; })) {
+    // [..., n, k] @ [k, m] with a's rows evenly spaced across its batch (a Linear on [B, T, E]):
+    // one gemm over all the rows instead of one per batch entry.
+    visit_floating(a.dtype(), "matmul", [&](auto tag) {
+      using T = decltype(tag);
+      gemm<T>(va.trans, vb.trans, numel_of(batch) * n, m, k, static_cast<const T*>(va.t.storage()->data) + va.t.offset(),
+              va.ld, static_cast<const T*>(vb.t.storage()->data) + vb.t.offset(), vb.ld, out.data<T>());
+    });
+    return out;
+  }
   visit_floating(a.dtype(), "matmul", [&](auto tag) {
     using T = decltype(tag);
     const T* pa = static_cast<const T*>(va.t.storage()->data);

@@ -1,0 +1,203 @@
+// build/bin/gpt end to end (tutorial 07): the same losses as PyTorch from the same weights, the
+// same losses on every data x tensor x pipeline layout, resuming on another layout, weights that
+// export and load back, the same generated text on any layout, and a clear error on every rank for
+// each kind of bad input. A small model keeps the 8-rank runs (oversubscribed) quick.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "launcher_process.h"
+
+namespace {
+
+using launch_test::TempDir;
+
+// The model every test but the golden one trains: 2 layers, 4 heads (tp2 splits them), 32 wide.
+const std::vector<std::string> kSmall = {"--layers", "2", "--heads", "4", "--embd", "32", "--block", "16",
+                                         "--batch", "8", "--warmup", "0", "--log-every", "0", "--val-batches", "2"};
+
+struct GptRun {
+  launch_test::RunResult r;
+  std::string all() const { return r.out + r.err; }
+};
+
+GptRun gpt(int nproc, std::vector<std::string> args) {
+  std::vector<std::string> a = {"--nproc_per_node", std::to_string(nproc), "--no-prefix", launch_test::bin_dir() + "/gpt"};
+  a.insert(a.end(), args.begin(), args.end());
+  return {launch_test::run_launcher(a, {}, 280)};
+}
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+std::vector<double> losses_in(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  return nlohmann::json::parse(in).get<std::vector<double>>();
+}
+
+// Trains and returns the per-step losses (asserting success).
+std::vector<double> train(int nproc, const std::vector<std::string>& args, const TempDir& dir, const std::string& tag) {
+  const std::string out = dir.path() + "/" + tag + ".json";
+  const GptRun run = gpt(nproc, with(args, {"--losses-out", out}));
+  EXPECT_EQ(run.r.exit_code, 0) << tag << " failed:\n" << run.all();
+  return losses_in(out);
+}
+
+void expect_same(const std::vector<double>& want, const std::vector<double>& got, double rel, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], rel * std::abs(want[i])) << what << ", step " << i;
+}
+
+TEST(Gpt, MatchesPyTorchLossForLossFromTheSameWeights) {
+  // tests/gpt/data: written by scripts/golden/make_gpt_golden.sh with bench/gpt/torch_gpt.py.
+  const std::string data = GLOBE_GPT_DATA;
+  const std::vector<double> want = losses_in(data + "/gpt_small_losses.json");
+  ASSERT_EQ(want.size(), 20u) << "missing golden losses in " << data;
+  TempDir dir;
+  const auto got = train(1, {"--layers", "2", "--heads", "2", "--embd", "32", "--block", "16", "--batch", "4", "--steps", "20",
+                             "--warmup", "0", "--log-every", "0", "--val-batches", "0", "--load-init",
+                             data + "/gpt_small_init.safetensors"},
+                         dir, "golden");
+  expect_same(want, got, 1e-4, "against PyTorch");
+  EXPECT_LT(got.back(), want.front() - 1.0) << "the loss should fall by more than 1 in 20 steps";
+}
+
+TEST(Gpt, EveryLayoutGivesTheSingleProcessLosses) {
+  TempDir dir;
+  const auto args = with(kSmall, {"--steps", "10", "--microbatches", "2"});
+  const auto one = train(1, args, dir, "single");
+  ASSERT_EQ(one.size(), 10u);
+  const std::vector<std::pair<int, std::vector<std::string>>> layouts = {
+      {2, {"--dp", "2"}},
+      {2, {"--tp", "2"}},
+      {2, {"--pp", "2"}},
+      {4, {"--dp", "2", "--tp", "2"}},
+      {4, {"--tp", "2", "--pp", "2"}},
+      {4, {"--dp", "2", "--pp", "2", "--schedule", "gpipe"}},
+      {8, {"--dp", "2", "--tp", "2", "--pp", "2"}},
+  };
+  for (const auto& [n, layout] : layouts) {
+    std::string name;
+    for (const auto& s : layout) name += s + " ";
+    expect_same(one, train(n, with(args, layout), dir, "layout" + std::to_string(&layout - &layouts[0].second)), 1e-5, name);
+  }
+}
+
+TEST(Gpt, AVocabularyThatDoesNotDivideSplitsUnevenly) {
+  // 257 entries over 2 ranks: 129 and 128 rows of the embedding and of the tied head.
+  TempDir dir;
+  const auto args = with(kSmall, {"--steps", "4", "--vocab", "257"});
+  expect_same(train(1, args, dir, "one"), train(2, with(args, {"--tp", "2"}), dir, "tp2"), 1e-5, "vocab 257, tp2");
+}
+
+TEST(Gpt, ResumesOnAnotherLayoutWithTheUninterruptedLosses) {
+  TempDir dir;
+  const std::string ckpt = dir.path() + "/ckpt";
+  const auto whole = train(1, with(kSmall, {"--steps", "6"}), dir, "whole");
+  ASSERT_EQ(whole.size(), 6u);
+  // Train data parallel for 3 steps, then continue as tensor x pipeline parallel.
+  const auto first = train(2, with(kSmall, {"--steps", "3", "--dp", "2", "--ckpt", ckpt}), dir, "first");
+  const auto rest = train(4, with(kSmall, {"--steps", "6", "--tp", "2", "--pp", "2", "--resume", ckpt}), dir, "rest");
+  std::vector<double> joined = first;
+  joined.insert(joined.end(), rest.begin(), rest.end());
+  expect_same(whole, joined, 1e-5, "dp2 then tp2 x pp2");
+}
+
+double field(const std::string& out, const std::string& key) {
+  const size_t at = out.rfind("RESULT ");
+  if (at == std::string::npos) return NAN;
+  const auto j = nlohmann::json::parse(out.substr(at + 7, out.find('\n', at) - at - 7));
+  return j.contains(key) ? j[key].get<double>() : NAN;
+}
+
+TEST(Gpt, ExportedWeightsLoadBackOnAnotherLayout) {
+  TempDir dir;
+  const std::string file = dir.path() + "/model.safetensors";
+  const GptRun a = gpt(2, with(kSmall, {"--steps", "3", "--tp", "2", "--export", file}));
+  ASSERT_EQ(a.r.exit_code, 0) << a.all();
+  const GptRun b = gpt(2, with(kSmall, {"--steps", "0", "--pp", "2", "--load-init", file}));
+  ASSERT_EQ(b.r.exit_code, 0) << b.all();
+  const double va = field(a.r.out, "val_loss"), vb = field(b.r.out, "val_loss");
+  ASSERT_FALSE(std::isnan(va)) << a.r.out;
+  EXPECT_NEAR(vb, va, 1e-5 * va) << "validation loss of the exported weights, loaded back:\n" << b.r.out;
+}
+
+std::string generated(const std::string& out) {
+  const size_t a = out.find("--- generated ---\n"), b = out.find("\n--- end ---");
+  return a == std::string::npos || b == std::string::npos ? "" : out.substr(a + 18, b - a - 18);
+}
+
+TEST(Gpt, GeneratesTheSameTextOnAnyLayout) {
+  TempDir dir;
+  const std::string ckpt = dir.path() + "/ckpt";
+  ASSERT_EQ(train(1, with(kSmall, {"--steps", "5", "--ckpt", ckpt}), dir, "t").size(), 5u);
+  const std::vector<std::string> gen = {"--steps", "0", "--resume", ckpt, "--generate", "The ", "--tokens", "12",
+                                        "--temperature", "0.8", "--top-k", "20"};
+  const GptRun one = gpt(1, with(kSmall, gen));
+  const GptRun four = gpt(4, with(kSmall, with(gen, {"--tp", "2", "--pp", "2"})));
+  ASSERT_EQ(one.r.exit_code, 0) << one.all();
+  ASSERT_EQ(four.r.exit_code, 0) << four.all();
+  const std::string text = generated(one.r.out);
+  EXPECT_EQ(text.size(), 4u + 12u) << one.r.out;  // the prompt, then 12 bytes
+  EXPECT_EQ(text.rfind("The ", 0), 0u);
+  EXPECT_EQ(generated(four.r.out), text);
+}
+
+struct BadInput {
+  const char* name;
+  int nproc;
+  std::vector<std::string> args;
+  std::string says;
+};
+
+class GptBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(GptBadInput, FailsWithAClearErrorOnEveryRank) {
+  const BadInput& c = GetParam();
+  TempDir dir;
+  std::vector<std::string> args = c.args;
+  for (auto& a : args)
+    if (a.rfind("DIR/", 0) == 0) a = dir.path() + a.substr(3);
+  std::ofstream(dir.path() + "/empty.txt").close();
+  // A checkpoint of another model size, for the cases that load one.
+  if (std::string(c.name).find("size") != std::string::npos) {
+    const GptRun r = gpt(1, with(kSmall, {"--steps", "1", "--ckpt", dir.path() + "/ckpt", "--export", dir.path() + "/small.safetensors"}));
+    ASSERT_EQ(r.r.exit_code, 0) << r.all();
+  }
+  const GptRun run = gpt(c.nproc, args);
+  EXPECT_NE(run.r.exit_code, 0) << run.all();
+  EXPECT_FALSE(run.r.hung);
+  for (int r = 0; r < c.nproc; ++r)
+    EXPECT_NE(run.r.err.find("gpt: error on rank " + std::to_string(r)), std::string::npos) << "rank " << r << ":\n" << run.all();
+  EXPECT_NE(run.r.err.find(c.says), std::string::npos) << "expected '" << c.says << "' in:\n" << run.all();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, GptBadInput,
+    ::testing::Values(
+        BadInput{"layout_not_world", 2, with(kSmall, {"--dp", "2", "--tp", "2"}), "= 4 ranks, but the job has 2"},
+        BadInput{"embd_not_divisible_by_heads", 2, {"--layers", "2", "--heads", "3", "--embd", "32", "--dp", "2"},
+                 "--embd 32 is not divisible by --heads 3"},
+        BadInput{"heads_over_tp", 2, {"--layers", "2", "--heads", "3", "--embd", "48", "--tp", "2"},
+                 "--heads 3 cannot be split over --tp 2"},
+        BadInput{"more_stages_than_layers", 2, {"--layers", "1", "--pp", "2"}, "--pp 2 stages need at least as many layers"},
+        BadInput{"missing_corpus", 2, with(kSmall, {"--data", "DIR/nothing-here"}), "does not exist"},
+        BadInput{"empty_corpus", 2, with(kSmall, {"--data", "DIR/empty.txt"}), "is empty"},
+        BadInput{"prompt_too_long", 2,
+                 with(kSmall, {"--steps", "1", "--generate", "a prompt longer than sixteen bytes"}),
+                 "the context holds 16"},
+        BadInput{"init_of_another_size", 2, {"--layers", "2", "--heads", "4", "--embd", "64", "--steps", "1", "--load-init",
+                                             "DIR/small.safetensors"},
+                 "transformer.wte.weight"},
+        BadInput{"checkpoint_of_another_size", 2, {"--layers", "2", "--heads", "4", "--embd", "64", "--steps", "2",
+                                                   "--resume", "DIR/ckpt"},
+                 "transformer.wte.weight"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
