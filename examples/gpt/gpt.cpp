@@ -1,6 +1,6 @@
 // build/bin/gpt: trains the GPT of tutorial 07 (docs/07-gpt-3d.md) on a byte corpus with data x
 // tensor x pipeline parallelism, and writes text with it. The PyTorch reference's flags keep their
-// names and meanings (bench/gpt/torch_gpt_reference.py), except --batch, the global batch here.
+// names and meanings (bench/gpt/torch_gpt.py), except --batch, the global batch here.
 //
 //   build/bin/gpt                                                  # 1 process
 //   build/bin/globe-launch --nproc_per_node 8 build/bin/gpt --dp 2 --tp 2 --pp 2 --microbatches 4
@@ -235,9 +235,16 @@ int run(int argc, char** argv) {
     res["step_ms_median"] = med * 1e3;
     res["tokens_per_s_median"] = double(batch * T) / med;
   }
-  // The largest tensor storage any rank held.
-  Tensor peak = globe::from_vector(std::vector<double>{double(globe::memory_stats().peak_bytes)}, {1});
-  res["peak_bytes"] = int64_t(globe::max(peak.to_global(globe::Placement::all(), globe::sbp::split(0))).item<double>());
+  // Per rank, the largest over ranks: the tensor storage held at the peak, and the bytes of the
+  // parameters with their two AdamW moments (what tensor and pipeline parallelism divide).
+  auto max_over_ranks = [](double v) {
+    const Tensor t = globe::from_vector(std::vector<double>{v}, {1});
+    return int64_t(globe::max(t.to_global(globe::Placement::all(), globe::sbp::split(0))).item<double>());
+  };
+  double state = 0;
+  for (const Tensor& p : model.parameters()) state += 3.0 * double(p.to_local().numel()) * double(globe::itemsize(p.dtype()));
+  res["peak_bytes"] = max_over_ranks(double(globe::memory_stats().peak_bytes));
+  res["param_optim_bytes"] = max_over_ranks(state);
 
   if (!f.str("generate").empty()) {
     pp::Pipeline one(meshes, model.block_list(), {.schedule = "gpipe", .microbatches = 1}, {&model.embed}, {&model.head});

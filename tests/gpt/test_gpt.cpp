@@ -65,7 +65,7 @@ TEST(Gpt, MatchesPyTorchLossForLossFromTheSameWeights) {
                              data + "/gpt_small_init.safetensors"},
                          dir, "golden");
   expect_same(want, got, 1e-4, "against PyTorch");
-  EXPECT_LT(got.back(), want.front() - 1.0) << "the loss should fall by more than 1 in 20 steps";
+  EXPECT_LT(got.back(), want.front() - 0.8) << "the loss should fall by more than 0.8 in 20 steps";
 }
 
 TEST(Gpt, EveryLayoutGivesTheSingleProcessLosses) {

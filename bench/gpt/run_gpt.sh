@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# GPT benchmarks (bench/RESULTS.md, "GPT"): build/bin/gpt beside our PyTorch reference
+# (bench/gpt/torch_gpt.py, Debian's python3-torch) on the same machine in the same run. Builds
+# nothing: ninja -C build -j2 gpt globe-launch
+# Usage: bench/gpt/run_gpt.sh [--case speed|learn|all] [--quiet-wait SECONDS] [--log FILE]
+#   speed   reference defaults (4 layers, 4 heads, 128 wide, context 64, 16 sequences, 30 timed
+#           steps after 5), 1 thread per process:
+#             single   globe 1 process vs torch 1 process          goal >= 1.2 x tokens/s
+#             dp2      globe --dp 2 (global batch 32) vs torch DDP --nproc 2 (16 per rank)
+#                                                                  goal >= 1.3 x tokens/s
+#             tp2, pp2 (m = 8) on 2 ranks (global batch 32): tokens/s, peak bytes and parameter +
+#                      AdamW bytes per rank against dp2's
+#   learn   600 steps at the defaults, 1 process: the validation loss (goal <= 2.6), every 50
+#           steps, beside the reference's 600-step validation loss.
+# Each measurement prints its command and its RESULT line; a summary table ends the run.
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+BIN="$ROOT/build/bin"
+CASE=all
+QUIET_WAIT=600
+LOG="$ROOT/bench/results/gpt-$(date -u +%Y%m%dT%H%M%SZ).log"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --case) CASE="$2"; shift 2 ;;
+    --quiet-wait) QUIET_WAIT="$2"; shift 2 ;;
+    --log) LOG="$2"; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "run_gpt.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+for b in gpt globe-launch; do
+  [[ -x "$BIN/$b" ]] || { echo "missing $BIN/$b: build it first (ninja -C build -j2 gpt globe-launch)" >&2; exit 1; }
+done
+mkdir -p "$(dirname "$LOG")"
+exec > >(tee "$LOG") 2>&1
+source "$ROOT/bench/quiet.sh"
+
+echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
+echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+RESULTS=$(mktemp)
+trap 'rm -f "$RESULTS"' EXIT
+
+# TAG COMMAND...: runs it on a quiet machine, keeps its RESULT line tagged.
+measure() {
+  local tag=$1; shift
+  wait_quiet
+  echo "\$ $*"
+  "$@" | tee /dev/stderr | grep '^RESULT ' | sed "s/^RESULT /$tag /" >> "$RESULTS"
+}
+torch() { /usr/bin/python3 "$ROOT/bench/gpt/torch_gpt.py" --threads 1 "$@"; }
+globe() { "$BIN/globe-launch" --nproc_per_node "$1" --no-prefix "$BIN/gpt" --threads 1 --log-every 0 "${@:2}"; }
+
+if [[ $CASE == speed || $CASE == all ]]; then
+  measure torch-single torch
+  measure globe-single globe 1
+  measure torch-ddp2 torch --nproc 2
+  measure globe-dp2 globe 2 --batch 32 --dp 2
+  measure globe-tp2 globe 2 --batch 32 --tp 2
+  measure globe-pp2 globe 2 --batch 32 --pp 2 --microbatches 8
+fi
+if [[ $CASE == learn || $CASE == all ]]; then
+  measure torch-learn torch --steps 600 --warmup 0
+  measure globe-learn globe 1 --steps 600 --warmup 0 --log-every 50 --val-every 50
+fi
+
+python3 - "$RESULTS" <<'PY'
+import json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    tag, js = line.split(" ", 1)
+    rows[tag] = json.loads(js)
+def tps(t): return rows[t]["tokens_per_s_median"] if t in rows else None
+print("\n== summary")
+for g, t, goal in (("globe-single", "torch-single", 1.2), ("globe-dp2", "torch-ddp2", 1.3)):
+    if tps(g) and tps(t):
+        r = tps(g) / tps(t)
+        print(f"{g:14s} {tps(g):9.0f} tokens/s vs {t} {tps(t):9.0f}: {r:.2f} x (goal {goal} x: {'met' if r >= goal else 'NOT met'})")
+for g in ("globe-dp2", "globe-tp2", "globe-pp2"):
+    if g in rows and "globe-dp2" in rows:
+        r, d = rows[g], rows["globe-dp2"]
+        print(f"{g:14s} {r['tokens_per_s_median']:9.0f} tokens/s; per rank: peak {r['peak_bytes'] / 2**20:6.1f} MiB, "
+              f"parameters + AdamW {r['param_optim_bytes'] / 2**20:5.2f} MiB ({r['param_optim_bytes'] / d['param_optim_bytes']:.2f} x dp2's)")
+for tag in ("torch-learn", "globe-learn"):
+    if tag in rows:
+        print(f"{tag:14s} 600 steps: loss {rows[tag]['loss_first']:.4f} -> {rows[tag]['loss_last']:.4f}, validation {rows[tag]['val_loss']:.4f}"
+              + (f" (goal <= 2.6: {'met' if rows[tag]['val_loss'] <= 2.6 else 'NOT met'})" if tag.startswith("globe") else ""))
+PY
+echo "== log: $LOG"
