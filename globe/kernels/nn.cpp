@@ -4,8 +4,38 @@
 #include <cstring>
 
 #include "globe/kernels/elementwise.h"
+#include "globe/kernels/fast_math.h"
 
 namespace globe::kernels {
+
+namespace {
+
+// Softmax (or log-softmax) of `rows` contiguous float rows of n: the exponentials in a vectorised
+// loop (exp_nonpositive, as x - max <= 0), their sum in double. Returns
+// false when a row is entirely -inf: the general loop then redoes every row (giving that row the
+// NaNs torch gives).
+bool softmax_rows_f32(const float* src, float* dst, int64_t rows, int64_t n, bool log) {
+  for (int64_t o = 0; o < rows; ++o) {
+    const float* __restrict x = src + o * n;
+    float* __restrict y = dst + o * n;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) mx = x[j] > mx ? x[j] : mx;
+    if (mx == -INFINITY) return false;
+    for (int64_t j = 0; j < n; ++j) y[j] = exp_nonpositive(x[j] - mx);
+    double total = 0;
+    for (int64_t j = 0; j < n; ++j) total += y[j];
+    if (log) {
+      const float lse = mx + float(std::log(total));
+      for (int64_t j = 0; j < n; ++j) y[j] = x[j] - lse;
+    } else {
+      const float scale = float(1.0 / total);
+      for (int64_t j = 0; j < n; ++j) y[j] *= scale;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 Tensor softmax(const Tensor& a_in, int64_t dim, bool log) {
   Tensor a = dense(a_in);
@@ -19,6 +49,9 @@ Tensor softmax(const Tensor& a_in, int64_t dim, bool log) {
     using T = decltype(tag);
     const T* src = a.data<T>();
     T* dst = out.data<T>();
+    if constexpr (std::is_same_v<T, float>) {
+      if (inner == 1 && softmax_rows_f32(src, dst, outer, n, log)) return;
+    }
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t in = 0; in < inner; ++in) {
         const T* x = src + o * n * inner + in;

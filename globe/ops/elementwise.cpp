@@ -1,9 +1,9 @@
 // Elementwise ops: unary math, binary arithmetic with broadcasting, scalar arithmetic, casts.
-#include <bit>
 #include <cmath>
 #include <type_traits>
 
 #include "globe/kernels/elementwise.h"
+#include "globe/kernels/fast_math.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 #include "globe/ops/sbp_rules.h"
@@ -13,6 +13,7 @@ namespace globe {
 namespace {
 
 using kernels::map_binary;
+using kernels::tanh_fast;
 using kernels::map_unary;
 
 enum class UnaryKind { neg, exp, log, sqrt, relu, gelu, tanh, sigmoid, gelu_tanh };
@@ -30,40 +31,6 @@ template <class T>
 T gelu_slope(T x) {
   return T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2))) +
          x * std::exp(T(-0.5) * x * x) * T(0.5 * M_2_SQRTPI * M_SQRT1_2);
-}
-
-// e^x for x <= 0 without a library call, so that loops over it vectorise (with
-// -fno-trapping-math, which lets the compiler turn its selects into blends): Cephes' expf
-// polynomial after x = n ln2 + r (within 2 ulp of expf).
-[[gnu::always_inline]] inline float exp_nonpositive(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  const int n = int(x * 1.44269504088896341f - 0.5f);  // nearest integer (truncation of a value <= 0)
-  const float nf = float(n);
-  const float r = (x - nf * 0.693359375f) + nf * 2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
-  return y * std::bit_cast<float>((n + 127) << 23);  // y 2^n
-}
-
-// tanh through one exp and no branch (glibc's tanhf goes through expm1f and does not vectorise:
-// it was a quarter of a GPT step). Near 0, where 1 - e cancels, a series (error < 1e-12 there);
-// elsewhere within a few ulp. Double precision keeps std::tanh.
-template <class T>
-[[gnu::always_inline]] inline T tanh_fast(T u) {
-  if constexpr (std::is_same_v<T, float>) {
-    const float a = std::fabs(u), u2 = u * u;
-    const float series = u * (1.0f + u2 * (-1.0f / 3 + u2 * (2.0f / 15 + u2 * (-17.0f / 315))));
-    const float e = exp_nonpositive(-2.0f * a);
-    const float t = std::copysign((1.0f - e) / (1.0f + e), u);
-    return a < 0.0625f ? series : t;
-  } else {
-    return std::tanh(u);
-  }
 }
 
 // GELU's tanh approximation (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
@@ -106,7 +73,7 @@ class Unary final : public Op {
         case UnaryKind::sqrt: return map_unary<T, T>(a, [](T x) { return std::sqrt(x); });
         case UnaryKind::relu: return map_unary<T, T>(a, [](T x) { return x > T(0) ? x : T(0); });
         case UnaryKind::gelu: return map_unary<T, T>(a, [](T x) { return gelu_value(x); });
-        case UnaryKind::gelu_tanh: return map_unary<T, T>(a, [](T x) { return gelu_tanh_value(x); });
+        case UnaryKind::gelu_tanh: return map_unary<T, T>(a, [](T x) __attribute__((always_inline)) { return gelu_tanh_value(x); });
         case UnaryKind::tanh: return map_unary<T, T>(a, [](T x) { return std::tanh(x); });
         case UnaryKind::sigmoid:
           return map_unary<T, T>(a, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
@@ -165,7 +132,7 @@ class Binary final : public Op {
         case BinaryKind::gelu_grad:
           return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_slope(x); });
         case BinaryKind::gelu_tanh_grad:
-          return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_tanh_slope(x); });
+          return map_binary<T>(a, b, s, [](T g, T x) __attribute__((always_inline)) { return g * gelu_tanh_slope(x); });
         case BinaryKind::tanh_grad:
           return map_binary<T>(a, b, s, [](T g, T y) { return g * (T(1) - y * y); });
         case BinaryKind::sigmoid_grad:
