@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint.h"
@@ -111,6 +112,21 @@ void tie_head(pp::Pipeline& pipe, gpt::GPT& model) {
   else pipe.tie(model.embed.wte.weight, model.head.wte);
 }
 
+// Each weight kind's layout on its stage's mesh, as visualize() draws it.
+void show_layout(gpt::GPT& model) {
+  const gpt::Block& b = *model.blocks.front();
+  const std::vector<std::pair<std::string, const Tensor*>> kinds = {
+      {"transformer.wte.weight", &model.embed.wte.weight},   {"transformer.wpe.weight", &model.embed.wpe.weight},
+      {"h.0.ln_1.weight", &b.ln_1.weight},                   {"h.0.attn.c_attn.weight", &b.attn.c_attn.weight},
+      {"h.0.attn.c_attn.bias", &b.attn.c_attn.bias},         {"h.0.attn.c_proj.weight", &b.attn.c_proj.weight},
+      {"h.0.attn.c_proj.bias", &b.attn.c_proj.bias},         {"h.0.mlp.c_fc.weight", &b.mlp.c_fc.weight},
+      {"h.0.mlp.c_fc.bias", &b.mlp.c_fc.bias},               {"h.0.mlp.c_proj.weight", &b.mlp.c_proj.weight},
+      {"transformer.ln_f.weight", &model.head.ln_f.weight}};
+  for (const auto& [name, t] : kinds)
+    std::cout << name << " " << globe::shape_str(t->shape()) << " " << t->sbp().to_string() << "\n"
+              << globe::visualize(*t) << "\n";
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -126,7 +142,7 @@ int run(int argc, char** argv) {
                  {"tp", "1"}, {"pp", "1"}, {"microbatches", "1"}, {"schedule", "1f1b"}, {"ckpt", ""},
                  {"ckpt-every", "0"}, {"resume", ""}, {"export", ""}, {"generate", ""}, {"tokens", "200"},
                  {"temperature", "0"}, {"top-k", "0"}},
-                {"print-keys"});
+                {"print-keys", "show-layout", "boxing-report"});
   const int threads = int(f.i64("threads"));
   GLOBE_CHECK(threads >= 1, "[gpt] --threads must be at least 1");
   openblas_set_num_threads(threads);
@@ -170,6 +186,7 @@ int run(int argc, char** argv) {
   gpt::distribute_tensor_parallel(model);
   tie_head(pipe, model);
   if (me == 0) std::cout << "gpt: " << L.name() << " on " << world << " ranks\n" << pipe.describe() << std::flush;
+  if (f.on("show-layout") && me == 0) show_layout(model);
 
   if (!f.str("load-init").empty()) gpt::load_nanogpt(model, f.str("load-init"));
   if (!f.str("save-init").empty()) gpt::save_nanogpt(model, f.str("save-init"));
@@ -217,6 +234,13 @@ int run(int argc, char** argv) {
   if (!f.str("ckpt").empty() && (ckpt_every == 0 || total % ckpt_every != 0) && total > start)
     gpt::save_training(f.str("ckpt"), model, adamw, total);
   if (!f.str("export").empty()) gpt::save_nanogpt(model, f.str("export"));
+  if (f.on("boxing-report")) {
+    // Each rank's own boxing (pipeline stages run different ones), one block per rank.
+    std::ostringstream os;
+    os << "boxing on rank " << me << " (" << L.name() << ", calls per path):\n";
+    for (const auto& [path, n] : globe::boxing_paths()) os << "  " << n << "  " << path << "\n";
+    std::cout << os.str() << std::flush;
+  }
 
   nlohmann::json res = {{"layout", L.name()}, {"world", world}, {"threads", threads}, {"layers", c.layers},
                         {"heads", c.heads}, {"embd", c.embd}, {"block", c.block}, {"vocab", c.vocab},

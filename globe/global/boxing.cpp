@@ -7,7 +7,9 @@
 #include "globe/global/boxing.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing_1d.h"
@@ -41,23 +43,46 @@ Tensor step(const Tensor& local, const Shape& shape, const Placement& p, NdSbp& 
   return out;
 }
 
+std::map<std::string, int64_t>& path_counts() {
+  static std::map<std::string, int64_t> counts;
+  return counts;
+}
+std::string& boxing_for() {
+  static std::string what;
+  return what;
+}
+void count_path(const std::string& path) {
+  ++path_counts()[(boxing_for().empty() ? std::string("to_global") : boxing_for()) + ": " + path];
+}
+
 // Same placement, this rank a member.
 Tensor box_same_placement(const Tensor& local, const Shape& shape, const Placement& p, const NdSbp& from,
-                          const NdSbp& to) {
-  NdSbp cur = from;
+                          const NdSbp& to_in) {
+  // On a mesh axis of one rank every layout holds the same block (the whole extent, its value):
+  // plan with broadcast there, so such an axis moves nothing and never blocks another axis' step.
+  NdSbp cur = from, to = to_in;
+  for (size_t f = 0; f < cur.size(); ++f)
+    if (p.mesh_shape()[f] == 1) cur[f] = to[f] = sbp::broadcast;
   Tensor x = local;
+  if (cur == to) return x;
+  std::string path = from.to_string() + " -> " + to.to_string() + ": per axis (";
   // Greedy: fix differing axes, last first, while a direct step exists.
   for (bool progressed = true; progressed && cur != to;) {
     progressed = false;
     for (size_t f = cur.size(); f-- > 0;) {
       if (cur[f] != to[f] && step_is_direct(cur, f, to[f])) {
+        path += (path.back() == '(' ? "" : ", ") + std::to_string(f) + ": " + cur[f].to_string() + " -> " + to[f].to_string();
         x = step(x, shape, p, cur, f, to[f]);
         progressed = true;
         break;
       }
     }
   }
-  if (cur == to) return x;
+  if (cur == to) {
+    count_path(path + ")");
+    return x;
+  }
+  count_path(from.to_string() + " -> " + to.to_string() + ": fallback (gather every axis, then slice)");
   // Fallback through broadcast: gather every axis (inner first), then slice (outer first).
   for (size_t f = cur.size(); f-- > 0;)
     if (!cur[f].is_broadcast()) x = step(x, shape, p, cur, f, sbp::broadcast);
@@ -156,5 +181,14 @@ double boxing_cost_bytes(const Sbp& from, const Sbp& to, double block_bytes, int
   if (to.kind == K::split) return block_bytes * frac;           // reduce-scatter
   return 2 * block_bytes * frac;                                // all-reduce
 }
+
+std::vector<std::pair<std::string, int64_t>> boxing_paths() {
+  return {path_counts().begin(), path_counts().end()};
+}
+
+void reset_boxing_paths() { path_counts().clear(); }
+
+BoxingFor::BoxingFor(std::string what) : prev_(std::exchange(boxing_for(), std::move(what))) {}
+BoxingFor::~BoxingFor() { boxing_for() = std::move(prev_); }
 
 }  // namespace globe

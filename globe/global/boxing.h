@@ -1,6 +1,11 @@
 // Boxing: converting a global tensor's layout without changing its value (SPEC §4).
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "globe/core/tensor.h"
 #include "globe/global/placement.h"
 #include "globe/global/sbp.h"
@@ -20,5 +25,23 @@ Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp, int mo
 // Bytes this rank would send to convert `from` into `to` on one mesh axis of `group_size` ranks,
 // for a block of `block_bytes` bytes: the cost model SBP deduction ranks candidates with.
 double boxing_cost_bytes(const Sbp& from, const Sbp& to, double block_bytes, int group_size);
+
+// What boxing this rank ran within one placement since the last reset, counted by path:
+// "(S(0), P) -> (S(0), B): per axis (1: P -> B)" for a sequence of single-axis collectives, or
+// "...: fallback (gather every axis, then slice)". Moves between placements are not counted.
+// Paths are keyed by what asked for them: an op's input ("matmul input 1") inside the scope of a
+// BoxingFor, else "to_global".
+std::vector<std::pair<std::string, int64_t>> boxing_paths();
+void reset_boxing_paths();
+class BoxingFor {
+ public:
+  explicit BoxingFor(std::string what);
+  ~BoxingFor();
+  BoxingFor(const BoxingFor&) = delete;
+  BoxingFor& operator=(const BoxingFor&) = delete;
+
+ private:
+  std::string prev_;
+};
 
 }  // namespace globe

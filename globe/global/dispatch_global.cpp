@@ -87,7 +87,13 @@ Tensor dispatch_global(const OpPtr& op, const std::vector<Tensor>& inputs) {
   std::vector<Tensor> locals;
   ComputeArgs args;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    Tensor boxed = box(inputs[i], p, NdSbp(in_sbp[i]));
+    Tensor boxed;
+    if (inputs[i].sbp() == NdSbp(in_sbp[i])) {
+      boxed = inputs[i];
+    } else {
+      BoxingFor why(op->name() + " input " + std::to_string(i));
+      boxed = box(inputs[i], p, NdSbp(in_sbp[i]));
+    }
     locals.push_back(boxed.impl().global->local);
     args.in_global_shapes.push_back(inputs[i].shape());
     if (p.contains(me)) args.in_block_starts.push_back(local_block(inputs[i].shape(), p, boxed.sbp(), me).start);

@@ -57,6 +57,8 @@ class Reshape final : public Op {
     for (size_t i = 0; i < a.size(); ++i) {
       int64_t pb = 1;
       for (size_t j = 0; j < b.size() && pb <= pa; ++j) {
+        // Extent-1 dims of the output (an unsqueeze) hold no split: match past them.
+        if (pb == pa && b[j] == 1 && a[i] != 1) continue;
         if (pb == pa && a[i] > 0 && b[j] > 0) {
           const bool same = a[i] == b[j];
           const bool merge = b[j] > a[i] && b[j] % a[i] == 0 && a[i] % ctx.placement_size == 0;
