@@ -234,13 +234,6 @@ int run(int argc, char** argv) {
   if (!f.str("ckpt").empty() && (ckpt_every == 0 || total % ckpt_every != 0) && total > start)
     gpt::save_training(f.str("ckpt"), model, adamw, total);
   if (!f.str("export").empty()) gpt::save_nanogpt(model, f.str("export"));
-  if (f.on("boxing-report")) {
-    // Each rank's own boxing (pipeline stages run different ones), one block per rank.
-    std::ostringstream os;
-    os << "boxing on rank " << me << " (" << L.name() << ", calls per path):\n";
-    for (const auto& [path, n] : globe::boxing_paths()) os << "  " << n << "  " << path << "\n";
-    std::cout << os.str() << std::flush;
-  }
 
   nlohmann::json res = {{"layout", L.name()}, {"world", world}, {"threads", threads}, {"layers", c.layers},
                         {"heads", c.heads}, {"embd", c.embd}, {"block", c.block}, {"vocab", c.vocab},
@@ -277,6 +270,13 @@ int run(int argc, char** argv) {
         one, f.str("generate"), c.block,
         {.tokens = f.i64("tokens"), .temperature = f.f64("temperature"), .top_k = f.i64("top-k"), .seed = uint64_t(f.i64("seed"))});
     if (me == 0) std::cout << "--- generated ---\n" << f.str("generate") << text << "\n--- end ---\n";
+  }
+  if (f.on("boxing-report")) {
+    // Each rank's own boxing (pipeline stages run different ones), one block per rank.
+    std::ostringstream os;
+    os << "boxing on rank " << me << " (" << L.name() << ", calls per path):\n";
+    for (const auto& [path, n] : globe::boxing_paths()) os << "  " << n << "  " << path << "\n";
+    std::cout << os.str() << std::flush;
   }
   if (me == 0) {
     if (!f.str("losses-out").empty()) {

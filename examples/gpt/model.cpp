@@ -8,6 +8,33 @@ namespace gpt {
 using globe::Tensor;
 namespace sbp = globe::sbp;
 
+namespace {
+
+// Megatron's all-reduce after a row-parallel layer (and the vocabulary-parallel embedding): their
+// output is a partial sum over the tensor-parallel axis (the mesh's last); making it broadcast
+// there keeps the residual stream replicated, so the next column-parallel layer runs on its own
+// weight block. Left to itself, the layout deduction may reduce-scatter it instead and then gather
+// the next weights (less traffic at this model's sizes, but every rank then holds whole weights).
+globe::NdSbp broadcast_over_tp(const globe::NdSbp& sbp) {
+  std::vector<globe::Sbp> s(sbp.begin(), sbp.end());
+  s.back() = sbp::broadcast;
+  return globe::NdSbp(s);
+}
+
+Tensor replicated_over_tp(const Tensor& t) { return t.is_global() ? t.to_global(broadcast_over_tp(t.sbp())) : t; }
+
+// Megatron's other operator, at the input of a column-parallel layer (or the vocabulary-parallel
+// head): replicated over tp going forward; coming back, the gradient is a partial sum of the
+// ranks' column blocks, all-reduced here (grad_sbp) so that everything before the layer sees a
+// replicated gradient and computes on its own weight blocks.
+Tensor tp_region_input(const Tensor& t) {
+  if (!t.is_global()) return t;
+  const globe::NdSbp s = broadcast_over_tp(t.sbp());
+  return t.to_global(t.placement(), s, s);
+}
+
+}  // namespace
+
 Embed::Embed(const Config& c) : wte(c.vocab, c.embd), wpe(c.block, c.embd) {
   register_modules({{"wte", wte}, {"wpe", wpe}});
 }
@@ -17,7 +44,7 @@ Tensor Embed::forward(const Tensor& idx) {  // idx [B, T]
   GLOBE_CHECK(idx.dim() == 2 && T <= block, "[gpt] input ", globe::describe(idx), " is longer than the context (",
               block, " positions; --block)");
   // wte[idx] [B, T, E] + wpe[0:T] [T, E] (the positions 0..T-1 are the first T rows)
-  return globe::embedding(wte.weight, idx) + globe::narrow(wpe.weight, 0, 0, T);
+  return replicated_over_tp(globe::embedding(wte.weight, idx)) + globe::narrow(wpe.weight, 0, 0, T);
 }
 
 QKV::QKV(int64_t E) : weight(globe::zeros({3, E, E})), bias(globe::zeros({3, E})) {
@@ -41,7 +68,7 @@ Tensor Block::forward(const Tensor& x) {  // x [B, T, E]
   using namespace globe;
   const int64_t B = x.shape()[0], T = x.shape()[1], E = x.shape()[2], H = heads_, D = E / H;
   // q, k, v in one batched product: [1, B*T, E] @ [3, E, E]^T -> [3, B*T, E], + bias [3, 1, E]
-  const Tensor h = unsqueeze(reshape(ln_1(x), {B * T, E}), 0);
+  const Tensor h = unsqueeze(reshape(tp_region_input(ln_1(x)), {B * T, E}), 0);
   const Tensor qkv = matmul(h, transpose(attn.c_attn.weight, 1, 2)) + unsqueeze(attn.c_attn.bias, 1);
   // one of them as heads: [B*T, E] -> [B, T, H, D] -> [B, H, T, D]
   auto heads = [&](int64_t i) { return transpose(reshape(squeeze(narrow(qkv, 0, i, 1), 0), {B, T, H, D}), 1, 2); };
@@ -52,9 +79,9 @@ Tensor Block::forward(const Tensor& x) {  // x [B, T, E]
                              -1);
   // [B, H, T, T] @ [B, H, T, D] -> [B, H, T, D] -> [B, T, H, D] -> [B, T, E]
   const Tensor y = reshape(transpose(matmul(att, v), 1, 2), {B, T, E});
-  const Tensor a = x + attn.c_proj(y);
+  const Tensor a = x + replicated_over_tp(attn.c_proj(y));
   // MLP: [B, T, E] -> [B, T, 4E] -> GELU -> [B, T, E]
-  return a + mlp.c_proj(gelu_tanh(mlp.c_fc(ln_2(a))));
+  return a + replicated_over_tp(mlp.c_proj(gelu_tanh(mlp.c_fc(tp_region_input(ln_2(a))))));
 }
 
 Head::Head(const Config& c) : ln_f({c.embd}), wte(globe::zeros({c.vocab, c.embd})) {
@@ -63,7 +90,7 @@ Head::Head(const Config& c) : ln_f({c.embd}), wte(globe::zeros({c.vocab, c.embd}
 }
 
 Tensor Head::forward(const Tensor& x) {  // [B, T, E] @ [E, V] -> [B, T, V]
-  return globe::matmul(ln_f(x), globe::transpose(wte, 0, 1));
+  return globe::matmul(tp_region_input(ln_f(x)), globe::transpose(wte, 0, 1));
 }
 
 GPT::GPT(const Config& c) : config(c), embed(c), head(c) {

@@ -116,6 +116,10 @@ class Tensor {
   const NdSbp& sbp() const;
   // Local -> global (SPEC §3) or global -> global boxing (SPEC §4); differentiable.
   Tensor to_global(const Placement& placement, const NdSbp& sbp) const;
+  // With the gradient's layout chosen (OneFlow's grad_sbp): the backward boxes the gradient to
+  // `grad_sbp` on this tensor's placement, e.g. broadcast where it would stay a partial sum —
+  // Megatron's all-reduce at a tensor-parallel region's input. Same layout: a no-op forward.
+  Tensor to_global(const Placement& placement, const NdSbp& sbp, const NdSbp& grad_sbp) const;
   Tensor to_global(const Placement& placement) const;  // keeps the SBP
   Tensor to_global(const NdSbp& sbp) const;            // keeps the placement
 

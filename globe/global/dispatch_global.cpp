@@ -91,7 +91,7 @@ Tensor dispatch_global(const OpPtr& op, const std::vector<Tensor>& inputs) {
     if (inputs[i].sbp() == NdSbp(in_sbp[i])) {
       boxed = inputs[i];
     } else {
-      BoxingFor why(op->name() + " input " + std::to_string(i));
+      BoxingFor why(op->name() + " input " + std::to_string(i) + " " + shape_str(inputs[i].shape()));
       boxed = box(inputs[i], p, NdSbp(in_sbp[i]));
     }
     locals.push_back(boxed.impl().global->local);

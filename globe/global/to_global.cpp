@@ -1,6 +1,8 @@
 // Tensor::to_global: local -> global (SPEC §3) and global -> global boxing (SPEC §4), both
 // differentiable (SPEC §6), plus the hooks that let core autograd and copy_ see global tensors.
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "globe/autograd/engine.h"
 #include "globe/dist/runtime.h"
@@ -24,9 +26,14 @@ class RecordedOnly : public Op {
 };
 
 // Global -> global. The gradient goes back to the input's placement and SBP, except that a
-// broadcast input may keep a partial-sum gradient (its natural dual: no all-reduce needed).
+// broadcast input may keep a partial-sum gradient (its natural dual: no all-reduce needed), and a
+// partial-sum input keeps the gradient as it comes: the gradient of a sum is the same for every
+// addend, so a broadcast one stays broadcast (Megatron's all-reduce after a row-parallel layer
+// then costs nothing backward) instead of being cut into a partial sum.
 class Boxing final : public RecordedOnly {
  public:
+  Boxing() = default;
+  explicit Boxing(NdSbp grad_sbp) : grad_sbp_(std::move(grad_sbp)) {}
   std::string name() const override { return "to_global"; }
   // The gradient of a move between placements comes from the destination's ranks; a rank of the
   // source only would wait for them. Consistency mode compares the ranks' sequences of global
@@ -38,12 +45,16 @@ class Boxing final : public RecordedOnly {
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
+    if (grad_sbp_) return {g.to_global(in[0].placement(), *grad_sbp_)};
     NdSbp target = in[0].sbp();
     if (g.placement() == in[0].placement())
       for (size_t a = 0; a < target.size(); ++a)
-        if (target[a].is_broadcast() && g.sbp()[a].is_partial()) target[a] = sbp::partial_sum;
+        if ((target[a].is_broadcast() && g.sbp()[a].is_partial()) || target[a].is_partial()) target[a] = g.sbp()[a];
     return {g.to_global(in[0].placement(), target)};
   }
+
+ private:
+  std::optional<NdSbp> grad_sbp_;  // the caller's choice for the gradient (to_global's third argument)
 };
 
 // Global -> this rank's shard: the gradient is each rank's local gradient, as its shard of the
@@ -217,6 +228,16 @@ Tensor Tensor::to_global(const Placement& p, const NdSbp& sbp) const {
   Tensor out = box(*this, p, sbp);
   if (out.same(*this)) return out;
   detail::record_node(std::make_shared<const Boxing>(), {*this}, out);
+  return out;
+}
+
+Tensor Tensor::to_global(const Placement& p, const NdSbp& sbp, const NdSbp& grad_sbp) const {
+  GLOBE_CHECK(is_global(), "[to_global] grad_sbp applies to a global tensor's boxing");
+  const NdSbp g = normalize_sbp(grad_sbp, dim(), placement().mesh_ndim(), "to_global grad_sbp");
+  Tensor out = box(*this, p, sbp);
+  // The same layout still gets its own node, which carries the gradient's layout.
+  if (out.same(*this)) out = make_global(impl().global->local, shape(), placement(), this->sbp());
+  detail::record_node(std::make_shared<const Boxing>(g), {*this}, out);
   return out;
 }
 

@@ -45,3 +45,33 @@ TEST(BoxingPaths, UnsqueezeKeepsTheSplitOfARowSplitTensor) {
 
 }  // namespace
 }  // namespace globe
+
+namespace globe {
+namespace {
+
+// to_global's grad_sbp: the gradient arrives in the layout asked for. A column-split product
+// gives its input a partial-sum gradient; asking for broadcast all-reduces it right there, so the
+// ops before see (and pass on) a broadcast gradient.
+TEST(GradSbp, TheGradientTakesTheLayoutAskedFor) {
+  const Placement p = Placement::all();
+  manual_seed(5);
+  const Tensor w = from_full(randn({6, 8}), p, NdSbp({sbp::split(1)}));
+  for (bool ask : {false, true}) {
+    Tensor x = from_full(randn({4, 6}), p, NdSbp({sbp::broadcast}));
+    x.set_requires_grad(true);
+    const Tensor a = mul(x, 2.0);
+    const Tensor in = ask ? a.to_global(p, NdSbp({sbp::broadcast}), NdSbp({sbp::broadcast})) : a;
+    sum(matmul(in, w)).backward();
+    const Tensor raw(x.impl().grad);  // before grad() settles a deferred reduction
+    const bool partial = dist::world_size() > 1 && !ask;
+    EXPECT_EQ(raw.sbp().to_string(), partial ? "(P)" : "(B)") << (ask ? "with" : "without") << " grad_sbp";
+    // Either way the value is 2 * (ones @ w^T).
+    const Tensor want = mul(matmul(ones({4, 8}), transpose(w.to_global(p, NdSbp({sbp::broadcast})).to_local(), 0, 1)), 2.0);
+    const auto got = x.grad().to_local().to_vector<float>(), expected = want.to_vector<float>();
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-5) << i;  // summation order differs
+  }
+}
+
+}  // namespace
+}  // namespace globe
