@@ -20,6 +20,7 @@
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"
+#include "globe/global/grad_buckets.h"
 #include "globe/global/placement.h"
 #include "globe/global/sbp.h"
 #include "globe/io/checkpoint.h"

@@ -7,6 +7,7 @@
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"
+#include "globe/global/grad_buckets.h"
 #include "globe/ops/ops.h"
 
 namespace globe::optim {
@@ -36,6 +37,7 @@ double local_share_of_squares(Tensor g) {
 
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   NoGradGuard no_grad;
+  settle_grads(params);  // data-parallel reductions in buckets, not one per parameter
   double squares = 0;
   for (const Tensor& p : params) {
     const Tensor g = p.grad();

@@ -4,6 +4,7 @@
 
 #include "globe/autograd/grad_mode.h"
 #include "globe/dist/runtime.h"
+#include "globe/global/grad_buckets.h"
 #include "globe/ops/ops.h"
 
 namespace globe::optim {
@@ -16,6 +17,7 @@ void for_each_param(const std::vector<Tensor>& params, const char* op, Fn&& fn) 
   // A parameter may still be on its way to another placement (a tied weight's move sends without
   // waiting): the in-place update waits for those sends.
   dist::finish_sends();
+  settle_grads(params);  // data-parallel reductions in buckets, not one per parameter
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     Tensor g = p.grad();
