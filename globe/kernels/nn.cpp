@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/fast_math.h"
@@ -68,6 +69,83 @@ Tensor softmax(const Tensor& a_in, int64_t dim, bool log) {
           for (int64_t j = 0; j < n; ++j) y[j * inner] = T(std::exp(double(x[j * inner] - mx)) * scale);
         }
       }
+    }
+  });
+  return out;
+}
+
+Tensor softmax_backward_last(const Tensor& y_in, const Tensor& g_in) {
+  const Tensor y = dense(y_in), g = dense(g_in);
+  Tensor out = Tensor::uninitialized(y.shape(), y.dtype());
+  const int64_t n = y.shape().back(), rows = n == 0 ? 0 : y.numel() / n;
+  visit_floating(y.dtype(), "softmax_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* py = y.data<T>();
+    const T* pg = g.data<T>();
+    T* po = out.data<T>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* yr = py + r * n;
+      const T* gr = pg + r * n;
+      T* o = po + r * n;
+      double dot = 0;
+      for (int64_t j = 0; j < n; ++j) dot += double(gr[j]) * double(yr[j]);
+      const T d = T(dot);
+      for (int64_t j = 0; j < n; ++j) o[j] = yr[j] * (gr[j] - d);
+    }
+  });
+  return out;
+}
+
+namespace {
+
+// Mean and 1 / sqrt(var + eps) of one row, in double.
+template <class T>
+std::pair<double, double> row_moments(const T* x, int64_t n, double eps) {
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += double(x[j]);
+  const double mean = sum / double(n);
+  double sq = 0;
+  for (int64_t j = 0; j < n; ++j) sq += (double(x[j]) - mean) * (double(x[j]) - mean);
+  return {mean, 1.0 / std::sqrt(sq / double(n) + eps)};
+}
+
+}  // namespace
+
+Tensor normalize_last(const Tensor& x_in, double eps) {
+  const Tensor x = dense(x_in);
+  Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
+  const int64_t n = x.shape().back(), rows = n == 0 ? 0 : x.numel() / n;
+  visit_floating(x.dtype(), "layer_norm", [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = x.data<T>() + r * n;
+      T* o = out.data<T>() + r * n;
+      const auto [mean, rstd] = row_moments(xr, n, eps);
+      const T m = T(mean), s = T(rstd);
+      for (int64_t j = 0; j < n; ++j) o[j] = (xr[j] - m) * s;
+    }
+  });
+  return out;
+}
+
+Tensor normalize_last_backward(const Tensor& g_in, const Tensor& x_in, double eps) {
+  const Tensor g = dense(g_in), x = dense(x_in);
+  Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
+  const int64_t n = x.shape().back(), rows = n == 0 ? 0 : x.numel() / n;
+  visit_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = x.data<T>() + r * n;
+      const T* gr = g.data<T>() + r * n;
+      T* o = out.data<T>() + r * n;
+      const auto [mean, rstd] = row_moments(xr, n, eps);
+      double sg = 0, sgx = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        sg += double(gr[j]);
+        sgx += double(gr[j]) * (double(xr[j]) - mean) * rstd;
+      }
+      const T m = T(mean), s = T(rstd), mg = T(sg / double(n)), mgx = T(sgx / double(n));
+      for (int64_t j = 0; j < n; ++j) o[j] = s * (gr[j] - mg - (xr[j] - m) * s * mgx);
     }
   });
   return out;

@@ -16,6 +16,72 @@ namespace globe {
 
 namespace {
 
+// Split along any dim but the last, for ops that work on whole rows of the last dim; `partial_at`
+// names an input the op is linear in (its partial sum gives a partial output, the others B).
+std::vector<SbpSignature> row_signatures(size_t n_inputs, int64_t nd, int partial_at = -1) {
+  std::vector<SbpSignature> s;
+  for (int64_t i = 0; i + 1 < nd; ++i) s.push_back({std::vector<Sbp>(n_inputs, sbp::split(i)), sbp::split(i)});
+  if (partial_at >= 0) sbp_rules::add_partial_at(s, n_inputs, size_t(partial_at));
+  return s;
+}
+
+// Softmax's backward over the last dim, one fused pass per row: dx = y * (g - sum(g * y)).
+class SoftmaxBackwardLast final : public Op {
+ public:
+  std::string name() const override { return "softmax_backward"; }
+  bool differentiable() const override { return false; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    return row_signatures(2, int64_t(in[0].shape.size()), 1);
+  }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override { return in[0]; }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return kernels::softmax_backward_last(in[0], in[1]);
+  }
+};
+
+// Layer norm's backward without the affine part (x, g -> dx), mean and rstd recomputed per row.
+class NormalizeLastBackward final : public Op {
+ public:
+  explicit NormalizeLastBackward(double eps) : eps_(eps) {}
+  std::string name() const override { return "layer_norm_backward"; }
+  bool differentiable() const override { return false; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    return row_signatures(2, int64_t(in[0].shape.size()), 0);
+  }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override { return in[1]; }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return kernels::normalize_last_backward(in[0], in[1], eps_);
+  }
+
+ private:
+  double eps_;
+};
+
+// Layer norm over the last dim without the affine part, one fused kernel (the composite form is
+// nine ops forward and more backward); any layout split along the other dims.
+class NormalizeLast final : public Op {
+ public:
+  explicit NormalizeLast(double eps) : eps_(eps) {}
+  std::string name() const override { return "layer_norm"; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    return row_signatures(1, int64_t(in[0].shape.size()));
+  }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    GLOBE_CHECK(is_floating(in[0].dtype), "[layer_norm] expects a floating tensor, got ", dtype_name(in[0].dtype));
+    return in[0];
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return kernels::normalize_last(in[0], eps_);
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {apply_op<NormalizeLastBackward>({g, in[0]}, eps_)};
+  }
+
+ private:
+  double eps_;
+};
+
 class Softmax final : public Op {
  public:
   Softmax(int64_t dim, bool log) : dim_(dim), log_(log) {}
@@ -41,6 +107,7 @@ class Softmax final : public Op {
     // softmax:      dx = y * (g - sum(g * y))
     // log_softmax:  dx = g - exp(y) * sum(g)
     if (log_) return {sub(g, mul(exp(y), sum(g, {dim_}, true)))};
+    if (normalize_dim(dim_, y.dim(), "softmax") == y.dim() - 1) return {apply_op<SoftmaxBackwardLast>({y, g})};
     return {mul(y, sub(g, sum(mul(g, y), {dim_}, true)))};
   }
 
@@ -259,8 +326,13 @@ Tensor layer_norm(const Tensor& a, const Shape& normalized_shape, const Tensor& 
               " is not a suffix of the input shape ", shape_str(a.shape()));
   std::vector<int64_t> dims;
   for (int64_t i = a.dim() - k; i < a.dim(); ++i) dims.push_back(i);
-  // Composite: every step is a differentiable op, so the backward follows (and so do global
-  // layouts split along non-normalised dims).
+  if (k == 1) {
+    Tensor y = apply_op<NormalizeLast>({a}, eps);
+    if (weight.defined()) y = mul(y, weight);
+    return bias.defined() ? add(y, bias) : y;
+  }
+  // Several normalised dims: composite, every step a differentiable op, so the backward follows
+  // (and so do global layouts split along non-normalised dims).
   Tensor centered = sub(a, mean(a, dims, true));
   Tensor var = mean(mul(centered, centered), dims, true);
   Tensor y = mul(centered, pow(add(var, eps), -0.5));
