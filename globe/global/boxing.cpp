@@ -66,13 +66,20 @@ Tensor box_same_placement(const Tensor& local, const Shape& shape, const Placeme
   Tensor x = local;
   if (cur == to) return x;
   std::string path = from.to_string() + " -> " + to.to_string() + ": per axis (";
+  auto take_step = [&](size_t f) {
+    path += (path.back() == '(' ? "" : ", ") + std::to_string(f) + ": " + cur[f].to_string() + " -> " + to[f].to_string();
+    x = step(x, shape, p, cur, f, to[f]);
+  };
+  // Local slices (B -> S) first, outer axes first: each cuts the block the outer axes left, as
+  // nested splits do; done inner-first, an inner split would block the outer one.
+  for (size_t f = 0; f < cur.size(); ++f)
+    if (cur[f].is_broadcast() && to[f].is_split() && step_is_direct(cur, f, to[f])) take_step(f);
   // Greedy: fix differing axes, last first, while a direct step exists.
   for (bool progressed = true; progressed && cur != to;) {
     progressed = false;
     for (size_t f = cur.size(); f-- > 0;) {
       if (cur[f] != to[f] && step_is_direct(cur, f, to[f])) {
-        path += (path.back() == '(' ? "" : ", ") + std::to_string(f) + ": " + cur[f].to_string() + " -> " + to[f].to_string();
-        x = step(x, shape, p, cur, f, to[f]);
+        take_step(f);
         progressed = true;
         break;
       }

@@ -31,6 +31,25 @@ TEST(BoxingPaths, AnAxisOfOneRankMovesNothingAndNeverFallsBack) {
   for (const auto& [path, n] : boxing_paths()) EXPECT_EQ(path.find("fallback"), std::string::npos) << path;
 }
 
+TEST(BoxingPaths, SlicingABroadcastValueOnTwoAxesIsLocal) {
+  if (dist::world_size() % 2) GTEST_SKIP() << "needs a 2-D mesh";
+  std::vector<int> ranks;
+  for (int r = 0; r < dist::world_size(); ++r) ranks.push_back(r);
+  const Placement p("cpu", ranks, {int64_t(ranks.size() / 2), 2});
+  manual_seed(6);
+  const Tensor full = randn({8, 6});
+  const Tensor x = from_full(full, p, NdSbp({sbp::broadcast, sbp::broadcast}));
+  reset_boxing_paths();
+  const Tensor y = x.to_global(p, NdSbp({sbp::split(0), sbp::split(0)}));  // nested: quarters of the rows
+  testing::expect_same_values(y.to_local(), testing::expected_shard(full, p, y.sbp(), dist::world_rank()), "values");
+  // Only local slices (B -> S(0)) on the axes of more than one rank: no gather, no fallback.
+  ASSERT_EQ(boxing_paths().size(), 1u);
+  const std::string path = boxing_paths().front().first;
+  EXPECT_EQ(path.find("fallback"), std::string::npos) << path;
+  EXPECT_EQ(path.find("-> B"), std::string::npos) << path;
+  if (p.mesh_shape()[0] > 1) EXPECT_NE(path.find("0: B -> S(0), 1: B -> S(0)"), std::string::npos) << path;
+}
+
 TEST(BoxingPaths, UnsqueezeKeepsTheSplitOfARowSplitTensor) {
   const Placement p = Placement::all();
   manual_seed(4);
