@@ -2,7 +2,7 @@
 # GPT benchmarks (bench/RESULTS.md, "GPT"): build/bin/gpt beside our PyTorch reference
 # (bench/gpt/torch_gpt.py, Debian's python3-torch) on the same machine in the same run. Builds
 # nothing: ninja -C build -j2 gpt globe-launch
-# Usage: bench/gpt/run_gpt.sh [--case speed|learn|all] [--quiet-wait SECONDS] [--log FILE]
+# Usage: bench/gpt/run_gpt.sh [--case speed|interop|learn|all] [--quiet-wait SECONDS] [--log FILE]
 #   speed   reference defaults (4 layers, 4 heads, 128 wide, context 64, 16 sequences, 30 timed
 #           steps after 5), 1 thread per process:
 #             single   globe 1 process vs torch 1 process          goal >= 1.2 x tokens/s
@@ -11,6 +11,8 @@
 #                      (each pair three times, back to back; the median ratio counts)
 #             tp2, pp2 (m = 8) on 2 ranks (global batch 32): tokens/s, peak bytes and parameter +
 #                      AdamW bytes per rank against dp2's
+#   interop Globe trains 10 steps and exports (--export); the reference loads that file
+#           (--load-init) and evaluates it: the two validation losses must agree.
 #   learn   600 steps at the defaults, 1 process: the validation loss (goal <= 2.6), every 50
 #           steps, beside the reference's 600-step validation loss.
 # Each measurement prints its command and its RESULT line; a summary table ends the run.
@@ -27,7 +29,7 @@ while [[ $# -gt 0 ]]; do
     --case) CASE="$2"; shift 2 ;;
     --quiet-wait) QUIET_WAIT="$2"; shift 2 ;;
     --log) LOG="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run_gpt.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -66,6 +68,13 @@ if [[ $CASE == speed || $CASE == all ]]; then
   measure globe-tp2 globe 2 --batch 32 --tp 2
   measure globe-pp2 globe 2 --batch 32 --pp 2 --microbatches 8
 fi
+if [[ $CASE == interop || $CASE == all ]]; then
+  # Globe's exported weights in the reference: the same validation loss from the same file.
+  EXPORT=$(mktemp --suffix .safetensors)
+  measure globe-export globe 1 --steps 10 --warmup 0 --export "$EXPORT"
+  measure torch-import torch --load-init "$EXPORT" --steps 0 --warmup 0
+  rm -f "$EXPORT"
+fi
 if [[ $CASE == learn || $CASE == all ]]; then
   measure torch-learn torch --steps 600 --warmup 0
   measure globe-learn globe 1 --steps 600 --warmup 0 --log-every 50 --val-every 50
@@ -93,6 +102,10 @@ for g in ("globe-dp2", "globe-tp2", "globe-pp2"):
         r, d = rows[g], rows["globe-dp2"]
         print(f"{g:14s} {r['tokens_per_s_median']:9.0f} tokens/s; per rank: peak {r['peak_bytes'] / 2**20:6.1f} MiB, "
               f"parameters + AdamW {r['param_optim_bytes'] / 2**20:5.2f} MiB ({r['param_optim_bytes'] / d['param_optim_bytes']:.2f} x dp2's)")
+if "globe-export" in rows and "torch-import" in rows:
+    a, b = rows["globe-export"]["val_loss"], rows["torch-import"]["val_loss"]
+    print(f"interop        exported weights: validation loss Globe {a:.6f}, PyTorch --load-init {b:.6f} "
+          f"(relative difference {abs(a - b) / a:.1e})")
 for tag in ("torch-learn", "globe-learn"):
     if tag in rows:
         print(f"{tag:14s} 600 steps: loss {rows[tag]['loss_first']:.4f} -> {rows[tag]['loss_last']:.4f}, validation {rows[tag]['val_loss']:.4f}"
