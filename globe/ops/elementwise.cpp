@@ -73,7 +73,14 @@ class Unary final : public Op {
         case UnaryKind::sqrt: return map_unary<T, T>(a, [](T x) { return std::sqrt(x); });
         case UnaryKind::relu: return map_unary<T, T>(a, [](T x) { return x > T(0) ? x : T(0); });
         case UnaryKind::gelu: return map_unary<T, T>(a, [](T x) { return gelu_value(x); });
-        case UnaryKind::gelu_tanh: return map_unary<T, T>(a, [](T x) __attribute__((always_inline)) { return gelu_tanh_value(x); });
+        case UnaryKind::gelu_tanh:
+          if constexpr (std::is_same_v<T, float>) {
+            const Tensor d = kernels::dense(a);
+            Tensor out = Tensor::uninitialized(d.shape(), d.dtype());
+            kernels::gelu_tanh_f32(d.data<float>(), out.data<float>(), d.numel());
+            return out;
+          }
+          return map_unary<T, T>(a, [](T x) { return gelu_tanh_value(x); });
         case UnaryKind::tanh: return map_unary<T, T>(a, [](T x) { return std::tanh(x); });
         case UnaryKind::sigmoid:
           return map_unary<T, T>(a, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
@@ -132,7 +139,15 @@ class Binary final : public Op {
         case BinaryKind::gelu_grad:
           return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_slope(x); });
         case BinaryKind::gelu_tanh_grad:
-          return map_binary<T>(a, b, s, [](T g, T x) __attribute__((always_inline)) { return g * gelu_tanh_slope(x); });
+          if constexpr (std::is_same_v<T, float>) {
+            if (a.shape() == s && b.shape() == s) {
+              const Tensor g = kernels::dense(a), x = kernels::dense(b);
+              Tensor out = Tensor::uninitialized(s, g.dtype());
+              kernels::gelu_tanh_grad_f32(g.data<float>(), x.data<float>(), out.data<float>(), g.numel());
+              return out;
+            }
+          }
+          return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_tanh_slope(x); });
         case BinaryKind::tanh_grad:
           return map_binary<T>(a, b, s, [](T g, T y) { return g * (T(1) - y * y); });
         case BinaryKind::sigmoid_grad:
