@@ -1,5 +1,19 @@
-# Shared by the benchmark scripts (sourced): waiting for a quiet machine before measuring.
-# The caller sets QUIET_WAIT (seconds to wait at most; 0 skips the check).
+# Shared by the benchmark scripts (sourced): starting a logged run, and waiting for a quiet
+# machine before measuring. The caller sets BIN (build/bin) and QUIET_WAIT (seconds to wait at
+# most; 0 skips the check).
+
+# bench_start LOG PROGRAM...: checks the programs were built, sends everything printed from now on
+# to LOG as well, and prints the machine and the commit measured.
+bench_start() {
+  local log=$1 b; shift
+  for b in "$@"; do
+    [[ -x "$BIN/$b" ]] || { echo "missing $BIN/$b: build it first (ninja -C build -j2 $*)" >&2; exit 1; }
+  done
+  mkdir -p "$(dirname "$log")"
+  exec > >(tee "$log") 2>&1
+  echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
+  echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
+}
 
 # Busy fraction of all CPUs over `secs` seconds, from /proc/stat (user+nice+system+irq+softirq+steal).
 busy_fraction() {

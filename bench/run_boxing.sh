@@ -31,16 +31,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-for b in bench_boxing globe-launch; do
-  [[ -x "$BIN/$b" ]] || { echo "missing $BIN/$b: build it first (ninja -C build -j2 bench_boxing globe-launch)" >&2; exit 1; }
-done
-mkdir -p "$(dirname "$LOG")"
-exec > >(tee "$LOG") 2>&1
-
 source "$ROOT/bench/quiet.sh"
-
-echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
-echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
+bench_start "$LOG" bench_boxing globe-launch
 RESULTS=$(mktemp)
 trap 'rm -f "$RESULTS"' EXIT
 for ((run = 1; run <= RUNS; ++run)); do

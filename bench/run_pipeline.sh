@@ -29,16 +29,9 @@ while [[ $# -gt 0 ]]; do
     *) echo "run_pipeline.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-for b in bench_pipeline globe-launch; do
-  [[ -x "$BIN/$b" ]] || { echo "missing $BIN/$b: build it first (ninja -C build -j2 bench_pipeline globe-launch)" >&2; exit 1; }
-done
-mkdir -p "$(dirname "$LOG")"
-exec > >(tee "$LOG") 2>&1
 source "$ROOT/bench/quiet.sh"
-
-echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
+bench_start "$LOG" bench_pipeline globe-launch
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-echo "== git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')"
 RESULTS=$(mktemp)
 trap 'rm -f "$RESULTS"' EXIT
 run() {  # NPROC ARGS...

@@ -40,19 +40,16 @@ void save_nanogpt(GPT& model, const std::string& path) {
 }
 
 NamedAdamW make_adamw(GPT& model, double lr, double weight_decay) {
+  const auto named = model.named_parameters();
+  std::vector<Tensor> params;
+  for (const auto& [name, p] : named) params.push_back(p);
+  const std::vector<globe::optim::ParamGroup> groups = globe::optim::decay_matrices_only(params, weight_decay);
+  // The optimizer indexes parameters group after group: name them in that order.
   NamedAdamW a;
-  std::vector<globe::optim::ParamGroup> groups{{{}, weight_decay}, {{}, 0.0}};
-  std::vector<std::string> no_decay;
-  for (const auto& [name, p] : model.named_parameters()) {
-    if (p.dim() >= 2) {
-      groups[0].params.push_back(p);
-      a.names.push_back(name);
-    } else {
-      groups[1].params.push_back(p);
-      no_decay.push_back(name);
-    }
-  }
-  a.names.insert(a.names.end(), no_decay.begin(), no_decay.end());
+  for (const auto& g : groups)
+    for (const Tensor& p : g.params)
+      for (const auto& [name, q] : named)
+        if (q.same(p)) a.names.push_back(name);
   a.optimizer = std::make_unique<globe::optim::Adam>(groups, globe::optim::AdamOptions{.lr = lr, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8},
                                                      /*decoupled=*/true);
   return a;

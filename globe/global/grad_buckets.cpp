@@ -14,7 +14,7 @@ namespace globe {
 namespace {
 
 struct Waiting {
-  Tensor param, grad;
+  Tensor param, grad, local;  // local: the gradient's shard on this rank
 };
 
 }  // namespace
@@ -35,20 +35,23 @@ void settle_grads(const std::vector<Tensor>& params) {
     const Key key{p.placement().hash(), g.dtype(), g.sbp().to_string(), p.sbp().to_string()};
     auto [it, fresh] = index.emplace(key, buckets.size());
     if (fresh) buckets.emplace_back();
-    buckets[it->second].push_back({p, g});
+    buckets[it->second].push_back({p, g, g.to_local()});
   }
   for (const auto& bucket : buckets) {
     const Placement& pl = bucket.front().param.placement();
     const NdSbp from = bucket.front().grad.sbp(), to = bucket.front().param.sbp();
     if (pl.contains(me)) {
       int64_t n = 0;
-      for (const Waiting& w : bucket) n += w.grad.to_local().numel();
+      for (const Waiting& w : bucket) n += w.local.numel();
       Tensor flat = Tensor::empty({n}, bucket.front().grad.dtype());
       int64_t at = 0;
+      // The shards, one after another in `flat`; `piece` is w's place there.
+      auto piece = [&](const Waiting& w, int64_t at) {
+        return Tensor::view_of(flat, w.local.shape(), contiguous_strides(w.local.shape()), at);
+      };
       for (const Waiting& w : bucket) {
-        const Tensor local = w.grad.to_local();
-        kernels::copy_into(Tensor::view_of(flat, local.shape(), contiguous_strides(local.shape()), at), local);
-        at += local.numel();
+        kernels::copy_into(piece(w, at), w.local);
+        at += w.local.numel();
       }
       // Partial where the parameter is broadcast: summed over that axis' groups.
       for (size_t a = 0; a < from.size(); ++a)
@@ -56,13 +59,11 @@ void settle_grads(const std::vector<Tensor>& params) {
           dist::group(pl.axis_group(me, int64_t(a))).all_reduce_sum(flat);
       at = 0;
       for (const Waiting& w : bucket) {
-        const Shape local_shape = w.grad.to_local().shape();
-        const Tensor piece = Tensor::view_of(flat, local_shape, contiguous_strides(local_shape), at);
-        at += numel_of(local_shape);
-        w.param.set_grad(make_global(piece, w.param.shape(), pl, to));
+        w.param.set_grad(make_global(piece(w, at), w.param.shape(), pl, to));
+        at += w.local.numel();
       }
     } else {
-      for (const Waiting& w : bucket) w.param.set_grad(make_global(w.grad.to_local(), w.param.shape(), pl, to));
+      for (const Waiting& w : bucket) w.param.set_grad(make_global(w.local, w.param.shape(), pl, to));
     }
   }
 }

@@ -90,23 +90,12 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   });
 }
 
-namespace {
-constexpr float kScale = 0.7978845608028654f, kCubic = 0.044715f;  // sqrt(2 / pi), GPT-2's cubic term
-}  // namespace
-
 void gelu_tanh_f32(const float* __restrict x, float* __restrict y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    y[i] = 0.5f * v * (1.0f + tanh_fast(kScale * (v + kCubic * v * v * v)));
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh_value(x[i]);
 }
 
 void gelu_tanh_grad_f32(const float* __restrict g, const float* __restrict x, float* __restrict out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float t = tanh_fast(kScale * (v + kCubic * v * v * v));
-    out[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kScale * (1.0f + 3.0f * kCubic * v * v));
-  }
+  for (int64_t i = 0; i < n; ++i) out[i] = g[i] * gelu_tanh_slope(x[i]);
 }
 
 }  // namespace globe::kernels

@@ -41,4 +41,19 @@ template <class T>
   }
 }
 
+// GELU's tanh approximation (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), and its
+// derivative.
+constexpr double kGeluTanhScale = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kGeluTanhCubic = 0.044715;
+template <class T>
+[[gnu::always_inline]] inline T gelu_tanh_value(T x) {
+  return T(0.5) * x * (T(1) + tanh_fast(T(kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x)));
+}
+template <class T>
+[[gnu::always_inline]] inline T gelu_tanh_slope(T x) {
+  const T t = tanh_fast(T(kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x));
+  return T(0.5) * (T(1) + t) +
+         T(0.5) * x * (T(1) - t * t) * T(kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * x * x);
+}
+
 }  // namespace globe::kernels

@@ -13,7 +13,8 @@ namespace globe {
 namespace {
 
 using kernels::map_binary;
-using kernels::tanh_fast;
+using kernels::gelu_tanh_slope;
+using kernels::gelu_tanh_value;
 using kernels::map_unary;
 
 enum class UnaryKind { neg, exp, log, sqrt, relu, gelu, tanh, sigmoid, gelu_tanh };
@@ -31,20 +32,6 @@ template <class T>
 T gelu_slope(T x) {
   return T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2))) +
          x * std::exp(T(-0.5) * x * x) * T(0.5 * M_2_SQRTPI * M_SQRT1_2);
-}
-
-// GELU's tanh approximation (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-constexpr double kGeluTanhScale = 0.7978845608028654;  // sqrt(2 / pi)
-constexpr double kGeluTanhCubic = 0.044715;
-template <class T>
-[[gnu::always_inline]] inline T gelu_tanh_value(T x) {
-  return T(0.5) * x * (T(1) + tanh_fast(T(kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x)));
-}
-template <class T>
-[[gnu::always_inline]] inline T gelu_tanh_slope(T x) {
-  const T t = tanh_fast(T(kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x));
-  return T(0.5) * (T(1) + t) +
-         T(0.5) * x * (T(1) - t * t) * T(kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * x * x);
 }
 
 class Unary final : public Op {

@@ -358,18 +358,19 @@ StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn
   }
 
   // Tied slots give their gradient back to the parameter (collective over both stages' ranks).
-  for (Tie& tie : ties_) {
-    if (!train) break;
-    NoGradGuard no_grad;
-    const Placement& p = placement_of(tie.slot_stage);
-    Tensor g = p.contains(dist::world_rank()) ? tie.slot->grad() : Tensor();
-    if (!g.defined()) g = phantom(tie.slot->shape(), tie.slot->dtype(), p, tie.slot->sbp());
-    Tensor back = box(g, tie.parameter->placement(), tie.parameter->sbp());
-    if (tie.parameter->placement().contains(dist::world_rank())) {
-      Tensor mine_g = tie.parameter->grad();
-      tie.parameter->set_grad(mine_g.defined() ? add(mine_g, back) : back);
+  if (train) {
+    for (Tie& tie : ties_) {
+      NoGradGuard no_grad;
+      const Placement& p = placement_of(tie.slot_stage);
+      Tensor g = p.contains(dist::world_rank()) ? tie.slot->grad() : Tensor();
+      if (!g.defined()) g = phantom(tie.slot->shape(), tie.slot->dtype(), p, tie.slot->sbp());
+      Tensor back = box(g, tie.parameter->placement(), tie.parameter->sbp());
+      if (tie.parameter->placement().contains(dist::world_rank())) {
+        Tensor mine_g = tie.parameter->grad();
+        tie.parameter->set_grad(mine_g.defined() ? add(mine_g, back) : back);
+      }
+      tie.slot->set_grad(Tensor());
     }
-    tie.slot->set_grad(Tensor());
   }
 
   // SPMD reads (an optimizer step, a norm, item()) see every parameter's gradient on every rank:
