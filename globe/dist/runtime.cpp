@@ -115,6 +115,12 @@ class Runtime {
       int finalized = 0;
       MPI_Finalized(&finalized);
       if (!finalized) MPI_Finalize();
+    } else if (owns_mpi_) {
+      // Said, because a launcher may count a rank that skips MPI_Finalize as failed.
+      std::fprintf(stderr,
+                   "[globe] rank %d ends without MPI_Finalize: a collective timed out earlier, and finalizing "
+                   "would wait for the ranks that never came\n",
+                   rank_);
     }
   }
 

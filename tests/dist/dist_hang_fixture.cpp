@@ -2,10 +2,11 @@
 // must get an error naming it within GLOBE_TIMEOUT, never hang (SPEC §9), also without
 // consistency mode.
 //
-//   dist_hang_fixture MODE ABSENT_RANK
+//   dist_hang_fixture MODE ABSENT_RANK [CAUGHT_EXIT_CODE [ABSENT_SECONDS]]
 //     new_group   ABSENT_RANK sleeps instead of the first op on a new placement (communicator creation)
 //     collective  ABSENT_RANK sleeps instead of an all-reduce on an existing placement
-// A rank that gets the error prints it and exits 3; the absent rank sleeps 30 s, then exits 0.
+// A rank that gets the error prints it and exits CAUGHT_EXIT_CODE (3 unless given: 0 is a program that
+// handled the timeout); the absent rank sleeps ABSENT_SECONDS (30 unless given), then exits 0.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -17,12 +18,14 @@
 using globe::Tensor;
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: dist_hang_fixture new_group|collective ABSENT_RANK\n";
+  if (argc < 3 || argc > 5) {
+    std::cerr << "usage: dist_hang_fixture new_group|collective ABSENT_RANK [CAUGHT_EXIT_CODE [ABSENT_SECONDS]]\n";
     return 2;
   }
   const std::string mode = argv[1];
   const int absent = std::atoi(argv[2]);
+  const int caught_exit_code = argc >= 4 ? std::atoi(argv[3]) : 3;
+  const int absent_seconds = argc >= 5 ? std::atoi(argv[4]) : 30;
   const int rank = globe::dist::world_rank();
   try {
     const auto all = globe::Placement::all();
@@ -30,7 +33,8 @@ int main(int argc, char** argv) {
     if (mode == "collective") x.to_global(globe::sbp::broadcast).to_local();  // warm up the communicator
     std::cout << "ready" << std::endl;
     if (rank == absent) {
-      ::sleep(30);
+      ::sleep(absent_seconds);
+      std::cout << "absent rank done" << std::endl;
       return 0;
     }
     if (mode == "new_group") {
@@ -42,7 +46,7 @@ int main(int argc, char** argv) {
     std::cout << "finished without the absent rank?" << std::endl;
   } catch (const globe::Error& e) {
     std::cerr << "caught: " << e.what() << std::endl;
-    return 3;
+    return caught_exit_code;
   }
   return 0;
 }

@@ -80,6 +80,22 @@ TEST_P(GlobeRankAbsent, OthersNameItWithinTheTimeout) {
   EXPECT_LT(r.seconds, 20.0) << describe(r);  // 3 s timeout (+ up to 3 s asking who is stuck)
 }
 
+// A program that catches the timeout and returns 0 ends without MPI_Finalize (it would wait for the
+// absent rank); mpirun must not count that as a failure: the job's status is the programs' own,
+// the absent rank is not killed, and the log says why MPI_Finalize was skipped.
+TEST(GlobeRankAbsentHandled, TheJobEndsWithTheProgramsStatus) {
+  const RunResult r = run_launcher({"--nproc_per_node", "2", bin_dir() + "/dist_hang_fixture", "collective", "1", "0", "5"},
+                                   {"GLOBE_TIMEOUT=2", "GLOBE_CHECK_CONSISTENCY=0"}, /*deadline_s=*/60);
+  EXPECT_FALSE(r.hung) << describe(r);
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_TRUE(contains(r.err, "[rank0] caught: [")) << describe(r);
+  EXPECT_TRUE(contains(r.err, "[rank0] [globe] rank 0 ends without MPI_Finalize: a collective timed out earlier"))
+      << describe(r);
+  EXPECT_TRUE(contains(r.out, "[rank1] absent rank done")) << describe(r);
+  EXPECT_FALSE(contains(r.err, "exiting improperly")) << describe(r);
+  EXPECT_FALSE(contains(r.err, "globe-launch: ")) << describe(r);  // nothing to blame
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, GlobeRankAbsent,
                          ::testing::Values(std::make_tuple("new_group", 2, 1), std::make_tuple("collective", 2, 1),
                                            std::make_tuple("collective", 3, 2)));

@@ -10,6 +10,8 @@
 //   sleep DIR SECONDS         write DIR/pid.<RANK>, then sleep
 //   orphan DIR                fork a child that writes DIR/pid.<RANK> and sleeps (keeping
 //                             stdout open), wait for that file, then exit 0
+//   flood N                   print flood_line(RANK, i) for i in [0, N) on stdout as fast as stdio
+//                             goes (every 7th on stderr instead)
 #include <dirent.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -22,6 +24,8 @@
 #include <fstream>
 #include <string>
 #include <thread>
+
+#include "flood_lines.h"
 
 namespace {
 
@@ -84,6 +88,11 @@ int main(int argc, char** argv) {
                " WORLD_SIZE=" + env_or("WORLD_SIZE", "unset") + " LOCAL_WORLD_SIZE=" +
                env_or("LOCAL_WORLD_SIZE", "unset") + " OMP=" + env_or("OMP_NUM_THREADS", "unset") +
                " BLAS=" + env_or("OPENBLAS_NUM_THREADS", "unset") + "\n");
+    return 0;
+  }
+  if (mode == "flood" && argc == 3) {
+    const int n = std::atoi(argv[2]);
+    for (int i = 0; i < n; ++i) std::fprintf(i % 7 == 6 ? stderr : stdout, "%s\n", launch_test::flood_line(my_rank(), i).c_str());
     return 0;
   }
   if (mode == "lines") {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "flood_lines.h"
 #include "launcher_process.h"
 
 namespace launch_test {
@@ -131,6 +132,53 @@ TEST(Launch, OutputLinesArePrefixedPerStream) {
   const std::vector<std::string> out_lines = lines_of(r.out);
   EXPECT_EQ(out_lines.size(), 4u) << r.out;
   for (const auto& line : out_lines) EXPECT_EQ(line.rfind("[rank", 0), 0u) << line;
+}
+
+// The lines rank `rank` of `launch_fixture flood n` prints on stdout (or on stderr), in order.
+std::vector<std::string> flood_expected(int rank, int n, bool on_stderr) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < n; ++i)
+    if ((i % 7 == 6) == on_stderr) lines.push_back(flood_line(rank, i));
+  return lines;
+}
+
+// Under load mpirun's own forwarding cut lines at 4096-byte boundaries and glued other ranks'
+// lines into them; every line must arrive whole, prefixed, in its rank's order.
+TEST(Launch, EveryLineArrivesWholeUnderLoad) {
+  constexpr int kRanks = 4, kLines = 5000;
+  const RunResult r = run_launcher({"--nproc_per_node", std::to_string(kRanks), fixture(), "flood", std::to_string(kLines)},
+                                   {}, /*deadline_s=*/120);
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+  for (const bool on_stderr : {false, true}) {
+    std::vector<std::vector<std::string>> got(kRanks);
+    int foreign = 0;
+    for (const std::string& line : lines_of(on_stderr ? r.err : r.out)) {
+      const std::size_t close = line.find("] ");
+      const int rank = line.rfind("[rank", 0) == 0 && close != std::string::npos ? std::atoi(line.c_str() + 5) : -1;
+      if (rank < 0 || rank >= kRanks) {
+        ++foreign;
+        continue;
+      }
+      got[rank].push_back(line.substr(close + 2));
+    }
+    EXPECT_EQ(foreign, 0) << "lines without a rank prefix on " << (on_stderr ? "stderr" : "stdout");
+    for (int rank = 0; rank < kRanks; ++rank) {
+      const std::vector<std::string> expected = flood_expected(rank, kLines, on_stderr);
+      EXPECT_EQ(got[rank].size(), expected.size()) << "rank " << rank << (on_stderr ? " stderr" : " stdout");
+      std::size_t i = 0;
+      while (i < std::min(got[rank].size(), expected.size()) && got[rank][i] == expected[i]) ++i;
+      const std::string wrong = i < got[rank].size() ? got[rank][i].substr(0, 80) : "(missing)";
+      EXPECT_EQ(i, expected.size()) << "rank " << rank << (on_stderr ? " stderr" : " stdout") << ": line " << i
+                                    << " is '" << wrong << "'";
+    }
+  }
+  // --no-prefix stays byte-exact: one rank's stdout is exactly what it printed.
+  const RunResult raw = run_launcher({"--no-prefix", fixture(), "flood", "2000"});
+  ASSERT_EQ(raw.exit_code, 0) << raw.err.substr(0, 2000);
+  std::string expected_raw;
+  for (const std::string& line : flood_expected(0, 2000, false)) expected_raw += line + "\n";
+  EXPECT_TRUE(raw.out == expected_raw) << "--no-prefix output differs (" << raw.out.size() << " bytes, expected "
+                                       << expected_raw.size() << ")";
 }
 
 TEST(Launch, NoPrefixByFlagOrEnvironment) {

@@ -97,16 +97,31 @@ TEST(LaunchFailure, MissingOrNonExecutableProgramIsRefusedUpFront) {
   const std::string not_exec = tmp.path() + "/script.sh";
   { std::ofstream(not_exec) << "#!/bin/sh\necho hi\n"; }
   ::chmod(not_exec.c_str(), 0644);
-  for (const std::string& program :
-       {std::string("/nonexistent/prog"), std::string("no_such_program_globe_xyz"), not_exec,
-        tmp.path()}) {
-    const RunResult r = run_launcher({"--nproc_per_node", "2", program, "arg"});
-    EXPECT_EQ(r.exit_code, 127) << program << ": " << describe(r);
-    EXPECT_TRUE(contains(
-        r.err, "globe-launch: cannot run '" + program + "': no such file (or not executable)"))
-        << describe(r);
+  const std::string in_path_not_exec = "globe_test_not_exec_xyz";
+  const std::string in_path_file = tmp.path() + "/" + in_path_not_exec;
+  { std::ofstream(in_path_file) << "#!/bin/sh\necho hi\n"; }
+  ::chmod(in_path_file.c_str(), 0644);
+  const std::string saved_path = std::getenv("PATH");
+  ::setenv("PATH", (tmp.path() + ":" + saved_path).c_str(), 1);  // the launcher inherits it
+  struct Case {
+    std::string program;
+    int exit_code;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {"/nonexistent/prog", 127, "no such file"},
+      {"no_such_program_globe_xyz", 127, "not found in PATH"},
+      {not_exec, 126, "is not executable (chmod +x?)"},
+      {in_path_not_exec, 126, "found as " + in_path_file + ", which is not executable (chmod +x?)"},
+      {tmp.path(), 126, "is a directory"},
+  };
+  for (const Case& c : cases) {
+    const RunResult r = run_launcher({"--nproc_per_node", "2", c.program, "arg"});
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.program << ": " << describe(r);
+    EXPECT_TRUE(contains(r.err, "globe-launch: cannot run '" + c.program + "': " + c.why)) << describe(r);
     EXPECT_LT(r.seconds, 5.0) << describe(r);
   }
+  ::setenv("PATH", saved_path.c_str(), 1);
   const RunResult bad_mpirun = run_launcher({"--mpirun", "/nonexistent/mpirun", fixture(), "env"});
   EXPECT_EQ(bad_mpirun.exit_code, 127) << describe(bad_mpirun);
   EXPECT_TRUE(contains(bad_mpirun.err, "cannot run mpirun")) << describe(bad_mpirun);

@@ -75,21 +75,30 @@ std::optional<FailureRecord> read_first_failure(const std::string& run_dir) {
 }
 
 namespace {
-bool is_executable_file(const std::string& path) {
+constexpr const char* kNoSuchFile = "no such file";
+
+// What is wrong with running `path`: "" when nothing.
+std::string fault_of(const std::string& path) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+  if (::stat(path.c_str(), &st) != 0) return errno == ENOENT ? kNoSuchFile : std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return "is a directory";
+  if (!S_ISREG(st.st_mode)) return "is not a regular file";
+  if (::access(path.c_str(), X_OK) != 0) return "is not executable (chmod +x?)";
+  return "";
 }
 }  // namespace
 
-std::optional<std::string> find_executable(const std::string& name) {
-  if (name.empty()) return std::nullopt;
+std::optional<Unrunnable> check_executable(const std::string& name) {
+  if (name.empty()) return Unrunnable{127, "empty program name"};
   if (name.find('/') != std::string::npos) {
-    if (is_executable_file(name)) return name;
-    return std::nullopt;
+    const std::string fault = fault_of(name);
+    if (fault.empty()) return std::nullopt;
+    return Unrunnable{fault == kNoSuchFile ? 127 : 126, fault};
   }
   const char* path_env = std::getenv("PATH");
   // execvp's default search path when PATH is unset.
   std::string path = path_env != nullptr ? path_env : "/bin:/usr/bin";
+  std::optional<Unrunnable> first_fault;  // of a file found in PATH but not runnable
   std::size_t start = 0;
   while (start <= path.size()) {
     std::size_t end = path.find(':', start);
@@ -97,10 +106,15 @@ std::optional<std::string> find_executable(const std::string& name) {
     std::string dir = path.substr(start, end - start);
     if (dir.empty()) dir = ".";  // an empty PATH entry means the current directory
     const std::string candidate = dir + "/" + name;
-    if (is_executable_file(candidate)) return candidate;
+    if (::access(candidate.c_str(), F_OK) == 0) {
+      const std::string fault = fault_of(candidate);
+      if (fault.empty()) return std::nullopt;
+      if (!first_fault) first_fault = Unrunnable{126, "found as " + candidate + ", which " + fault};
+    }
     start = end + 1;
   }
-  return std::nullopt;
+  if (first_fault) return first_fault;
+  return Unrunnable{127, "not found in PATH"};
 }
 
 std::string self_exe_path() {

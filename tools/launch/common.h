@@ -40,9 +40,13 @@ bool record_failure(const std::string& run_dir, const FailureRecord& rec);
 // Reads DIR/first_failure if present and well formed.
 std::optional<FailureRecord> read_first_failure(const std::string& run_dir);
 
-// Like execvp's lookup: a name with a slash is taken as is, otherwise searched in PATH. Returns
-// the path of a regular, executable file, or nothing.
-std::optional<std::string> find_executable(const std::string& name);
+// Why `name` cannot be run, looked up as execvp does (a name with a slash as is, otherwise in
+// PATH): nothing when it names a regular, executable file.
+struct Unrunnable {
+  int exit_code;    // the shell's: 127 not found, 126 found but not runnable
+  std::string why;  // "no such file", "is not executable (chmod +x?)", "is a directory", ...
+};
+std::optional<Unrunnable> check_executable(const std::string& name);
 
 // The absolute path of the running binary (/proc/self/exe).
 std::string self_exe_path();

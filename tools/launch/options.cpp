@@ -232,8 +232,14 @@ Environment seen by each rank:
   OMPI_ALLOW_RUN_AS_ROOT=1, OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
                        set for mpirun so that running as root works
 mpirun is run with --oversubscribe --bind-to none, --mca odls_base_sigkill_timeout 0 (fast
-stop of the other ranks after a failure) and --mca pml ob1 (fast start-up); each of these two
-only unless set by --mca or an OMPI_MCA_* environment variable.
+stop of the other ranks after a failure), --mca pml ob1 (fast start-up) and --mca
+orte_allowed_exit_without_sync 1 (a rank that ends without MPI_Finalize, as a Globe program
+does after it handled a collective timeout, is not a failure); each of these three only unless
+set by --mca or an OMPI_MCA_* environment variable.
+
+Output: every line a rank prints comes back whole to globe-launch over a channel of its own
+(a TCP port on 127.0.0.1, or on this host for --hosts/--hostfile) and is written prefixed with
+"[rankR] " (nothing with --no-prefix) to globe-launch's stdout or stderr, as the rank wrote it.
 
 Failures: when a rank exits non-zero or dies by a signal, all other ranks are stopped within
 seconds and globe-launch reports "rank R failed first: exit code C" (or "signal S (SIGxxx)").
@@ -244,12 +250,12 @@ Exit codes:
   128+S    the rank that failed first died by signal S
   124      --timeout passed
   130/143  globe-launch got SIGINT/SIGTERM (forwarded to every rank)
-  127      PROGRAM or mpirun cannot be run
+  127/126  PROGRAM or mpirun cannot be run (not found / found but not executable)
   2        bad command line
   other    mpirun's own exit code when it failed without a rank failure
 
 Example:
-  globe-launch --nproc_per_node 2 --logdir logs build/bin/data_parallel --epochs 3
+  globe-launch --nproc_per_node 2 --logdir logs build/bin/data_parallel --iters 30
 )USAGE";
 }
 

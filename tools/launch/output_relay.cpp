@@ -6,7 +6,8 @@
 
 namespace globe_launch {
 namespace {
-// Lines up to a pipe's atomic write size stay whole on their way through mpirun.
+// Lines are sent in batches of up to a pipe's atomic write size (what suits mpirun's forwarding
+// when there is no link; small enough for a frame to show without delay when there is).
 constexpr std::size_t kBatchBytes = 4096;
 // A "line" that never ends (a progress bar without newlines) is cut here so memory stays bounded.
 constexpr std::size_t kMaxLineBytes = 64 * 1024;
@@ -15,7 +16,8 @@ constexpr std::size_t kMaxLineBytes = 64 * 1024;
 void OutputRelay::feed(const char* data, std::size_t len) {
   if (log_fd_ >= 0) write_all(log_fd_, data, len);
   if (prefix_.empty()) {  // --no-prefix: pass bytes straight through, no line buffering
-    write_all(out_fd_, data, len);
+    batch_.assign(data, len);
+    flush_batch();
     return;
   }
   while (len > 0) {
@@ -47,7 +49,9 @@ void OutputRelay::finish() {
 
 void OutputRelay::flush_batch() {
   if (batch_.empty()) return;
-  write_all(out_fd_, batch_);
+  if (link_ != nullptr && !link_->send(out_fd_, batch_.data(), batch_.size()))
+    link_ = nullptr;  // the launcher is gone; what follows goes where mpirun takes it
+  if (link_ == nullptr) write_all(out_fd_, batch_);
   batch_.clear();
 }
 

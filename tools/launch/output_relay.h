@@ -6,13 +6,16 @@
 #include <string>
 #include <utility>
 
+#include "output_channel.h"
+
 namespace globe_launch {
 
 class OutputRelay {
  public:
-  // out_fd: where prefixed lines go (1 or 2). prefix: "" for pass-through. log_fd: -1 for none.
-  OutputRelay(int out_fd, std::string prefix, int log_fd)
-      : out_fd_(out_fd), prefix_(std::move(prefix)), log_fd_(log_fd) {}
+  // out_fd: where prefixed lines go (1 or 2): through `link` to the launcher's own fd 1 or 2 when
+  // there is a link, else to this process's out_fd. prefix: "" for pass-through. log_fd: -1 for none.
+  OutputRelay(int out_fd, std::string prefix, int log_fd, OutputLink* link)
+      : out_fd_(out_fd), prefix_(std::move(prefix)), log_fd_(log_fd), link_(link) {}
 
   // Forwards every complete line of `data`; keeps an unfinished last line for later.
   void feed(const char* data, std::size_t len);
@@ -22,13 +25,14 @@ class OutputRelay {
   void finish();
 
  private:
-  // Writes accumulated lines in one write() when possible: mpirun reads our stream in chunks and
-  // forwards each chunk whole, so writing whole lines keeps ranks from splitting each other's.
+  // Sends the accumulated lines as one frame (see output_channel.h), or without a link in one
+  // write(), which mpirun forwards whole as long as it keeps up with us.
   void flush_batch();
 
   int out_fd_;
   std::string prefix_;
   int log_fd_;
+  OutputLink* link_;
   std::string pending_;  // bytes after the last newline seen
   std::string batch_;    // prefixed complete lines not yet written
 };

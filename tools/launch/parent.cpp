@@ -13,10 +13,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common.h"
+#include "output_channel.h"
 
 extern char** environ;
 
@@ -47,7 +49,7 @@ void say(const std::string& msg) {
 }
 
 std::vector<std::string> mpirun_argv(const LaunchOptions& o, const std::string& run_dir,
-                                     const std::string& logdir) {
+                                     const std::string& logdir, const std::string& output_channel) {
   std::vector<std::string> v = {o.mpirun, "--oversubscribe", "--bind-to", "none"};
   if (!o.hosts.empty()) {
     v.insert(v.end(), {"--host", o.hosts, "-np", std::to_string(*o.np)});
@@ -69,6 +71,12 @@ std::vector<std::string> mpirun_argv(const LaunchOptions& o, const std::string& 
     v.insert(v.end(), {"--mca", "odls_base_sigkill_timeout", "0"});
   // ob1 halves start-up by skipping UCX probing (PLATFORM-NOTES).
   if (!user_set("pml")) v.insert(v.end(), {"--mca", "pml", "ob1"});
+  // A program may end without MPI_Finalize on purpose (Globe skips it after a collective timed
+  // out, as finalizing would wait for the ranks that never came). By default mpirun then stops
+  // the other ranks and exits 1 whatever the program returned; with this, each rank ends as its
+  // program decides and the job's status is theirs.
+  if (!user_set("orte_allowed_exit_without_sync"))
+    v.insert(v.end(), {"--mca", "orte_allowed_exit_without_sync", "1"});
   for (const auto& [key, value] : o.mca) v.insert(v.end(), {"--mca", key, value});
   // mpirun copies the whole environment to local ranks, but remote ranks only get what -x names.
   for (char** e = environ; *e != nullptr; ++e) {
@@ -82,6 +90,7 @@ std::vector<std::string> mpirun_argv(const LaunchOptions& o, const std::string& 
   for (const auto& var : o.export_env) v.insert(v.end(), {"-x", var});
 
   v.insert(v.end(), {self_exe_path(), kRankChildFlag, "--run-dir", run_dir});
+  if (!output_channel.empty()) v.insert(v.end(), {"--output-channel", output_channel});
   if (o.no_prefix) v.emplace_back("--no-prefix");
   if (!logdir.empty()) v.insert(v.end(), {"--logdir", logdir});
   v.emplace_back("--");
@@ -98,13 +107,12 @@ std::string format_seconds(double s) {
 }  // namespace
 
 int run_parent(const LaunchOptions& o) {
-  if (!find_executable(o.program[0])) {
-    say("cannot run '" + o.program[0] + "': no such file (or not executable)");
-    return 127;
+  if (const auto bad = check_executable(o.program[0])) {
+    say("cannot run '" + o.program[0] + "': " + bad->why);
+    return bad->exit_code;
   }
-  if (!find_executable(o.mpirun)) {
-    say("cannot run mpirun '" + o.mpirun +
-        "': no such file (or not executable); install openmpi-bin or pass --mpirun PATH");
+  if (const auto bad = check_executable(o.mpirun)) {
+    say("cannot run mpirun '" + o.mpirun + "': " + bad->why + "; install openmpi-bin or pass --mpirun PATH");
     return 127;
   }
   std::string logdir;
@@ -133,7 +141,16 @@ int run_parent(const LaunchOptions& o) {
     return 1;
   }
 
-  const std::vector<std::string> args = mpirun_argv(o, run_dir, logdir);
+  // The ranks' output comes back over our own channel, so that lines stay whole (output_channel.h).
+  // Started with the handled signals blocked: its thread must never take them.
+  std::string channel_error;
+  std::unique_ptr<OutputServer> output = OutputServer::listen(!o.hosts.empty() || !o.hostfile.empty(), channel_error);
+  if (output) {
+    output->start();
+  } else {
+    say(channel_error + "; ranks write through mpirun, and lines may break under load");
+  }
+  const std::vector<std::string> args = mpirun_argv(o, run_dir, logdir, output ? output->address() : "");
   std::vector<char*> argv;
   for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
   argv.push_back(nullptr);
@@ -144,6 +161,7 @@ int run_parent(const LaunchOptions& o) {
   const pid_t self = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
+    output.reset();
     say(std::string("fork: ") + std::strerror(errno));
     remove_flat_dir(run_dir);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
@@ -201,6 +219,8 @@ int run_parent(const LaunchOptions& o) {
       ::kill(pid, sig);  // SIGUSR1/2: mpirun passes them on to every rank
     }
   }
+  // Every rank has ended; what they wrote may still be on its way. Our own messages come after it.
+  if (output) output->finish(kStopGraceS);
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
 
   const auto failure = read_first_failure(run_dir);

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +57,7 @@ struct ChildArgs {
   bool no_prefix = false;
   std::string logdir;
   std::string run_dir;
+  std::string output_channel;  // the parent's OutputServer address; empty: write to our own fds
   std::vector<char*> program;  // null-terminated for execvp
 };
 
@@ -72,6 +74,8 @@ bool parse_child_args(int argc, char** argv, ChildArgs& a) {
       a.logdir = argv[++i];
     } else if (arg == "--run-dir" && i + 1 < argc) {
       a.run_dir = argv[++i];
+    } else if (arg == "--output-channel" && i + 1 < argc) {
+      a.output_channel = argv[++i];
     } else {
       return false;
     }
@@ -277,8 +281,16 @@ int run_rank_child(int argc, char** argv) {
   set_nonblocking(err_r);
 
   const std::string prefix = a.no_prefix ? "" : "[rank" + std::to_string(rank) + "] ";
-  OutputRelay out_relay(STDOUT_FILENO, prefix, log_fd);
-  OutputRelay err_relay(STDERR_FILENO, prefix, log_fd);
+  std::optional<OutputLink> link;
+  if (!a.output_channel.empty()) {
+    std::string error;
+    link = OutputLink::connect(a.output_channel, rank, error);
+    if (!link)
+      std::fprintf(stderr, "[globe-launch] rank %d: %s; its lines may break under load\n", rank, error.c_str());
+  }
+  OutputLink* const link_ptr = link ? &*link : nullptr;
+  OutputRelay out_relay(STDOUT_FILENO, prefix, log_fd, link_ptr);
+  OutputRelay err_relay(STDERR_FILENO, prefix, log_fd, link_ptr);
   bool out_open = true, err_open = true, exited = false, failed = false;
   int status = 0;
   FailureRecord rec;
@@ -337,7 +349,8 @@ int run_rank_child(int argc, char** argv) {
   if (g_stop_signal == 0) {
     const std::string msg =
         "[globe-launch] rank " + std::to_string(rank) + " failed: " + rec.describe() + "\n";
-    write_all(STDERR_FILENO, msg);
+    if (link_ptr == nullptr || !link_ptr->send(STDERR_FILENO, msg.data(), msg.size()))
+      write_all(STDERR_FILENO, msg);
   }
   return rec.launcher_exit_code();
 }

@@ -1,0 +1,247 @@
+#include "output_channel.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "common.h"
+
+namespace globe_launch {
+namespace {
+
+constexpr std::size_t kHeaderBytes = 5;
+// A frame holds whole lines (each cut at 64 KiB by the rank); anything larger is not ours.
+constexpr std::uint32_t kMaxFrameBytes = 4u << 20;
+// How long a rank waits for the parent to accept its connection.
+constexpr int kConnectTimeoutMs = 10000;
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+std::string random_token() {
+  unsigned char bytes[16] = {};
+  const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    [[maybe_unused]] ssize_t n = ::read(fd, bytes, sizeof(bytes));
+    ::close(fd);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (unsigned char b : bytes) token += {kHex[b >> 4], kHex[b & 15]};
+  return token;
+}
+
+std::string frame(int stream, const char* data, std::size_t len) {
+  std::string f(kHeaderBytes, '\0');
+  f[0] = static_cast<char>(stream);
+  for (int i = 0; i < 4; ++i) f[1 + i] = static_cast<char>((len >> (8 * i)) & 0xff);
+  f.append(data, len);
+  return f;
+}
+
+// One rank's connection on the parent side: bytes received but not yet relayed.
+struct Connection {
+  int fd;
+  std::string pending;
+  bool greeted = false;
+};
+
+// Relays every complete frame in c.pending. False when the peer broke the protocol.
+bool relay_frames(Connection& c, const std::string& token) {
+  std::size_t at = 0;
+  bool ok = true;
+  while (c.pending.size() - at >= kHeaderBytes) {
+    const auto* h = reinterpret_cast<const unsigned char*>(c.pending.data() + at);
+    const int stream = h[0];
+    const std::uint32_t len = std::uint32_t(h[1]) | std::uint32_t(h[2]) << 8 |
+                              std::uint32_t(h[3]) << 16 | std::uint32_t(h[4]) << 24;
+    if (len > kMaxFrameBytes) {
+      ok = false;
+      break;
+    }
+    if (c.pending.size() - at < kHeaderBytes + len) break;
+    const char* payload = c.pending.data() + at + kHeaderBytes;
+    at += kHeaderBytes + len;
+    if (!c.greeted) {
+      c.greeted = stream == 0 && std::string(payload, len) == token;
+      if (!c.greeted) {
+        ok = false;
+        break;
+      }
+    } else if (stream == 1 || stream == 2) {
+      write_all(stream, payload, len);
+    }
+  }
+  c.pending.erase(0, at);
+  return ok;
+}
+
+// Reads what is there. False at the end of the stream, on an error, or on a protocol breach.
+bool read_available(Connection& c, const std::string& token) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(c.fd, buf, sizeof(buf));
+    if (n > 0) {
+      c.pending.append(buf, static_cast<std::size_t>(n));
+      if (!relay_frames(c, token)) return false;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<OutputServer> OutputServer::listen(bool remote_ranks, std::string& error) {
+  std::unique_ptr<OutputServer> s(new OutputServer);
+  s->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;  // any free port
+  addr.sin_addr.s_addr = htonl(remote_ranks ? INADDR_ANY : INADDR_LOOPBACK);
+  socklen_t addr_len = sizeof(addr);
+  if (s->listen_fd_ < 0 || ::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(s->listen_fd_, SOMAXCONN) != 0 ||
+      ::getsockname(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0 ||
+      ::pipe2(s->stop_pipe_, O_CLOEXEC) != 0) {
+    error = std::string("cannot open the output channel: ") + std::strerror(errno);
+    return nullptr;
+  }
+  std::string host = "127.0.0.1";
+  if (remote_ranks) {
+    char name[256] = {};
+    if (::gethostname(name, sizeof(name) - 1) != 0) {
+      error = std::string("cannot open the output channel: gethostname: ") + std::strerror(errno);
+      return nullptr;
+    }
+    host = name;
+  }
+  s->token_ = random_token();
+  s->address_ = host + ":" + std::to_string(ntohs(addr.sin_port)) + ":" + s->token_;
+  return s;
+}
+
+OutputServer::~OutputServer() {
+  if (thread_.joinable()) finish(0);
+  for (int fd : {listen_fd_, stop_pipe_[0], stop_pipe_[1]})
+    if (fd >= 0) ::close(fd);
+}
+
+void OutputServer::start() { thread_ = std::thread([this] { serve(); }); }
+
+void OutputServer::finish(double max_wait_s) {
+  if (!thread_.joinable()) return;
+  max_wait_s_ = max_wait_s;  // read by serve() after it sees the stop byte
+  const char byte = 0;
+  write_all(stop_pipe_[1], &byte, 1);
+  thread_.join();
+}
+
+void OutputServer::serve() {
+  std::vector<Connection> conns;
+  bool stopping = false;
+  double deadline = 0;
+  for (;;) {
+    // Take every connection waiting to be accepted.
+    for (;;) {
+      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      conns.push_back({fd, {}, false});
+    }
+    if (stopping && (conns.empty() || now_s() >= deadline)) break;
+    // fds[2 + i] is conns[i]; poll() skips a negative fd (the stop pipe, once seen).
+    std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {stopping ? -1 : stop_pipe_[0], POLLIN, 0}};
+    for (const auto& c : conns) fds.push_back({c.fd, POLLIN, 0});
+    const int timeout_ms = stopping ? static_cast<int>((deadline - now_s()) * 1000) + 1 : -1;
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
+    if (!stopping && fds[1].revents != 0) {
+      stopping = true;
+      deadline = now_s() + max_wait_s_;
+    }
+    std::vector<Connection> open;
+    for (std::size_t i = 0; i < conns.size(); ++i) {
+      if (fds[2 + i].revents == 0 || read_available(conns[i], token_)) {
+        open.push_back(std::move(conns[i]));
+      } else {
+        ::close(conns[i].fd);
+      }
+    }
+    conns = std::move(open);
+  }
+  for (const auto& c : conns) ::close(c.fd);
+}
+
+std::optional<OutputLink> OutputLink::connect(const std::string& address, int rank, std::string& error) {
+  const std::size_t token_at = address.rfind(':');
+  const std::size_t port_at = token_at == std::string::npos ? token_at : address.rfind(':', token_at - 1);
+  if (port_at == std::string::npos) {
+    error = "malformed output channel address '" + address + "'";
+    return std::nullopt;
+  }
+  const std::string host = address.substr(0, port_at);
+  const std::string port = address.substr(port_at + 1, token_at - port_at - 1);
+  const std::string token = address.substr(token_at + 1);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    error = "cannot resolve " + host + ": " + ::gai_strerror(rc);
+    return std::nullopt;
+  }
+  int fd = -1;
+  error = "cannot connect to " + host + ":" + port;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int so_error = ETIMEDOUT;
+      socklen_t len = sizeof(so_error);
+      if (::poll(&p, 1, kConnectTimeoutMs) == 1) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+      rc = so_error == 0 ? 0 : -1;
+      errno = so_error;
+    }
+    if (rc != 0) {
+      error += std::string(": ") + std::strerror(errno);
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  if (fd < 0) return std::nullopt;
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // progress lines show at once
+  OutputLink link(fd);
+  if (!link.send(0, token.data(), token.size())) {
+    error = "the launcher closed the output channel (rank " + std::to_string(rank) + ")";
+    return std::nullopt;
+  }
+  return link;
+}
+
+OutputLink::~OutputLink() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool OutputLink::send(int stream, const char* data, std::size_t len) {
+  return fd_ >= 0 && write_all(fd_, frame(stream, data, len));
+}
+
+}  // namespace globe_launch
