@@ -85,7 +85,9 @@ class Tensor {
   void* raw_data() const;     // untyped pointer to element 0
 
   // Reading values. On a global tensor these are collective (every rank must call).
-  template <class T>
+  // item() of one element, converted to T: `loss.item()` is a double whatever the dtype (as a
+  // Python float is); `t.item<int64_t>()` when an integer is wanted.
+  template <class T = double>
   T item() const;
   template <class T>
   std::vector<T> to_vector() const;

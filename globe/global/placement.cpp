@@ -102,6 +102,18 @@ Placement placement(const std::string& device, std::initializer_list<int64_t> ra
   return Placement(device, std::move(r), {int64_t(ranks.size())});
 }
 
+Placement mesh_placement(const std::string& device, const std::vector<int64_t>& shape, int first_rank) {
+  GLOBE_CHECK(!shape.empty(), "[placement] mesh_placement(", device, ", []): the mesh needs at least one dimension");
+  for (int64_t d : shape)
+    GLOBE_CHECK(d >= 1, "[placement] mesh_placement(", device, ", ", shape_str(shape),
+                "): every mesh dimension must be at least 1");
+  GLOBE_CHECK(first_rank >= 0, "[placement] mesh_placement(", device, ", ", shape_str(shape), ", first rank ",
+              first_rank, "): ranks are not negative");
+  std::vector<int> ranks(size_t(numel_of(shape)));
+  for (size_t i = 0; i < ranks.size(); ++i) ranks[i] = first_rank + int(i);
+  return Placement(device, std::move(ranks), shape);
+}
+
 Placement placement(const std::string& device, const std::vector<int>& ranks) {
   return Placement(device, ranks, {int64_t(ranks.size())});
 }

@@ -2,6 +2,7 @@
 //
 //   auto p1 = globe::placement("cpu", {0, 1});            // 1-D mesh of 2 ranks
 //   auto p2 = globe::placement("cpu", {{0, 1}, {2, 3}});  // 2x2 mesh
+//   auto p3 = globe::mesh_placement("cpu", {2, 2, 2});     // ranks 0..7 as a 2x2x2 mesh
 //
 // The order written is kept: mesh coordinate (i, j) is the rank written there.
 #pragma once
@@ -60,6 +61,10 @@ std::vector<int> union_ranks(const Placement& a, const Placement& b);
 Placement placement(const std::string& device, std::initializer_list<int64_t> ranks);
 Placement placement(const std::string& device, std::initializer_list<std::initializer_list<int>> ranks);
 Placement placement(const std::string& device, const std::vector<int>& ranks);
+// A mesh of any number of dimensions over consecutive ranks first_rank, first_rank + 1, ... in
+// row-major order (the shape-only form of PyTorch's init_device_mesh). For other orders, the
+// Placement constructor takes the ranks and the shape.
+Placement mesh_placement(const std::string& device, const std::vector<int64_t>& shape, int first_rank = 0);
 
 }  // namespace globe
 

@@ -74,7 +74,7 @@ void Module::for_each_slot(const std::function<void(const std::string&, Tensor&,
   for (auto& [name, child] : children_) child->for_each_slot(fn, prefix + name + ".");
 }
 
-void Module::load_state_dict(const StateDict& state, bool strict) {
+Module::LoadedKeys Module::load_state_dict(const StateDict& state, bool strict) {
   std::vector<std::string> missing, mismatched;
   std::set<std::string> known;
   std::vector<std::pair<Tensor, Tensor>> assignments;
@@ -108,6 +108,7 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
   // Validated first, assigned after: a failed load changes nothing.
   NoGradGuard no_grad;
   for (auto& [slot, v] : assignments) copy_(slot, v);
+  return {missing, unexpected};
 }
 
 void Module::train(bool on) {

@@ -45,8 +45,14 @@ class Module {
   // Parameters and buffers, detached.
   StateDict state_dict() const;
   // Copies values into the existing parameters (optimizers keep pointing at them). Strict: every
-  // key must match; missing, unexpected and mis-shaped keys are all listed in the error.
-  void load_state_dict(const StateDict& state, bool strict = true);
+  // key must match; missing, unexpected and mis-shaped keys are all listed in the error. Not
+  // strict: missing and unexpected keys are allowed and returned (as PyTorch's load_state_dict
+  // does), mis-shaped ones are still an error.
+  struct LoadedKeys {
+    std::vector<std::string> missing;     // in the model, not in `state`: left as they were
+    std::vector<std::string> unexpected;  // in `state`, not in the model: ignored
+  };
+  LoadedKeys load_state_dict(const StateDict& state, bool strict = true);
 
   void train(bool on = true);
   void eval() { train(false); }

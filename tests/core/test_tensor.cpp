@@ -3,9 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "globe/globe.h"
@@ -42,6 +45,11 @@ TEST(TensorCreation, ZerosOnesFull) {
   EXPECT_EQ(s.dim(), 0);
   EXPECT_EQ(s.numel(), 1);
   EXPECT_FLOAT_EQ(s.item<float>(), 3.0f);
+  // item() without a type is a double, whatever the dtype (a float32 loss, an int64 count).
+  static_assert(std::is_same_v<decltype(s.item()), double>);
+  EXPECT_EQ(full({}, 0.1).item(), double(0.1f));
+  EXPECT_EQ(full({1}, 5.0, kInt64).item(), 5.0);
+  EXPECT_EQ(full({1}, 5.0, kInt64).item<int64_t>(), 5);
 }
 
 TEST(TensorCreation, Arange) {

@@ -47,7 +47,9 @@ TEST(BoxingPaths, SlicingABroadcastValueOnTwoAxesIsLocal) {
   const std::string path = boxing_paths().front().first;
   EXPECT_EQ(path.find("fallback"), std::string::npos) << path;
   EXPECT_EQ(path.find("-> B"), std::string::npos) << path;
-  if (p.mesh_shape()[0] > 1) EXPECT_NE(path.find("0: B -> S(0), 1: B -> S(0)"), std::string::npos) << path;
+  if (p.mesh_shape()[0] > 1) {
+    EXPECT_NE(path.find("0: B -> S(0), 1: B -> S(0)"), std::string::npos) << path;
+  }
 }
 
 TEST(BoxingPaths, UnsqueezeKeepsTheSplitOfARowSplitTensor) {

@@ -30,8 +30,9 @@ TEST(GradBuckets, SettleTogetherEqualsOneByOne) {
   const auto a = make_params(p), b = make_params(p);
   backward_on_split_batch(a, p);
   backward_on_split_batch(b, p);
-  if (dist::world_size() > 1)
+  if (dist::world_size() > 1) {
     for (const Tensor& t : a) EXPECT_TRUE(t.impl().grad_unsettled) << "the test needs waiting gradients";
+  }
   settle_grads(a);
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_FALSE(a[i].impl().grad_unsettled);
@@ -50,7 +51,9 @@ TEST(GradBuckets, RanksOutsideThePlacementTakePart) {
   backward_on_split_batch(a, p);
   settle_grads(a);  // rank 2 and up hold empty shards: nothing to send, nothing to wait for
   for (const Tensor& t : a) EXPECT_EQ(Tensor(t.impl().grad).sbp(), t.sbp());
-  if (p.contains(dist::world_rank())) EXPECT_GT(a[0].grad().to_local().numel(), 0);
+  if (p.contains(dist::world_rank())) {
+    EXPECT_GT(a[0].grad().to_local().numel(), 0);
+  }
 }
 
 }  // namespace

@@ -128,6 +128,20 @@ TEST(Placement, TwoDimensionalMesh) {
   EXPECT_EQ(r.to_string(), "placement(cpu, [[[0, 1], [2, 3]]])");
 }
 
+TEST(Placement, MeshPlacementOfAnyDimensions) {
+  // Consecutive ranks, row-major, any number of mesh dimensions (needs first_rank + numel ranks).
+  const int n = world();
+  EXPECT_EQ(mesh_placement("cpu", {int64_t(n)}), Placement::all());
+  if (n >= 4) {
+    const Placement p = mesh_placement("cpu", {1, 2, 2});
+    EXPECT_EQ(p, Placement("cpu", {0, 1, 2, 3}, {1, 2, 2}));
+    EXPECT_EQ(p.to_string(), "placement(cpu, [[[0, 1], [2, 3]]])");
+    EXPECT_EQ(p.axis_group(3, 1), (std::vector<int>{1, 3}));
+    EXPECT_EQ(mesh_placement("cpu", {2, 1, 1, 1}, 2).ranks(), (std::vector<int>{2, 3}));
+    EXPECT_EQ(mesh_placement("cpu", {2, 2}), placement("cpu", {{0, 1}, {2, 3}}));
+  }
+}
+
 // ---- errors -------------------------------------------------------------------------------------
 
 TEST(PlacementErrors, Empty) {
@@ -168,6 +182,16 @@ TEST(PlacementErrors, RaggedNesting) {
   expect_error([] { placement("cpu", {{0}, {1, 2}}); }, "[placement]", {"ragged", "[[0], [1, 2]]"}, "ragged 2");
   // The general constructor: a mesh that does not hold the ranks.
   expect_error([] { Placement("cpu", {0}, {2, 1}); }, "[placement]", {"mesh [2, 1]", "[0]"}, "mesh mismatch");
+}
+
+TEST(PlacementErrors, BadMeshShape) {
+  expect_error([] { mesh_placement("cpu", {2, 0}); }, "[placement]",
+               {"mesh_placement(cpu, [2, 0])", "every mesh dimension must be at least 1"}, "zero dim");
+  expect_error([] { mesh_placement("cpu", {}); }, "[placement]", {"at least one dimension"}, "no dims");
+  expect_error([] { mesh_placement("cpu", {1}, -1); }, "[placement]", {"first rank -1"}, "negative first");
+  const int n = world();
+  expect_error([&] { mesh_placement("cpu", {int64_t(n), 2}); }, "[placement]",
+               {"rank " + std::to_string(n), "world has " + std::to_string(n)}, "beyond the world");
 }
 
 TEST(PlacementErrors, UnknownDevice) {

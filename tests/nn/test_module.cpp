@@ -171,7 +171,9 @@ TEST(Module, NonStrictLoadIgnoresMissingAndUnexpected) {
   partial.set("net1.bias", full({3}, 2.0));
   partial.set("something.else", zeros({5}));
   const V w_before = values(net.net1.weight);
-  net.load_state_dict(partial, /*strict=*/false);
+  const auto loaded = net.load_state_dict(partial, /*strict=*/false);
+  EXPECT_THAT(loaded.unexpected, ElementsAre("something.else"));  // said, not silently ignored
+  EXPECT_THAT(loaded.missing, ElementsAre("scale", "steps", "net1.weight", "net2.weight", "net2.bias"));
   EXPECT_THAT(values(net.net1.bias), ElementsAre(2, 2, 2));
   EXPECT_EQ(values(net.net1.weight), w_before);
   EXPECT_THROW(net.load_state_dict(partial, /*strict=*/true), Error);
@@ -260,6 +262,29 @@ TEST(Module, StateDictKeepsInsertionOrderOnReplace) {
   EXPECT_EQ(sd.at("b").shape(), (Shape{3}));
   EXPECT_TRUE(sd.contains("a"));
   EXPECT_FALSE(sd.contains("c"));
+}
+
+TEST(Module, StateDictEraseFilterSelect) {
+  StateDict sd;
+  sd.set("fc.weight", zeros({2, 2}));
+  sd.set("fc.bias", zeros({2}));
+  sd.set("batch.x", ones({4}));
+  sd.set("out.weight", zeros({1, 2}));
+  // A file holding weights and a data batch: keep the weights only.
+  const StateDict weights = sd.filter([](const std::string& k) { return k.rfind("batch.", 0) != 0; });
+  EXPECT_THAT(weights.keys(), ElementsAre("fc.weight", "fc.bias", "out.weight"));
+  EXPECT_EQ(sd.size(), 4u);  // filter copies
+  const StateDict picked = sd.select({"out.weight", "fc.bias"});
+  EXPECT_THAT(picked.keys(), ElementsAre("out.weight", "fc.bias"));
+  EXPECT_EQ(picked.at("out.weight").shape(), (Shape{1, 2}));
+  EXPECT_THAT(error_of([&] { (void)sd.select({"fc.bias", "fc.wieght"}); }),
+              AllOf(StartsWith("[state_dict]"), HasSubstr("'fc.wieght'")));
+  EXPECT_TRUE(sd.erase("fc.bias"));
+  EXPECT_FALSE(sd.erase("fc.bias"));
+  EXPECT_THAT(sd.keys(), ElementsAre("fc.weight", "batch.x", "out.weight"));
+  EXPECT_EQ(sd.at("out.weight").shape(), (Shape{1, 2}));  // the index follows the erase
+  sd.set("fc.bias", ones({2}));
+  EXPECT_THAT(sd.keys(), ElementsAre("fc.weight", "batch.x", "out.weight", "fc.bias"));
 }
 
 TEST(Module, RegisteringItselfIsAnError) {
