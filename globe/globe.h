@@ -8,7 +8,7 @@
 #pragma once
 
 #include "globe/autograd/engine.h"
-#include "globe/autograd/grad_mode.h"
+#include "globe/core/grad_mode.h"
 #include "globe/core/random.h"
 #include "globe/core/tensor.h"
 #include "globe/nn/layers.h"
@@ -22,7 +22,7 @@
 #include "globe/global/global_tensor.h"
 #include "globe/global/grad_buckets.h"
 #include "globe/global/placement.h"
-#include "globe/global/sbp.h"
+#include "globe/core/sbp.h"
 #include "globe/io/checkpoint.h"
 #include "globe/io/sharded.h"
 #include "globe/core/memory.h"

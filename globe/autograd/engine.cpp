@@ -5,17 +5,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "globe/autograd/grad_mode.h"
-#include "globe/autograd/node.h"
-#include "globe/core/hooks.h"
+#include "globe/core/grad_mode.h"
+#include "globe/core/node.h"
+#include "globe/autograd/hooks.h"
 #include "globe/ops/ops.h"
 
 namespace globe {
-
-namespace detail {
-Tensor (*g_grad_to_leaf_layout)(const Tensor& grad, const Tensor& leaf) = nullptr;
-bool (*g_grad_may_wait)(const Tensor& grad, const Tensor& leaf) = nullptr;
-}
 
 namespace {
 
@@ -42,11 +37,11 @@ Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? a
 
 // A leaf's gradient in the leaf's layout (what grad() returns).
 Tensor settled(const Tensor& leaf, const Tensor& g) {
-  return detail::g_grad_to_leaf_layout ? detail::g_grad_to_leaf_layout(g, leaf) : g;
+  return detail::autograd_hooks.grad_to_leaf_layout(g, leaf);
 }
 
 void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
-  const bool may_wait = detail::g_grad_may_wait && detail::g_grad_may_wait(g, leaf);
+  const bool may_wait = detail::autograd_hooks.grad_may_wait(g, leaf);
   if (!may_wait) g = settled(leaf, g);
   GLOBE_CHECK(g.shape() == leaf.shape(), "[backward] gradient of shape ", shape_str(g.shape()),
               " does not match its leaf of shape ", shape_str(leaf.shape()));
@@ -55,7 +50,7 @@ void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
   Tensor sum = impl.grad ? add(Tensor(impl.grad), g) : contiguous(g);
   // Deferred reduction: a sum that may wait stays in its layout until read; otherwise
   // the sum of two gradients may come out in another layout (add picks its cheapest signature).
-  impl.grad_unsettled = detail::g_grad_may_wait && detail::g_grad_may_wait(sum, leaf);
+  impl.grad_unsettled = detail::autograd_hooks.grad_may_wait(sum, leaf);
   if (!impl.grad_unsettled) sum = settled(leaf, sum);
   impl.grad = sum.impl_ptr();
 }
@@ -126,18 +121,6 @@ std::deque<GraphTask>& paused() {
   return *q;
 }
 
-// grad() of a leaf whose gradient is not yet in the leaf's layout.
-Tensor settle_grad(const Tensor& leaf) {
-  finish_backward();
-  TensorImpl& impl = leaf.impl();
-  if (impl.grad_unsettled && impl.grad) {
-    NoGradGuard no_grad;
-    impl.grad = settled(leaf, Tensor(impl.grad)).impl_ptr();
-  }
-  impl.grad_unsettled = false;
-  return Tensor(impl.grad);
-}
-
 Tensor checked_seed(const Tensor& root, const Tensor& grad_seed) {
   GLOBE_CHECK(root.requires_grad(), "[backward] the tensor does not require grad (no input of ",
               "its graph has requires_grad set, or it was computed under no_grad)");
@@ -154,8 +137,18 @@ Tensor checked_seed(const Tensor& root, const Tensor& grad_seed) {
 
 }  // namespace
 
+Tensor detail::settle_grad(const Tensor& leaf) {
+  finish_backward();
+  TensorImpl& impl = leaf.impl();
+  if (impl.grad_unsettled && impl.grad) {
+    NoGradGuard no_grad;
+    impl.grad = settled(leaf, Tensor(impl.grad)).impl_ptr();
+  }
+  impl.grad_unsettled = false;
+  return Tensor(impl.grad);
+}
+
 void run_backward(const Tensor& root, const Tensor& grad_seed) {
-  detail::g_settle_grad = settle_grad;
   NoGradGuard no_grad;
   Tensor seed = checked_seed(root, grad_seed);
   if (root.is_leaf()) {

@@ -44,13 +44,9 @@ class WeightGradWork {
 WeightGradWork run_input_backward(const Tensor& root, const Tensor& grad_seed, const std::vector<Tensor>& inputs);
 
 namespace detail {
-// Installed by the global layer: boxes a gradient to the leaf's own placement and SBP before it is
-// accumulated (SPEC §6: data parallel's P → B allreduce comes from here).
-extern Tensor (*g_grad_to_leaf_layout)(const Tensor& grad, const Tensor& leaf);
-// Installed by the global layer: whether a gradient may be kept in its own layout while it
-// accumulates and be boxed to the leaf's only when read (deferred reduction, docs/DECISIONS.md): the same
-// placement, and partial_sum where the leaf is broadcast.
-extern bool (*g_grad_may_wait)(const Tensor& grad, const Tensor& leaf);
+// grad() of a leaf whose backward may be paused or whose gradient may wait for its reduction:
+// finishes the paused passes and reduces (core's settle_grad hook, installed with the global layer).
+Tensor settle_grad(const Tensor& leaf);
 }  // namespace detail
 
 }  // namespace globe

@@ -1,5 +1,6 @@
-// Extension points that let higher layers (global tensors) plug into core operations without core
-// depending on them.
+// What the global layer lends core: the table of functions core calls on global tensors, without
+// depending on the layer above. Filled by globe/global/hooks.cpp (install_hooks); until then each
+// entry is the local behaviour or an error, so no call site needs a null check.
 #pragma once
 
 #include <string>
@@ -8,12 +9,17 @@
 
 namespace globe::detail {
 
-// Installed by the global layer: the whole logical value of a global tensor as a local tensor
-// (collective), and a text describing its layout ("placement=..., sbp=(S(0),)").
-extern Tensor (*g_global_to_full_local)(const Tensor&);
-extern std::string (*g_describe_layout)(const Tensor&);
-// Installed by autograd on the first backward: a leaf's gradient made ready to read (paused
-// backward passes finished, a deferred reduction done).
-extern Tensor (*g_settle_grad)(const Tensor& leaf);
+struct CoreHooks {
+  // The whole logical value of a global tensor as a local tensor (collective).
+  Tensor (*whole_value)(const Tensor&) = [](const Tensor&) -> Tensor {
+    GLOBE_FAIL("[to_vector] a global tensor, but the global layer's hooks are not installed");
+  };
+  // "placement(cpu, [0, 1]), sbp=(S(0))" for a global tensor.
+  std::string (*describe_layout)(const Tensor&) = [](const Tensor&) { return std::string(); };
+  // A leaf's gradient made ready to read: paused backward passes finished, a deferred reduction
+  // done (autograd's settle_grad, installed with the global layer, which is what pauses them).
+  Tensor (*settle_grad)(const Tensor& leaf) = [](const Tensor& leaf) { return Tensor(leaf.impl().grad); };
+};
+inline CoreHooks core_hooks;
 
 }  // namespace globe::detail

@@ -15,12 +15,6 @@
 
 namespace globe {
 
-namespace detail {
-Tensor (*g_global_to_full_local)(const Tensor&) = nullptr;
-std::string (*g_describe_layout)(const Tensor&) = nullptr;
-Tensor (*g_settle_grad)(const Tensor&) = nullptr;
-}  // namespace detail
-
 namespace {
 // Training allocates and frees the same large buffers every step. glibc's defaults serve them
 // with mmap or trim them back to the OS on free, so every step page-faults its memory in again
@@ -107,8 +101,7 @@ TensorImpl& Tensor::impl() const {
 }
 
 Tensor Tensor::grad() const {
-  if (detail::g_settle_grad) return detail::g_settle_grad(*this);
-  return Tensor(impl().grad);
+  return detail::core_hooks.settle_grad(*this);
 }
 
 int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, shape(), "size")]; }
@@ -169,8 +162,7 @@ std::vector<T> gather_local(const Tensor& t) {
 
 Tensor full_value(const Tensor& t) {
   if (!t.is_global()) return t;
-  GLOBE_CHECK(detail::g_global_to_full_local != nullptr, "[to_vector] global layer not linked");
-  return detail::g_global_to_full_local(t);
+  return detail::core_hooks.whole_value(t);
 }
 
 }  // namespace
@@ -214,7 +206,7 @@ Tensor Tensor::detach() const {
 std::string describe(const Tensor& t) {
   if (!t.defined()) return "undefined";
   std::string s = std::string(dtype_name(t.dtype())) + shape_str(t.shape());
-  if (t.is_global() && detail::g_describe_layout) s += " " + detail::g_describe_layout(t);
+  if (t.is_global()) s += " " + detail::core_hooks.describe_layout(t);
   return s;
 }
 
@@ -263,7 +255,7 @@ std::string Tensor::to_string() const {
   os << "tensor(";
   print_values(os, v, shape(), 0, pos, dtype() == DType::int64, 7);
   os << ", shape=" << shape_str(shape()) << ", dtype=" << dtype_name(dtype());
-  if (is_global() && detail::g_describe_layout) os << ", " << detail::g_describe_layout(*this);
+  if (is_global()) os << ", " << detail::core_hooks.describe_layout(*this);
   if (requires_grad()) os << ", requires_grad";
   os << ")";
   return os.str();

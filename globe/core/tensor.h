@@ -15,10 +15,10 @@
 
 namespace globe {
 
-class Node;         // autograd graph node (globe/autograd/node.h)
+class Node;         // autograd graph node (globe/core/node.h)
 struct GlobalMeta;  // placement + sbp + local shard (globe/global/global_tensor.h)
 class Placement;    // globe/global/placement.h
-class NdSbp;        // globe/global/sbp.h
+class NdSbp;        // globe/core/sbp.h
 
 // A 64-byte aligned buffer, zero-filled unless `zero` is false.
 struct Storage {

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "globe/dist/runtime.h"
-#include "globe/global/sbp.h"
+#include "globe/core/sbp.h"
 
 namespace globe::dist {
 

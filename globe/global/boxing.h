@@ -8,7 +8,7 @@
 
 #include "globe/core/tensor.h"
 #include "globe/global/placement.h"
-#include "globe/global/sbp.h"
+#include "globe/core/sbp.h"
 
 namespace globe {
 

@@ -3,7 +3,7 @@
 
 #include "globe/core/tensor.h"
 #include "globe/dist/communicator.h"
-#include "globe/global/sbp.h"
+#include "globe/core/sbp.h"
 
 namespace globe::detail {
 

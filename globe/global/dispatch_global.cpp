@@ -9,6 +9,7 @@
 
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
+#include "globe/global/hooks.h"
 #include "globe/global/global_tensor.h"
 #include "globe/ops/op.h"
 
@@ -66,7 +67,9 @@ SbpSignature choose(const Op& op, const std::vector<Tensor>& inputs, const std::
   return *best;
 }
 
-Tensor dispatch_global(const OpPtr& op, const std::vector<Tensor>& inputs) {
+}  // namespace
+
+Tensor detail::dispatch_global(const OpPtr& op, const std::vector<Tensor>& inputs) {
   check_inputs(*op, inputs);
   const Placement& p = inputs[0].placement();
   const std::vector<TensorMeta> metas = detail::metas_of(inputs);
@@ -112,11 +115,5 @@ Tensor dispatch_global(const OpPtr& op, const std::vector<Tensor>& inputs) {
   detail::record_node(op, inputs, out);
   return out;
 }
-
-}  // namespace
-
-namespace detail {
-void install_dispatch_hooks() { g_dispatch_global = dispatch_global; }
-}  // namespace detail
 
 }  // namespace globe

@@ -2,20 +2,16 @@
 
 #include <sstream>
 
-#include "globe/core/hooks.h"
 #include "globe/core/random.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
+#include "globe/global/hooks.h"
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/random_fill.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 
 namespace globe {
-
-namespace detail {
-void install_global_hooks();
-}
 
 namespace {
 
@@ -36,7 +32,7 @@ Shape local_shape(const Shape& shape, const Placement& placement, const NdSbp& s
 }
 
 Tensor make_global(const Tensor& local, const Shape& shape, const Placement& placement, const NdSbp& sbp) {
-  detail::install_global_hooks();
+  detail::install_hooks();
   GLOBE_CHECK(!local.is_global(), "[make_global] the shard must be a local tensor");
   NdSbp norm = normalize_sbp(sbp, int64_t(shape.size()), placement.mesh_ndim(), "to_global");
   const Shape expect = local_shape(shape, placement, norm, dist::world_rank());
@@ -118,52 +114,28 @@ Tensor arange(int64_t n, const Placement& p, const NdSbp& sbp, DType dtype) {
   });
 }
 
-// ---- hooks into core --------------------------------------------------------------------------
+// ---- lent to the layers below (hooks.h) ------------------------------------------------------
 
-namespace {
-
-std::string describe_layout(const Tensor& t) {
+std::string detail::describe_layout(const Tensor& t) {
   const GlobalMeta& m = *t.impl().global;
   return m.placement.to_string() + ", sbp=" + m.sbp.to_string();
 }
 
 // Collective: every rank gets the whole value.
-Tensor whole_value(const Tensor& t) {
+Tensor detail::whole_value(const Tensor& t) {
   Tensor all = box(t, Placement::all(t.placement().device()), replicated(1));
   return all.impl().global->local;
 }
 
-Tensor fill_like_global(const Tensor& t, const std::function<void(const Tensor&, const Shape&)>& fill) {
+Tensor detail::fill_like_global(const Tensor& t, const std::function<void(const Tensor&, const Shape&)>& fill) {
   return create(t.shape(), t.placement(), partial_to_broadcast(t.sbp()), t.dtype(),
                 [&](const Tensor& shard, const Block& b) { fill(shard, b.start); });
 }
 
 // Zeros keep a partial_sum layout (zeros sum to zero); any other value is broadcast.
-Tensor full_like_global(const Tensor& t, double value) {
+Tensor detail::full_like_global(const Tensor& t, double value) {
   return full(t.shape(), value, t.placement(), value == 0.0 ? t.sbp() : partial_to_broadcast(t.sbp()), t.dtype());
 }
-
-}  // namespace
-
-namespace detail {
-void install_to_global_hooks();
-void install_dispatch_hooks();
-
-// Called whenever a global tensor is made, so the hooks are in place before any is used (a static
-// initialiser could be dropped by the linker from a static library).
-void install_global_hooks() {
-  static const bool once = [] {
-    g_describe_layout = describe_layout;
-    g_global_to_full_local = whole_value;
-    g_full_like_global = full_like_global;
-    g_fill_like_global = fill_like_global;
-    install_to_global_hooks();
-    install_dispatch_hooks();
-    return true;
-  }();
-  (void)once;
-}
-}  // namespace detail
 
 // ---- visualize --------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 #include <tuple>
 
 #include "globe/autograd/engine.h"
-#include "globe/autograd/grad_mode.h"
+#include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/global_tensor.h"
 #include "globe/kernels/elementwise.h"

@@ -8,6 +8,7 @@
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"
+#include "globe/global/hooks.h"
 #include "globe/kernels/elementwise.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
@@ -171,11 +172,13 @@ Tensor local_to_global(const Tensor& local, const Placement& p, const NdSbp& sbp
   return out;
 }
 
-// ---- hooks ------------------------------------------------------------------------------------
+}  // namespace
+
+// ---- lent to the layers below (hooks.h) ------------------------------------------------------
 
 // Deferred reduction: a gradient on the leaf's placement that differs from the leaf's
 // layout only by being partial_sum where the leaf is broadcast may wait for its reduction.
-bool grad_may_wait(const Tensor& g, const Tensor& leaf) {
+bool detail::grad_may_wait(const Tensor& g, const Tensor& leaf) {
   if (!g.is_global() || !leaf.is_global() || g.placement() != leaf.placement()) return false;
   bool differs = false;
   for (size_t a = 0; a < g.sbp().size(); ++a) {
@@ -186,14 +189,14 @@ bool grad_may_wait(const Tensor& g, const Tensor& leaf) {
   return differs;
 }
 
-Tensor grad_to_leaf_layout(const Tensor& g, const Tensor& leaf) {
+Tensor detail::grad_to_leaf_layout(const Tensor& g, const Tensor& leaf) {
   if (!leaf.is_global() && !g.is_global()) return g;
   GLOBE_CHECK(leaf.is_global() && g.is_global(), "[backward] gradient ", describe(g), " and its leaf ",
               describe(leaf), " are not both global");
   return box(g, leaf.placement(), leaf.sbp());
 }
 
-void copy_global(const Tensor& dst, const Tensor& src) {
+void detail::copy_global(const Tensor& dst, const Tensor& src) {
   if (!dst.is_global()) {
     // A local destination takes the whole value (collective: every rank calls it), e.g. a
     // checkpoint from globe::load (global on {src}) copied into a local module's parameters.
@@ -204,16 +207,6 @@ void copy_global(const Tensor& dst, const Tensor& src) {
   Tensor value = src.is_global() ? box(src, dst.placement(), dst.sbp()) : from_full(src, dst.placement(), dst.sbp());
   kernels::copy_into(dst.impl().global->local, value.impl().global->local);
 }
-
-}  // namespace
-
-namespace detail {
-void install_to_global_hooks() {
-  g_grad_to_leaf_layout = grad_to_leaf_layout;
-  g_grad_may_wait = grad_may_wait;
-  g_copy_global = copy_global;
-}
-}  // namespace detail
 
 Tensor Tensor::to_local() const {
   if (!is_global()) return *this;

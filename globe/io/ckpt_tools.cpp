@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "globe/global/sbp.h"
+#include "globe/core/sbp.h"
 #include "globe/io/chunk_reader.h"
 #include "globe/io/safetensors.h"
 #include "globe/io/sharded_index.h"

@@ -5,7 +5,7 @@
 
 #include "globe/dist/runtime.h"
 #include "globe/global/placement.h"
-#include "globe/global/sbp.h"
+#include "globe/core/sbp.h"
 #include "globe/ops/ops.h"
 
 namespace globe::io {

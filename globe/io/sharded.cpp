@@ -5,7 +5,7 @@
 #include <memory>
 #include <set>
 
-#include "globe/autograd/grad_mode.h"
+#include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"

@@ -23,7 +23,7 @@
 #include <string>
 
 #include "globe/global/placement.h"
-#include "globe/global/sbp.h"
+#include "globe/core/sbp.h"
 #include "globe/nn/state_dict.h"
 
 namespace globe {

@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "globe/autograd/grad_mode.h"
+#include "globe/core/grad_mode.h"
 #include "globe/ops/ops.h"
 
 namespace globe::nn {

@@ -18,7 +18,7 @@
 
 #include "globe/core/tensor.h"
 #include "globe/global/placement.h"
-#include "globe/global/sbp.h"
+#include "globe/core/sbp.h"
 #include "globe/nn/state_dict.h"
 
 namespace globe::nn {

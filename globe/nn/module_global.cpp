@@ -1,7 +1,7 @@
 // Module::to_global and Module::distribute: the nn layer's bridge to global tensors.
 #include <algorithm>
 
-#include "globe/autograd/grad_mode.h"
+#include "globe/core/grad_mode.h"
 #include "globe/global/global_tensor.h"
 #include "globe/nn/module.h"
 

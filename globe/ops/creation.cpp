@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "globe/core/random.h"
-#include "globe/core/hooks.h"
+#include "globe/ops/hooks.h"
 #include "globe/kernels/random_fill.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
@@ -13,8 +13,6 @@ namespace globe {
 namespace detail {
 // Installed by the global layer: a tensor like `t` (shape, dtype, placement, SBP; partial_sum
 // becomes broadcast unless value is 0) filled with `value`.
-Tensor (*g_full_like_global)(const Tensor& t, double value) = nullptr;
-Tensor (*g_fill_like_global)(const Tensor&, const std::function<void(const Tensor&, const Shape&)>&) = nullptr;
 }  // namespace detail
 
 Tensor zeros(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype); }
@@ -76,12 +74,12 @@ Tensor uniform(const Shape& shape, double low, double high, DType dtype) {
 }
 
 Tensor zeros_like(const Tensor& t) {
-  if (t.is_global()) return detail::g_full_like_global(t, 0.0);
+  if (t.is_global()) return detail::ops_hooks.full_like_global(t, 0.0);
   return zeros(t.shape(), t.dtype());
 }
 
 Tensor ones_like(const Tensor& t) {
-  if (t.is_global()) return detail::g_full_like_global(t, 1.0);
+  if (t.is_global()) return detail::ops_hooks.full_like_global(t, 1.0);
   return ones(t.shape(), t.dtype());
 }
 

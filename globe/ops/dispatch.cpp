@@ -1,11 +1,11 @@
-#include "globe/autograd/grad_mode.h"
-#include "globe/autograd/node.h"
+#include "globe/core/grad_mode.h"
+#include "globe/core/node.h"
+#include "globe/ops/hooks.h"
 #include "globe/ops/op.h"
 
 namespace globe {
 
 namespace detail {
-Tensor (*g_dispatch_global)(const OpPtr& op, const std::vector<Tensor>& inputs) = nullptr;
 }
 
 std::vector<Tensor> Op::vjp(const std::vector<Tensor>&, const Tensor&, const Tensor&,
@@ -68,8 +68,7 @@ Tensor dispatch(const OpPtr& op, const std::vector<Tensor>& inputs) {
     any_global |= t.is_global();
   }
   if (any_global) {
-    GLOBE_CHECK(detail::g_dispatch_global != nullptr, "[", op->name(), "] global layer not linked");
-    return detail::g_dispatch_global(op, inputs);
+    return detail::ops_hooks.dispatch_global(op, inputs);
   }
   TensorMeta meta = op->infer(detail::metas_of(inputs));
   ComputeArgs args;

@@ -1,5 +1,5 @@
 // matmul: [..., n, k] @ [..., k, m] -> [..., n, m], batch dims broadcast.
-#include "globe/autograd/node.h"
+#include "globe/core/node.h"
 #include "globe/kernels/matmul.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"

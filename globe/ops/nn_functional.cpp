@@ -2,12 +2,13 @@
 #include <algorithm>
 #include <limits>
 
-#include "globe/autograd/grad_mode.h"
+#include "globe/core/grad_mode.h"
 #include "globe/core/random.h"
 
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/nn.h"
 #include "globe/kernels/random_fill.h"
+#include "globe/ops/hooks.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 #include "globe/ops/sbp_rules.h"
@@ -351,7 +352,7 @@ Tensor dropout(const Tensor& a, double p, bool training) {
   };
   Tensor mask;
   if (a.is_global()) {
-    mask = detail::g_fill_like_global(a, fill);
+    mask = detail::ops_hooks.fill_like_global(a, fill);
   } else {
     mask = Tensor::uninitialized(a.shape(), a.dtype());
     fill(mask, Shape(a.dim(), 0));

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "globe/core/tensor.h"
-#include "globe/global/sbp.h"
+#include "globe/core/sbp.h"
 
 namespace globe {
 
@@ -83,15 +83,6 @@ Tensor apply_op(const std::vector<Tensor>& inputs, Args&&... args) {
 }
 
 namespace detail {
-// Installed by the global layer: runs an op whose inputs include a global tensor.
-extern Tensor (*g_dispatch_global)(const OpPtr& op, const std::vector<Tensor>& inputs);
-// Installed by the global layer: copy_ when either side is global, and *_like of a global tensor.
-extern void (*g_copy_global)(const Tensor& dst, const Tensor& src);
-extern Tensor (*g_full_like_global)(const Tensor& t, double value);
-// A global tensor like `t` (partial_sum becoming broadcast) whose shards are written by
-// fill(shard, start of the shard in the logical tensor): for position-keyed random masks.
-extern Tensor (*g_fill_like_global)(const Tensor& t,
-                                    const std::function<void(const Tensor&, const Shape&)>& fill);
 // Records the autograd node for `out` (shared by local and global dispatch).
 void record_node(const OpPtr& op, const std::vector<Tensor>& inputs, Tensor& out);
 // Metadata of each input.

@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "globe/kernels/elementwise.h"
+#include "globe/ops/hooks.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 #include "globe/ops/sbp_rules.h"
@@ -362,14 +363,12 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) { return apply_op<Ca
 
 namespace detail {
 // Installed by the global layer: copy_ when either side is global.
-void (*g_copy_global)(const Tensor& dst, const Tensor& src) = nullptr;
 }  // namespace detail
 
 void copy_(const Tensor& dst, const Tensor& src) {
   GLOBE_CHECK(dst.shape() == src.shape(), "[copy_] cannot copy ", describe(src), " into ", describe(dst));
   if (dst.is_global() || src.is_global()) {
-    GLOBE_CHECK(detail::g_copy_global != nullptr, "[copy_] global layer not linked");
-    detail::g_copy_global(dst, src);
+    detail::ops_hooks.copy_global(dst, src);
     return;
   }
   kernels::copy_into(dst, src);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "globe/autograd/grad_mode.h"
+#include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "globe/autograd/grad_mode.h"
+#include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/grad_buckets.h"
 #include "globe/ops/ops.h"

@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "globe/autograd/grad_mode.h"
+#include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "globe/autograd/node.h"
+#include "globe/core/node.h"
 #include "globe/globe.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-#include "globe/global/sbp.h"
+#include "globe/core/sbp.h"
 
 #include "globe/core/error.h"
 

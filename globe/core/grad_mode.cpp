@@ -1,4 +1,4 @@
-#include "globe/autograd/grad_mode.h"
+#include "globe/core/grad_mode.h"
 
 namespace globe {
 
