@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build ccache
-  libopenmpi-dev openmpi-bin          # communication (SPEC §0)
+  libopenmpi-dev openmpi-bin          # communication (docs/design.md §0)
   libopenblas-dev                     # matmul
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   clang libclang-rt-14-dev            # sanitizer runtime + libFuzzer

@@ -1,5 +1,5 @@
 // Counter-based random numbers (Philox4x32-10). A value depends only on (seed, call number,
-// logical position), never on which rank computes it or how the tensor is sharded — SPEC §3's
+// logical position), never on which rank computes it or how the tensor is sharded — docs/design.md §3's
 // "same seed, any layout, same numbers".
 #pragma once
 

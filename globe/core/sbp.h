@@ -1,4 +1,4 @@
-// SBP: how a global tensor's value is laid out over one mesh axis (SPEC §2).
+// SBP: how a global tensor's value is laid out over one mesh axis (docs/design.md §2).
 //   split(i)    each rank holds a balanced block along tensor dim i
 //   broadcast   each rank holds the whole value
 //   partial_sum each rank holds a summand; the value is their sum
@@ -64,7 +64,7 @@ NdSbp replicated(int64_t mesh_ndim);
 // `s` with every partial_sum axis made broadcast: the layout of the summed value.
 NdSbp partial_to_broadcast(NdSbp s);
 
-// The layout a gradient naturally takes (SPEC §6): B <-> P, S(i) stays S(i).
+// The layout a gradient naturally takes (docs/design.md §6): B <-> P, S(i) stays S(i).
 NdSbp dual(const NdSbp& s);
 
 // Balanced split of `n` over `parts`: part i gets floor(n/parts) + 1 elements if i < n % parts.

@@ -116,7 +116,7 @@ class Tensor {
   Tensor to_local() const;
   const Placement& placement() const;
   const NdSbp& sbp() const;
-  // Local -> global (SPEC §3) or global -> global boxing (SPEC §4); differentiable.
+  // Local -> global (docs/design.md §3) or global -> global boxing (docs/design.md §4); differentiable.
   Tensor to_global(const Placement& placement, const NdSbp& sbp) const;
   // With the gradient's layout chosen (OneFlow's grad_sbp): the backward boxes the gradient to
   // `grad_sbp` on this tensor's placement, e.g. broadcast where it would stay a partial sum —

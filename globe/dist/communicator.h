@@ -1,7 +1,7 @@
 // The communication backend interface. Globe's collectives take tensors (contiguous local
 // tensors), never raw pointer + count at call sites. MPI implements it today (mpi_communicator);
 // a NCCL implementation can sit beside it. Every blocking call waits with a deadline: a peer that
-// never arrives becomes an error naming the op and its sequence number, not a hang (SPEC §9).
+// never arrives becomes an error naming the op and its sequence number, not a hang (docs/design.md §9).
 #pragma once
 
 #include <memory>
@@ -59,7 +59,7 @@ class Communicator {
   virtual Request irecv(const Tensor& t, int peer, int tag) = 0;
   virtual void barrier() = 0;
 
-  // Consistency mode (SPEC §9): every member states what global op it is about to run; members
+  // Consistency mode (docs/design.md §9): every member states what global op it is about to run; members
   // that disagree, or do not arrive within the timeout, make every arriving member throw an error
   // naming the op, its sequence number and the ranks.
   virtual void check_consistency(const std::string& what) = 0;

@@ -232,7 +232,7 @@ void MpiCommunicator::wait_both(MPI_Request (&reqs)[2], const char* op) {
 
 // Ring all-reduce (reduce-scatter, then all-gather, around the ring of members) for large
 // tensors: on these machines Open MPI's own large all-reduce reaches a fraction of point-to-point
-// bandwidth (PLATFORM-NOTES.md), while the ring moves 2 (p-1)/p of the bytes at point-to-point
+// bandwidth (docs/design.md, Platform notes), while the ring moves 2 (p-1)/p of the bytes at point-to-point
 // speed. Chunks follow the balanced split, so any element count works.
 void MpiCommunicator::ring_all_reduce(const Tensor& t) {
   const int p = size(), right = (rank_ + 1) % p, left = (rank_ + p - 1) % p;

@@ -1,4 +1,4 @@
-// Boxing: converting a global tensor's layout without changing its value (SPEC §4).
+// Boxing: converting a global tensor's layout without changing its value (docs/design.md §4).
 #pragma once
 
 #include <cstdint>

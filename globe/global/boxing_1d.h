@@ -1,4 +1,4 @@
-// One-mesh-axis conversions inside a group: the direct collective per SBP pair (SPEC §4 table).
+// One-mesh-axis conversions inside a group: the direct collective per SBP pair (docs/design.md §4 table).
 #pragma once
 
 #include "globe/core/tensor.h"

@@ -1,4 +1,4 @@
-// Global op dispatch (SPEC §5): every op whose inputs are global comes here from dispatch().
+// Global op dispatch (docs/design.md §5): every op whose inputs are global comes here from dispatch().
 //   1. all inputs global, on one placement (else an error naming both);
 //   2. output metadata from the op's infer() on the logical shapes;
 //   3. per mesh axis, the op's cheapest valid SBP signature (no boxing if possible, else the

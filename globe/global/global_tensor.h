@@ -28,7 +28,7 @@ Shape local_shape(const Shape& shape, const Placement& placement, const NdSbp& s
 // The block (start, shape) of the logical tensor held by `rank` (a member of the placement).
 Block local_block(const Shape& shape, const Placement& placement, const NdSbp& sbp, int rank);
 
-// Creation with a layout. Random values are sharding-invariant (SPEC §3).
+// Creation with a layout. Random values are sharding-invariant (docs/design.md §3).
 Tensor randn(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);
 Tensor rand(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);
 Tensor zeros(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);

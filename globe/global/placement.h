@@ -1,4 +1,4 @@
-// Placement: which ranks hold a global tensor, arranged as a mesh (SPEC §1).
+// Placement: which ranks hold a global tensor, arranged as a mesh (docs/design.md §1).
 //
 //   auto p1 = globe::placement("cpu", {0, 1});            // 1-D mesh of 2 ranks
 //   auto p2 = globe::placement("cpu", {{0, 1}, {2, 3}});  // 2x2 mesh
@@ -17,7 +17,7 @@ namespace globe {
 class Placement {
  public:
   Placement() = default;
-  // `ranks` in row-major mesh order; validates (see SPEC §1) and throws "[placement] ...".
+  // `ranks` in row-major mesh order; validates (see docs/design.md §1) and throws "[placement] ...".
   Placement(std::string device, std::vector<int> ranks, std::vector<int64_t> mesh_shape);
   // Every rank of the world, 1-D.
   static Placement all(const std::string& device = "cpu");

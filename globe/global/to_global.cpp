@@ -1,5 +1,5 @@
-// Tensor::to_global: local -> global (SPEC §3) and global -> global boxing (SPEC §4), both
-// differentiable (SPEC §6), plus the hooks that let core autograd and copy_ see global tensors.
+// Tensor::to_global: local -> global (docs/design.md §3) and global -> global boxing (docs/design.md §4), both
+// differentiable (docs/design.md §6), plus the hooks that let core autograd and copy_ see global tensors.
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -163,7 +163,7 @@ Tensor local_to_global(const Tensor& local, const Placement& p, const NdSbp& sbp
     // The global tensor owns its copy: an in-place update of one (an optimizer step) never
     // reaches the other.
     kernels::copy_into(shard, local);
-    // Broadcast axes take the value held at coordinate 0 of that axis (SPEC §3).
+    // Broadcast axes take the value held at coordinate 0 of that axis (docs/design.md §3).
     for (size_t a = 0; a < sbp.size(); ++a)
       if (sbp[a].is_broadcast() && p.mesh_shape()[a] > 1) dist::group(p.axis_group(me, int64_t(a))).broadcast(shard, 0);
   }

@@ -1,4 +1,4 @@
-// Single-file checkpoints in the safetensors format (SPEC §8), as in the seed:
+// Single-file checkpoints in the safetensors format (docs/design.md §8), as in the seed:
 //
 //   globe::save(model.state_dict(), "model.safetensors", {.global_dst_rank = 0});  // every rank
 //   model2.load_state_dict(globe::load("model.safetensors", {.global_src_rank = 0}));

@@ -1,4 +1,4 @@
-// Sharded checkpoints (SPEC §8): for models too large to gather on one rank. Every rank writes only
+// Sharded checkpoints (docs/design.md §8): for models too large to gather on one rank. Every rank writes only
 // the blocks it holds; loading reshards to any world size, placement and SBP, each rank reading
 // only the bytes of its own block.
 //

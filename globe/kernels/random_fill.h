@@ -1,5 +1,5 @@
 // Random fills that depend only on (stream, logical position): a block of a larger logical tensor
-// gets exactly the values the whole tensor would have there (SPEC §3).
+// gets exactly the values the whole tensor would have there (docs/design.md §3).
 #pragma once
 
 #include "globe/core/random.h"

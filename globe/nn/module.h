@@ -63,7 +63,7 @@ class Module {
 
   // Global layouts (module_global.cpp).
   // Every parameter and buffer becomes global as `local.to_global(placement, sbp)` would make it
-  // (SPEC §3): with broadcast, rank 0's values win; with split, each rank's local tensor is its
+  // (docs/design.md §3): with broadcast, rank 0's values win; with split, each rank's local tensor is its
   // shard. Already-global tensors are re-laid out (boxed).
   void to_global(const Placement& placement, const NdSbp& sbp);
   // Moves every parameter and buffer to `placement` keeping its SBP (local ones become broadcast),

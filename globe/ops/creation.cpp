@@ -1,4 +1,4 @@
-// Local tensor creation. Global creation (globe/global/creation.cpp) reuses the same fills.
+// Local tensor creation. Global creation (globe/global/global_tensor.cpp) reuses the same fills.
 #include <algorithm>
 #include <cmath>
 

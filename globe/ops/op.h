@@ -31,7 +31,7 @@ struct ComputeArgs {
 };
 
 // One valid layout combination of an op on one mesh axis: inputs laid out as `inputs` give the
-// output laid out as `output` by running the local kernel on each rank's shards (SPEC §5).
+// output laid out as `output` by running the local kernel on each rank's shards (docs/design.md §5).
 struct SbpSignature {
   std::vector<Sbp> inputs;
   Sbp output;

@@ -1,4 +1,4 @@
-// Small builders for SBP signatures (SPEC §5), shared by the op families.
+// Small builders for SBP signatures (docs/design.md §5), shared by the op families.
 #pragma once
 
 #include <vector>

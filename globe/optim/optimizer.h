@@ -1,5 +1,5 @@
 // Optimizers update parameters in place from their .grad (on each rank's local shard: a global
-// parameter's gradient already has the parameter's own layout, SPEC §6).
+// parameter's gradient already has the parameter's own layout, docs/design.md §6).
 #pragma once
 
 #include <vector>

@@ -1,5 +1,5 @@
 // A Globe program in which one rank stays away from a global op, for test_launch_globe: the others
-// must get an error naming it within GLOBE_TIMEOUT, never hang (SPEC §9), also without
+// must get an error naming it within GLOBE_TIMEOUT, never hang (docs/design.md §9), also without
 // consistency mode.
 //
 //   dist_hang_fixture MODE ABSENT_RANK [CAUGHT_EXIT_CODE [ABSENT_SECONDS]]

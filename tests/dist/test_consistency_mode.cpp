@@ -1,4 +1,4 @@
-// Consistency mode (SPEC §9) with ranks that diverge: different shapes, different ops, different
+// Consistency mode (docs/design.md §9) with ranks that diverge: different shapes, different ops, different
 // boxing targets, and a rank that skips a global op. Every case must end in a globe::Error on the
 // ranks that ran the op — never a hang — and name the ranks involved. Runs under globe-launch with
 // 2 ranks (with 1 process every case skips); CTest sets GLOBE_TIMEOUT=5.

@@ -1,4 +1,4 @@
-// globe-launch with a real Globe program (SPEC §7): a rank that throws a globe::Error in the
+// globe-launch with a real Globe program (docs/design.md §7): a rank that throws a globe::Error in the
 // middle of training, uncaught, stops the whole job within seconds; the launcher names that rank
 // and how it died, exits non-zero, and leaves no rank process behind — even though the other
 // ranks were blocked in a collective waiting for it (their own deadline is 300 s).

@@ -1,5 +1,5 @@
 // Every tutorial example runs under globe-launch; the same program gives the same losses on 1 and
-// 2 ranks (SPEC §10 end to end: "same program, any layout, same numbers") and it learns.
+// 2 ranks (docs/design.md §10 end to end: "same program, any layout, same numbers") and it learns.
 #include <gtest/gtest.h>
 
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// Every 1-D boxing pair (SPEC §4) on even, uneven and tiny shapes, bit-exact against the
+// Every 1-D boxing pair (docs/design.md §4) on even, uneven and tiny shapes, bit-exact against the
 // single-process value, plus N-D meshes and moves between placements. Runs with 1, 2 and 4 ranks.
 #include "global_test_util.h"
 
@@ -11,7 +11,7 @@ using testing::expected_shard;
 
 const std::vector<Shape> kShapes = {{8, 6}, {5, 3}, {1, 7}, {3, 1}, {2, 5, 3}};
 
-// The global value of a layout created by randn: identical for every layout (SPEC §3).
+// The global value of a layout created by randn: identical for every layout (docs/design.md §3).
 Tensor reference(const Shape& shape, uint64_t seed) {
   manual_seed(seed);
   return randn(shape);

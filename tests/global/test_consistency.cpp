@@ -1,4 +1,4 @@
-// The consistency harness (SPEC §10): every op × every valid input layout × (1, 2, 4 ranks) ×
+// The consistency harness (docs/design.md §10): every op × every valid input layout × (1, 2, 4 ranks) ×
 // even and uneven shapes gives the single-process result, forward and gradients. One table drives
 // it: each row names an op, its input shapes and how to call it.
 #include <cmath>

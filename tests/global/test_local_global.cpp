@@ -1,4 +1,4 @@
-// Local <-> global (SPEC §3, §6): local.to_global(placement, sbp) for split / broadcast /
+// Local <-> global (docs/design.md §3, §6): local.to_global(placement, sbp) for split / broadcast /
 // partial_sum with uneven shards, its checks, round trips, the gradients of to_local() and
 // to_global(), creation with a layout, and visualize(). Runs with 1 process and under globe-launch
 // with 2 and 4 ranks.

@@ -1,4 +1,4 @@
-// Placements (SPEC §1) and SBP arithmetic (SPEC §2): equality and hashing with the written order
+// Placements (docs/design.md §1) and SBP arithmetic (docs/design.md §2): equality and hashing with the written order
 // kept, mesh helpers, the validation errors, the balanced split rule and N-D blocks. Runs with 1
 // process and under globe-launch with 2 and 4 ranks (cases needing more ranks skip).
 #include <functional>

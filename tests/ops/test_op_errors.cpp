@@ -1,5 +1,5 @@
 // Bad input to an op is a globe::Error whose message starts with "[op]" and names the shapes
-// (SPEC §9).
+// (docs/design.md §9).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -69,7 +69,7 @@ std::vector<std::string> mpirun_argv(const LaunchOptions& o, const std::string& 
   // Without this mpirun waits ~1 s between SIGTERM and SIGKILL when it stops the other ranks.
   if (!user_set("odls_base_sigkill_timeout"))
     v.insert(v.end(), {"--mca", "odls_base_sigkill_timeout", "0"});
-  // ob1 halves start-up by skipping UCX probing (PLATFORM-NOTES).
+  // ob1 halves start-up by skipping UCX probing (docs/design.md, Platform notes).
   if (!user_set("pml")) v.insert(v.end(), {"--mca", "pml", "ob1"});
   // A program may end without MPI_Finalize on purpose (Globe skips it after a collective timed
   // out, as finalizing would wait for the ranks that never came). By default mpirun then stops
