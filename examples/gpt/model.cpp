@@ -69,12 +69,12 @@ Tensor Block::forward(const Tensor& x) {  // x [B, T, E]
   const int64_t B = x.shape()[0], T = x.shape()[1], E = x.shape()[2], H = heads_, D = E / H;
   // q, k, v in one batched product: [1, B*T, E] @ [3, E, E]^T -> [3, B*T, E], + bias [3, 1, E]
   const Tensor h = unsqueeze(reshape(tp_region_input(ln_1(x)), {B * T, E}), 0);
-  const Tensor qkv = matmul(h, transpose(attn.c_attn.weight, 1, 2)) + unsqueeze(attn.c_attn.bias, 1);
+  const Tensor qkv = matmul_nt(h, attn.c_attn.weight) + unsqueeze(attn.c_attn.bias, 1);
   // one of them as heads: [B*T, E] -> [B, T, H, D] -> [B, H, T, D]
   auto heads = [&](int64_t i) { return transpose(reshape(squeeze(narrow(qkv, 0, i, 1), 0), {B, T, H, D}), 1, 2); };
   const Tensor q = heads(0), k = heads(1), v = heads(2);
   // scores [B, H, T, T], future positions -inf, softmax over keys
-  const Tensor att = softmax(causal_fill(matmul(q, transpose(k, -2, -1)) * (1.0 / std::sqrt(double(D))),
+  const Tensor att = softmax(causal_fill(matmul_nt(q, k) * (1.0 / std::sqrt(double(D))),
                                          -std::numeric_limits<double>::infinity()),
                              -1);
   // [B, H, T, T] @ [B, H, T, D] -> [B, H, T, D] -> [B, T, H, D] -> [B, T, E]
@@ -89,8 +89,8 @@ Head::Head(const Config& c) : ln_f({c.embd}), wte(globe::zeros({c.vocab, c.embd}
   register_buffer("wte", wte);
 }
 
-Tensor Head::forward(const Tensor& x) {  // [B, T, E] @ [E, V] -> [B, T, V]
-  return globe::matmul(tp_region_input(ln_f(x)), globe::transpose(wte, 0, 1));
+Tensor Head::forward(const Tensor& x) {  // [B, T, E] @ wte [V, E]^T -> [B, T, V]
+  return globe::matmul_nt(tp_region_input(ln_f(x)), wte);
 }
 
 GPT::GPT(const Config& c) : config(c), embed(c), head(c) {

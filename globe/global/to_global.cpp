@@ -17,21 +17,13 @@ namespace globe {
 
 namespace {
 
-// Ops recorded directly (not dispatched): only name and vjp are used.
-class RecordedOnly : public Op {
- public:
-  TensorMeta infer(const std::vector<TensorMeta>&) const override { GLOBE_FAIL("[", name(), "] not dispatched"); }
-  Tensor compute(const std::vector<Tensor>&, const ComputeArgs&) const override {
-    GLOBE_FAIL("[", name(), "] not dispatched");
-  }
-};
-
+// Layout changes: recorded in the graph (GraphOp), their forward done by boxing, not by dispatch.
 // Global -> global. The gradient goes back to the input's placement and SBP, except that a
 // broadcast input may keep a partial-sum gradient (its natural dual: no all-reduce needed), and a
 // partial-sum input keeps the gradient as it comes: the gradient of a sum is the same for every
 // addend, so a broadcast one stays broadcast (Megatron's all-reduce after a row-parallel layer
 // then costs nothing backward) instead of being cut into a partial sum.
-class Boxing final : public RecordedOnly {
+class Boxing final : public GraphOp {
  public:
   Boxing() = default;
   explicit Boxing(NdSbp grad_sbp) : grad_sbp_(std::move(grad_sbp)) {}
@@ -60,7 +52,7 @@ class Boxing final : public RecordedOnly {
 
 // Global -> this rank's shard: the gradient is each rank's local gradient, as its shard of the
 // dual layout.
-class ToLocal final : public RecordedOnly {
+class ToLocal final : public GraphOp {
  public:
   std::string name() const override { return "to_local"; }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
@@ -70,7 +62,7 @@ class ToLocal final : public RecordedOnly {
 };
 
 // Local -> global: the local gradient is this rank's shard of the dual layout.
-class LocalToGlobal final : public RecordedOnly {
+class LocalToGlobal final : public GraphOp {
  public:
   std::string name() const override { return "local_to_global"; }
   std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor& out, const Tensor& g,

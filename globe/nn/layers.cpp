@@ -19,8 +19,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias) {
 Tensor Linear::forward(const Tensor& x) {
   GLOBE_CHECK(x.dim() >= 1 && x.shape().back() == weight.shape()[1], "[Linear] input ", describe(x),
               " does not end in in_features=", weight.shape()[1]);
-  Tensor y = matmul(x, transpose(weight, 0, 1));
-  return bias.defined() ? add(y, bias) : y;
+  return linear(x, weight, bias);
 }
 
 Tensor ReLU::forward(const Tensor& x) { return relu(x); }

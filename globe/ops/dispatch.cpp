@@ -5,10 +5,7 @@
 
 namespace globe {
 
-namespace detail {
-}
-
-std::vector<Tensor> Op::vjp(const std::vector<Tensor>&, const Tensor&, const Tensor&,
+std::vector<Tensor> GraphOp::vjp(const std::vector<Tensor>&, const Tensor&, const Tensor&,
                             const std::vector<bool>&) const {
   GLOBE_FAIL("[", name(), "] has no gradient (double backward is not supported)");
 }
@@ -21,7 +18,7 @@ namespace {
 
 class OpNode final : public Node {
  public:
-  OpNode(OpPtr op, std::vector<Tensor> inputs, Tensor output)
+  OpNode(GraphOpPtr op, std::vector<Tensor> inputs, Tensor output)
       : Node(std::move(inputs)), op_(std::move(op)), output_(std::move(output)) {}
   std::string name() const override { return op_->name(); }
   bool waits_for_peer() const override { return op_->backward_waits_for_peer(inputs(), output_); }
@@ -32,7 +29,7 @@ class OpNode final : public Node {
   }
 
  private:
-  OpPtr op_;
+  GraphOpPtr op_;
   Tensor output_;  // detached alias of the forward output: no reference cycle
 };
 
@@ -49,7 +46,7 @@ std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs) {
   return metas;
 }
 
-void record_node(const OpPtr& op, const std::vector<Tensor>& inputs, Tensor& out) {
+void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor& out) {
   out = fresh_handle(out, inputs);
   if (!grad_enabled() || !op->differentiable()) return;
   bool any = false;

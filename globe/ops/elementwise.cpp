@@ -20,8 +20,18 @@ using kernels::map_unary;
 enum class UnaryKind { neg, exp, log, sqrt, relu, gelu, tanh, sigmoid, gelu_tanh };
 
 const char* unary_name(UnaryKind k) {
-  static const char* names[] = {"neg", "exp", "log", "sqrt", "relu", "gelu", "tanh", "sigmoid", "gelu_tanh"};
-  return names[static_cast<int>(k)];
+  switch (k) {
+    case UnaryKind::neg: return "neg";
+    case UnaryKind::exp: return "exp";
+    case UnaryKind::log: return "log";
+    case UnaryKind::sqrt: return "sqrt";
+    case UnaryKind::relu: return "relu";
+    case UnaryKind::gelu: return "gelu";
+    case UnaryKind::tanh: return "tanh";
+    case UnaryKind::sigmoid: return "sigmoid";
+    case UnaryKind::gelu_tanh: return "gelu_tanh";
+  }
+  GLOBE_FAIL("[unary] unknown kind ", int(k));
 }
 
 template <class T>
@@ -85,21 +95,37 @@ class Unary final : public Op {
 // Binary kinds; the *_grad kinds are the backward kernels of unary ops: f(grad, saved).
 enum class BinaryKind { add, sub, mul, div, relu_grad, gelu_grad, tanh_grad, sigmoid_grad, gelu_tanh_grad };
 
-const char* binary_name(BinaryKind k) {
-  static const char* names[] = {"add",       "sub",       "mul",       "div",         "relu_grad",
-                                "gelu_grad", "tanh_grad", "sigmoid_grad", "gelu_tanh_grad"};
-  return names[static_cast<int>(k)];
+// What each kind is; a switch per kind, so adding or reordering kinds cannot shift a property.
+struct BinaryInfo {
+  const char* name;
+  bool differentiable;  // arithmetic; the *_grad kinds are backward kernels
+  bool integers;        // also defined on int64
+};
+BinaryInfo binary_info(BinaryKind k) {
+  switch (k) {
+    case BinaryKind::add: return {"add", true, true};
+    case BinaryKind::sub: return {"sub", true, true};
+    case BinaryKind::mul: return {"mul", true, true};
+    case BinaryKind::div: return {"div", true, false};
+    case BinaryKind::relu_grad: return {"relu_grad", false, false};
+    case BinaryKind::gelu_grad: return {"gelu_grad", false, false};
+    case BinaryKind::tanh_grad: return {"tanh_grad", false, false};
+    case BinaryKind::sigmoid_grad: return {"sigmoid_grad", false, false};
+    case BinaryKind::gelu_tanh_grad: return {"gelu_tanh_grad", false, false};
+  }
+  GLOBE_FAIL("[binary] unknown kind ", int(k));
 }
+const char* binary_name(BinaryKind k) { return binary_info(k).name; }
 
 class Binary final : public Op {
  public:
   explicit Binary(BinaryKind kind) : kind_(kind) {}
   std::string name() const override { return binary_name(kind_); }
-  bool differentiable() const override { return kind_ <= BinaryKind::div; }
+  bool differentiable() const override { return binary_info(kind_).differentiable; }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     GLOBE_CHECK(in[0].dtype == in[1].dtype, "[", name(), "] dtype mismatch: ", dtype_name(in[0].dtype),
                 shape_str(in[0].shape), " and ", dtype_name(in[1].dtype), shape_str(in[1].shape));
-    GLOBE_CHECK(is_floating(in[0].dtype) || kind_ <= BinaryKind::mul, "[", name(),
+    GLOBE_CHECK(is_floating(in[0].dtype) || binary_info(kind_).integers, "[", name(),
                 "] expects floating tensors, got ", dtype_name(in[0].dtype));
     return {broadcast_shapes(in[0].shape, in[1].shape, binary_name(kind_)), in[0].dtype};
   }
@@ -164,7 +190,7 @@ class Binary final : public Op {
         if (needs[0]) ga = sum_to(div(g, b), a.shape());
         if (needs[1]) gb = sum_to(neg(div(mul(g, out), b)), b.shape());
         break;
-      default: return Op::vjp(in, out, g, needs);
+      default: return GraphOp::vjp(in, out, g, needs);  // a backward kernel: no gradient
     }
     return {ga, gb};
   }

@@ -44,23 +44,17 @@ struct SbpContext {
   int64_t placement_size;
 };
 
-class Op {
+// An op as the autograd graph keeps it: a name and a backward. Every node of the graph is
+// recorded from one (record_node). Op adds the forward that dispatch runs; the global layer's
+// layout changes (to_global, to_local) are GraphOps only, their forward being boxing.
+class GraphOp {
  public:
-  virtual ~Op() = default;
+  virtual ~GraphOp() = default;
   virtual std::string name() const = 0;
-  // Output metadata; throws "[name] ..." naming shapes/dtypes when the inputs are invalid.
-  virtual TensorMeta infer(const std::vector<TensorMeta>& inputs) const = 0;
-  // The local kernel. `inputs` are local tensors (for a global op: this rank's shards).
-  virtual Tensor compute(const std::vector<Tensor>& inputs, const ComputeArgs& args) const = 0;
   // Gradient w.r.t. each input i with needs[i]. `output` is the forward result (detached);
   // `grad` has the output's shape. Entries for inputs that need no grad may stay undefined.
   virtual std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const Tensor& output,
                                   const Tensor& grad, const std::vector<bool>& needs) const;
-  // Valid layouts per mesh axis, in order of preference (ties in cost go to the earlier one).
-  // All-broadcast is always valid and need not be listed. The default lists nothing more: such an
-  // op runs global by gathering its inputs.
-  virtual std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& inputs,
-                                                   const SbpContext& ctx) const;
   // Whether this rank, running the backward of this op, would wait for another placement's ranks
   // (see Node::waits_for_peer).
   virtual bool backward_waits_for_peer(const std::vector<Tensor>& inputs, const Tensor& output) const {
@@ -72,6 +66,20 @@ class Op {
   virtual bool differentiable() const { return true; }
 };
 
+class Op : public GraphOp {
+ public:
+  // Output metadata; throws "[name] ..." naming shapes/dtypes when the inputs are invalid.
+  virtual TensorMeta infer(const std::vector<TensorMeta>& inputs) const = 0;
+  // The local kernel. `inputs` are local tensors (for a global op: this rank's shards).
+  virtual Tensor compute(const std::vector<Tensor>& inputs, const ComputeArgs& args) const = 0;
+  // Valid layouts per mesh axis, in order of preference (ties in cost go to the earlier one).
+  // All-broadcast is always valid and need not be listed. The default lists nothing more: such an
+  // op runs global by gathering its inputs.
+  virtual std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& inputs,
+                                                   const SbpContext& ctx) const;
+};
+
+using GraphOpPtr = std::shared_ptr<const GraphOp>;
 using OpPtr = std::shared_ptr<const Op>;
 
 // Runs `op` on `inputs`: validates via infer, computes, records the autograd node.
@@ -84,7 +92,7 @@ Tensor apply_op(const std::vector<Tensor>& inputs, Args&&... args) {
 
 namespace detail {
 // Records the autograd node for `out` (shared by local and global dispatch).
-void record_node(const OpPtr& op, const std::vector<Tensor>& inputs, Tensor& out);
+void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor& out);
 // Metadata of each input.
 std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs);
 }  // namespace detail

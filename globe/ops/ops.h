@@ -75,6 +75,12 @@ Tensor operator/(double s, const Tensor& a);
 // ---- matmul --------------------------------------------------------------------------------------
 // [..., n, k] @ [..., k, m] -> [..., n, m]; batch dims broadcast; 2-D uses one BLAS gemm.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// a @ b^T with b stored [..., m, k]: [..., n, k] x [..., m, k] -> [..., n, m], no transposing copy
+// forward or backward (b's gradient comes out [..., m, k] too).
+Tensor matmul_nt(const Tensor& a, const Tensor& b);
+// x @ weight^T + bias, as torch.nn.functional.linear: x [..., in], weight [out, in], bias [out] or
+// undefined -> [..., out].
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // ---- reductions ----------------------------------------------------------------------------------
 // Over `dims` (all dims when empty).
