@@ -6,7 +6,7 @@ namespace globe {
 
 std::string Sbp::to_string() const {
   switch (kind) {
-    case Kind::split: return "S(" + std::to_string(axis) + ")";
+    case Kind::split: return "S(" + std::to_string(dim) + ")";
     case Kind::broadcast: return "B";
     case Kind::partial_sum: return "P";
   }
@@ -59,10 +59,10 @@ NdSbp normalize_sbp(const NdSbp& nd_sbp, int64_t tensor_ndim, int64_t mesh_ndim,
   NdSbp out = nd_sbp;
   for (size_t a = 0; a < out.size(); ++a) {
     if (!out[a].is_split()) continue;
-    const int64_t ax = out[a].axis;
-    GLOBE_CHECK(ax >= -tensor_ndim && ax < tensor_ndim, "[", op, "] split axis ", ax,
+    const int64_t d = out[a].dim;
+    GLOBE_CHECK(d >= -tensor_ndim && d < tensor_ndim, "[", op, "] split dim ", d,
                 " out of range for a tensor of ", tensor_ndim, " dims (sbp ", nd_sbp.to_string(), ")");
-    out[a].axis = ax < 0 ? ax + tensor_ndim : ax;
+    out[a].dim = d < 0 ? d + tensor_ndim : d;
   }
   return out;
 }
@@ -72,7 +72,7 @@ Block block_of(const Shape& logical, const std::vector<int64_t>& mesh, const NdS
   Block b{Shape(logical.size(), 0), logical};
   for (size_t a = 0; a < nd_sbp.size(); ++a) {
     if (!nd_sbp[a].is_split()) continue;
-    const int64_t d = nd_sbp[a].axis;
+    const int64_t d = nd_sbp[a].dim;
     Range r = split_range(b.shape[d], mesh[a], coord[a]);
     b.start[d] += r.start;
     b.shape[d] = r.length;

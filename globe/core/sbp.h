@@ -16,18 +16,18 @@ namespace globe {
 struct Sbp {
   enum class Kind : uint8_t { split, broadcast, partial_sum };
   Kind kind = Kind::broadcast;
-  int64_t axis = 0;  // for split; may be negative until normalised against a tensor's rank
+  int64_t dim = 0;  // for split: the tensor dimension split (may be negative until normalised); not a mesh axis
 
   bool is_split() const { return kind == Kind::split; }
   bool is_broadcast() const { return kind == Kind::broadcast; }
   bool is_partial() const { return kind == Kind::partial_sum; }
-  bool operator==(const Sbp& o) const { return kind == o.kind && (kind != Kind::split || axis == o.axis); }
+  bool operator==(const Sbp& o) const { return kind == o.kind && (kind != Kind::split || dim == o.dim); }
   bool operator!=(const Sbp& o) const { return !(*this == o); }
   std::string to_string() const;  // "S(0)", "B", "P"
 };
 
 namespace sbp {
-constexpr Sbp split(int64_t axis) { return Sbp{Sbp::Kind::split, axis}; }
+constexpr Sbp split(int64_t dim) { return Sbp{Sbp::Kind::split, dim}; }
 inline constexpr Sbp broadcast{Sbp::Kind::broadcast, 0};
 inline constexpr Sbp partial_sum{Sbp::Kind::partial_sum, 0};
 }  // namespace sbp
@@ -61,7 +61,7 @@ inline std::ostream& operator<<(std::ostream& os, const NdSbp& s) { return os <<
 // Broadcast on each of `mesh_ndim` mesh axes: a value every rank of the placement holds whole.
 NdSbp replicated(int64_t mesh_ndim);
 
-// `s` with every partial_sum axis made broadcast: the layout of the summed value.
+// `s` with every partial_sum mesh axis made broadcast: the layout of the summed value.
 NdSbp partial_to_broadcast(NdSbp s);
 
 // The layout a gradient naturally takes (docs/design.md §6): B <-> P, S(i) stays S(i).
@@ -73,12 +73,12 @@ struct Range {
 };
 Range split_range(int64_t n, int64_t parts, int64_t i);
 
-// Checks `nd_sbp` against a tensor rank and mesh (one entry per mesh axis, split axes in range)
-// and returns it with split axes normalised. `op` names the caller in errors.
+// Checks `nd_sbp` against a tensor rank and mesh (one entry per mesh axis, split dims in range)
+// and returns it with split dims normalised. `op` names the caller in errors.
 NdSbp normalize_sbp(const NdSbp& nd_sbp, int64_t tensor_ndim, int64_t mesh_ndim, const char* op);
 
-// The block of the logical tensor held at mesh coordinate `coord`: split axes apply one mesh axis
-// after another (axis 0 splits the logical extent, axis 1 splits each part, ...).
+// The block of the logical tensor held at mesh coordinate `coord`: the mesh axes apply one
+// after another (mesh axis 0 splits the logical extent, mesh axis 1 splits each part, ...).
 struct Block {
   Shape start, shape;
 };

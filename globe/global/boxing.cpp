@@ -24,10 +24,10 @@ namespace {
 // may split a tensor dim that the step touches.
 bool step_is_direct(const NdSbp& cur, size_t f, const Sbp& to) {
   std::set<int64_t> touched;
-  if (cur[f].is_split()) touched.insert(cur[f].axis);
-  if (to.is_split()) touched.insert(to.axis);
+  if (cur[f].is_split()) touched.insert(cur[f].dim);
+  if (to.is_split()) touched.insert(to.dim);
   for (size_t a = f + 1; a < cur.size(); ++a)
-    if (cur[a].is_split() && touched.count(cur[a].axis)) return false;
+    if (cur[a].is_split() && touched.count(cur[a].dim)) return false;
   return true;
 }
 

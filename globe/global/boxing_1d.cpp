@@ -149,19 +149,19 @@ Tensor box_axis(const Tensor& local, const Shape& block, dist::Communicator& com
   using K = Sbp::Kind;
   switch (from.kind) {
     case K::split:
-      if (to.is_broadcast()) return gather_split(local, block, comm, from.axis);
-      if (to.is_split()) return all_to_all(local, block, comm, from.axis, to.axis);
+      if (to.is_broadcast()) return gather_split(local, block, comm, from.dim);
+      if (to.is_split()) return all_to_all(local, block, comm, from.dim, to.dim);
       {  // S(i) -> P: my shard in zeros of the full block
         Tensor out = Tensor::empty(block, local.dtype());
-        copy_into(narrow_view(out, from.axis, split_range(block[from.axis], p, me).start, local.shape()[from.axis]),
+        copy_into(narrow_view(out, from.dim, split_range(block[from.dim], p, me).start, local.shape()[from.dim]),
                   local);
         return out;
       }
     case K::broadcast:
-      if (to.is_split()) return slice_split(local, block, p, me, to.axis);
+      if (to.is_split()) return slice_split(local, block, p, me, to.dim);
       return me == 0 ? copy_of(local) : Tensor::empty(block, local.dtype());  // B -> P
     case K::partial_sum:
-      if (to.is_split()) return reduce_scatter_split(local, block, comm, to.axis);
+      if (to.is_split()) return reduce_scatter_split(local, block, comm, to.dim);
       return reduce_to_all(local, block, comm);
   }
   GLOBE_FAIL("[boxing] unknown sbp");

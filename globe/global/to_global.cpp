@@ -104,7 +104,7 @@ std::vector<std::vector<int64_t>> gather_shapes(const Tensor& local, const Place
 Shape guess_global_shape(const Tensor& local, const Placement& p, const NdSbp& sbp) {
   Shape global = local.shape();
   for (size_t a = 0; a < sbp.size(); ++a)
-    if (sbp[a].is_split()) global[sbp[a].axis] *= p.mesh_shape()[a];
+    if (sbp[a].is_split()) global[sbp[a].dim] *= p.mesh_shape()[a];
   return global;
 }
 
@@ -121,7 +121,7 @@ Shape infer_global_shape(const std::vector<std::vector<int64_t>>& rows, const Pl
   for (int64_t d = 0; d < int64_t(global.size()); ++d) {
     std::vector<bool> splits_d(sbp.size(), false);
     bool any = false;
-    for (size_t a = 0; a < sbp.size(); ++a) any |= splits_d[a] = sbp[a].is_split() && sbp[a].axis == d;
+    for (size_t a = 0; a < sbp.size(); ++a) any |= splits_d[a] = sbp[a].is_split() && sbp[a].dim == d;
     if (!any) continue;
     int64_t total = 0;
     for (int i = 0; i < p.size(); ++i) {

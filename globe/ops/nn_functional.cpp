@@ -85,30 +85,27 @@ class NormalizeLast final : public Op {
 
 class Softmax final : public Op {
  public:
-  Softmax(int64_t dim, bool log) : dim_(dim), log_(log) {}
+  Softmax(int64_t dim, bool log) : dim_(dim), log_(log) {}  // dim normalised
   std::string name() const override { return log_ ? "log_softmax" : "softmax"; }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
-    const int64_t nd = int64_t(in[0].shape.size()), d = normalize_dim(dim_, nd, "softmax");
     std::vector<SbpSignature> s;
-    for (int64_t i = 0; i < nd; ++i)
-      if (i != d) s.push_back({{sbp::split(i)}, sbp::split(i)});
+    sbp_rules::add_same_split(s, 1, int64_t(in[0].shape.size()), dim_);
     return s;
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    normalize_dim(dim_, in[0].shape, log_ ? "log_softmax" : "softmax");
     GLOBE_CHECK(is_floating(in[0].dtype), "[", name(), "] expects a floating tensor, got ",
                 dtype_name(in[0].dtype));
     return in[0];
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::softmax(in[0], normalize_dim(dim_, in[0].dim(), "softmax"), log_);
+    return kernels::softmax(in[0], dim_, log_);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor& y, const Tensor& g,
                           const std::vector<bool>&) const override {
     // softmax:      dx = y * (g - sum(g * y))
     // log_softmax:  dx = g - exp(y) * sum(g)
     if (log_) return {sub(g, mul(exp(y), sum(g, {dim_}, true)))};
-    if (normalize_dim(dim_, y.dim(), "softmax") == y.dim() - 1) return {apply_op<SoftmaxBackwardLast>({y, g})};
+    if (dim_ == y.dim() - 1) return {apply_op<SoftmaxBackwardLast>({y, g})};
     return {mul(y, sub(g, sum(mul(g, y), {dim_}, true)))};
   }
 
@@ -311,8 +308,10 @@ Tensor pick(const Tensor& x, const Tensor& index) { return apply_op<Pick>({x, in
 
 Tensor causal_fill(const Tensor& x, double value) { return apply_op<CausalFill>({x}, value); }
 
-Tensor softmax(const Tensor& a, int64_t dim) { return apply_op<Softmax>({a}, dim, false); }
-Tensor log_softmax(const Tensor& a, int64_t dim) { return apply_op<Softmax>({a}, dim, true); }
+Tensor softmax(const Tensor& a, int64_t dim) { return apply_op<Softmax>({a}, dim_of(a, dim, "softmax"), false); }
+Tensor log_softmax(const Tensor& a, int64_t dim) {
+  return apply_op<Softmax>({a}, dim_of(a, dim, "log_softmax"), true);
+}
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   return apply_op<Embedding>({weight, indices});
@@ -373,7 +372,7 @@ namespace {
 bool split_last(const Tensor& t) {
   if (!t.is_global()) return false;
   for (const Sbp& s : t.sbp())
-    if (s.is_split() && s.axis == t.dim() - 1) return true;
+    if (s.is_split() && s.dim == t.dim() - 1) return true;
   return false;
 }
 

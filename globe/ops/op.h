@@ -82,6 +82,12 @@ class Op : public GraphOp {
 using GraphOpPtr = std::shared_ptr<const GraphOp>;
 using OpPtr = std::shared_ptr<const Op>;
 
+// `dim` of `t` normalised into [0, t.dim()) ("[op] dim ... out of range ..."): the free functions
+// call it once and hand their op a clean dim. An undefined `t` is left to dispatch to report.
+inline int64_t dim_of(const Tensor& t, int64_t dim, const char* op) {
+  return t.defined() ? normalize_dim(dim, t.shape(), op) : dim;
+}
+
 // Runs `op` on `inputs`: validates via infer, computes, records the autograd node.
 Tensor dispatch(const OpPtr& op, const std::vector<Tensor>& inputs);
 

@@ -80,23 +80,20 @@ class Sum final : public Op {
 
 class Argmax final : public Op {
  public:
-  Argmax(int64_t dim, bool keepdim) : dim_(dim), keepdim_(keepdim) {}
+  Argmax(int64_t dim, bool keepdim) : dim_(dim), keepdim_(keepdim) {}  // dim normalised
   std::string name() const override { return "argmax"; }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
-    const int64_t nd = int64_t(in[0].shape.size()), d = normalize_dim(dim_, nd, "argmax");
     std::vector<SbpSignature> s;
-    for (int64_t i = 0; i < nd; ++i)
-      if (i != d) s.push_back({{sbp::split(i)}, keepdim_ || i < d ? sbp::split(i) : sbp::split(i - 1)});
+    sbp_rules::add_same_split(s, 1, int64_t(in[0].shape.size()), dim_, /*drops_except=*/!keepdim_);
     return s;
   }
   bool differentiable() const override { return false; }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    const int64_t d = normalize_dim(dim_, in[0].shape, "argmax");
-    GLOBE_CHECK(in[0].shape[d] > 0, "[argmax] dim ", d, " of shape ", shape_str(in[0].shape), " is empty");
-    return {reduced_shape(in[0].shape, {d}, keepdim_), kInt64};
+    GLOBE_CHECK(in[0].shape[dim_] > 0, "[argmax] dim ", dim_, " of shape ", shape_str(in[0].shape), " is empty");
+    return {reduced_shape(in[0].shape, {dim_}, keepdim_), kInt64};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    Tensor r = kernels::argmax_keepdim(in[0], normalize_dim(dim_, in[0].dim(), "argmax"));
+    Tensor r = kernels::argmax_keepdim(in[0], dim_);
     return Tensor::view_of(r, args.out.shape, contiguous_strides(args.out.shape), 0);
   }
 
@@ -117,25 +114,22 @@ class ScatterAdd;
 
 class Gather final : public Op {
  public:
-  explicit Gather(int64_t dim) : dim_(dim) {}
+  explicit Gather(int64_t dim) : dim_(dim) {}  // dim normalised
   std::string name() const override { return "gather"; }
   // Blocks of both along another dim line up; indices split along `dim` read a whole table.
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
-    const int64_t nd = int64_t(in[0].shape.size()), d = normalize_dim(dim_, nd, "gather");
     std::vector<SbpSignature> s;
-    for (int64_t i = 0; i < nd; ++i)
-      if (i != d) s.push_back({{sbp::split(i), sbp::split(i)}, sbp::split(i)});
-    s.push_back({{sbp::broadcast, sbp::split(d)}, sbp::split(d)});
+    sbp_rules::add_same_split(s, 2, int64_t(in[0].shape.size()), dim_);
+    s.push_back({{sbp::broadcast, sbp::split(dim_)}, sbp::split(dim_)});
     sbp_rules::add_partial_at(s, 2, 0);
     return s;
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    const int64_t d = normalize_dim(dim_, in[0].shape, "gather");
-    check_index_shape("gather", in[0].shape, d, in[1]);
+    check_index_shape("gather", in[0].shape, dim_, in[1]);
     return {in[1].shape, in[0].dtype};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::gather(in[0], normalize_dim(dim_, in[0].dim(), "gather"), in[1]);
+    return kernels::gather(in[0], dim_, in[1]);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -149,28 +143,25 @@ class Gather final : public Op {
 // inputs: index, src.
 class ScatterAdd final : public Op {
  public:
-  ScatterAdd(Shape shape, int64_t dim) : shape_(std::move(shape)), dim_(dim) {}
+  ScatterAdd(Shape shape, int64_t dim) : shape_(std::move(shape)), dim_(dim) {}  // dim normalised
   std::string name() const override { return "scatter_add"; }
   // Blocks along another dim land in the same block of the output; blocks along `dim` land
   // anywhere, so each rank's result is a summand.
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>&, const SbpContext&) const override {
-    const int64_t nd = int64_t(shape_.size()), d = normalize_dim(dim_, nd, "scatter_add");
     std::vector<SbpSignature> s;
-    for (int64_t i = 0; i < nd; ++i)
-      s.push_back({{sbp::split(i), sbp::split(i)}, i == d ? sbp::partial_sum : sbp::split(i)});
+    for (int64_t i = 0; i < int64_t(shape_.size()); ++i)
+      s.push_back({{sbp::split(i), sbp::split(i)}, i == dim_ ? sbp::partial_sum : sbp::split(i)});
     sbp_rules::add_partial_at(s, 2, 1);
     return s;
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    const int64_t d = normalize_dim(dim_, shape_, "scatter_add");
-    check_index_shape("scatter_add", shape_, d, in[0]);
+    check_index_shape("scatter_add", shape_, dim_, in[0]);
     GLOBE_CHECK(in[1].shape == in[0].shape, "[scatter_add] src ", shape_str(in[1].shape),
                 " and index ", shape_str(in[0].shape), " shapes differ");
     return {shape_, in[1].dtype};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    return kernels::scatter_add(args.out.shape, normalize_dim(dim_, int64_t(shape_.size()), "scatter_add"),
-                                in[0], in[1]);
+    return kernels::scatter_add(args.out.shape, dim_, in[0], in[1]);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -218,7 +209,9 @@ Tensor max(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   return reshape(picked, reduced_shape(a.shape(), rd, keepdim));
 }
 
-Tensor argmax(const Tensor& a, int64_t dim, bool keepdim) { return apply_op<Argmax>({a}, dim, keepdim); }
+Tensor argmax(const Tensor& a, int64_t dim, bool keepdim) {
+  return apply_op<Argmax>({a}, dim_of(a, dim, "argmax"), keepdim);
+}
 
 Tensor sum_to(const Tensor& a, const Shape& shape) {
   if (a.shape() == shape) return a;
@@ -233,11 +226,11 @@ Tensor sum_to(const Tensor& a, const Shape& shape) {
 }
 
 Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
-  return apply_op<Gather>({a, index}, dim);
+  return apply_op<Gather>({a, index}, dim_of(a, dim, "gather"));
 }
 
 Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src) {
-  return apply_op<ScatterAdd>({index, src}, shape, dim);
+  return apply_op<ScatterAdd>({index, src}, shape, normalize_dim(dim, shape, "scatter_add"));
 }
 
 }  // namespace globe

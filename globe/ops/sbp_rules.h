@@ -7,9 +7,15 @@
 
 namespace globe::sbp_rules {
 
-// Every input S(d) -> output S(d), for d in [0, ndim).
-inline void add_same_split(std::vector<SbpSignature>& out, size_t n_inputs, int64_t ndim) {
-  for (int64_t d = 0; d < ndim; ++d) out.push_back({std::vector<Sbp>(n_inputs, sbp::split(d)), sbp::split(d)});
+// Every input S(d) -> output S(d), for every d in [0, ndim) but `except` (an op that acts along
+// that one dim; -1: none). With `drops_except` the output lacks that dim (a reduction without
+// keepdim), so an input S(d) past it gives an output S(d - 1).
+inline void add_same_split(std::vector<SbpSignature>& out, size_t n_inputs, int64_t ndim, int64_t except = -1,
+                           bool drops_except = false) {
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (d == except) continue;
+    out.push_back({std::vector<Sbp>(n_inputs, sbp::split(d)), sbp::split(drops_except && d > except ? d - 1 : d)});
+  }
 }
 
 // Every input P -> output P (ops linear in all inputs jointly, such as add).

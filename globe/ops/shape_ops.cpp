@@ -12,11 +12,10 @@ namespace globe {
 
 namespace {
 
-// S(i) -> S(i) for every dim but `except`, and P -> P: ops that act along one dim only.
+// S(i) -> S(i) for every dim but `except` (-1: none), and P -> P: ops that act along one dim only.
 std::vector<SbpSignature> split_except(int64_t ndim, int64_t except) {
   std::vector<SbpSignature> s;
-  for (int64_t i = 0; i < ndim; ++i)
-    if (i != except) s.push_back({{sbp::split(i)}, sbp::split(i)});
+  sbp_rules::add_same_split(s, 1, ndim, except);
   sbp_rules::add_all_partial(s, 1);
   return s;
 }
@@ -89,7 +88,7 @@ class Reshape final : public Op {
 
 class Permute final : public Op {
  public:
-  explicit Permute(std::vector<int64_t> dims) : dims_(std::move(dims)) {}
+  explicit Permute(std::vector<int64_t> dims) : dims_(std::move(dims)) {}  // dims normalised
   std::string name() const override { return "permute"; }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     const int64_t nd = int64_t(in[0].shape.size());
@@ -98,7 +97,7 @@ class Permute final : public Op {
     std::vector<bool> seen(nd, false);
     Shape out(nd);
     for (int64_t i = 0; i < nd; ++i) {
-      int64_t d = normalize_dim(dims_[i], in[0].shape, "permute");
+      const int64_t d = dims_[i];
       GLOBE_CHECK(!seen[d], "[permute] dim ", d, " repeated in ", shape_str(dims_));
       seen[d] = true;
       out[i] = in[0].shape[d];
@@ -108,21 +107,20 @@ class Permute final : public Op {
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     std::vector<SbpSignature> s;
     const int64_t nd = int64_t(in[0].shape.size());
-    for (int64_t j = 0; j < nd; ++j) s.push_back({{sbp::split(normalize_dim(dims_[j], nd, "permute"))}, sbp::split(j)});
+    for (int64_t j = 0; j < nd; ++j) s.push_back({{sbp::split(dims_[j])}, sbp::split(j)});
     sbp_rules::add_all_partial(s, 1);
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const Tensor& a = in[0];
     Shape strides(a.dim());
-    for (int64_t i = 0; i < a.dim(); ++i) strides[i] = a.strides()[normalize_dim(dims_[i], a.dim(), "permute")];
+    for (int64_t i = 0; i < a.dim(); ++i) strides[i] = a.strides()[dims_[i]];
     return Tensor::view_of(a, args.out.shape, strides, a.offset());
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
     std::vector<int64_t> inverse(dims_.size());
-    for (size_t i = 0; i < dims_.size(); ++i)
-      inverse[normalize_dim(dims_[i], int64_t(dims_.size()), "permute")] = int64_t(i);
+    for (size_t i = 0; i < dims_.size(); ++i) inverse[dims_[i]] = int64_t(i);
     return {permute(g, inverse)};
   }
 
@@ -193,29 +191,26 @@ class NarrowBackward final : public Op {
 
 class Narrow final : public Op {
  public:
-  Narrow(int64_t dim, int64_t start, int64_t length) : dim_(dim), start_(start), length_(length) {}
+  Narrow(int64_t dim, int64_t start, int64_t length) : dim_(dim), start_(start), length_(length) {}  // dim normalised
   std::string name() const override { return "narrow"; }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     Shape s = in[0].shape;
-    const int64_t d = normalize_dim(dim_, s, "narrow");
+    const int64_t d = dim_;
     GLOBE_CHECK(start_ >= 0 && length_ >= 0 && start_ + length_ <= s[d], "[narrow] range [", start_,
                 ", ", start_ + length_, ") out of bounds for dim ", d, " of shape ", shape_str(s));
     s[d] = length_;
     return {s, in[0].dtype};
   }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
-    const int64_t nd = int64_t(in[0].shape.size());
-    return split_except(nd, normalize_dim(dim_, nd, "narrow"));
+    return split_except(int64_t(in[0].shape.size()), dim_);
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const Tensor& a = in[0];
-    const int64_t d = normalize_dim(dim_, a.dim(), "narrow");
-    return Tensor::view_of(a, args.out.shape, a.strides(), a.offset() + start_ * a.strides()[d]);
+    return Tensor::view_of(a, args.out.shape, a.strides(), a.offset() + start_ * a.strides()[dim_]);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
-    const int64_t d = normalize_dim(dim_, in[0].dim(), "narrow");
-    return {apply_op<NarrowBackward>({g}, d, start_, in[0].shape()[d])};
+    return {apply_op<NarrowBackward>({g}, dim_, start_, in[0].shape()[dim_])};
   }
 
  private:
@@ -224,12 +219,12 @@ class Narrow final : public Op {
 
 class Cat final : public Op {
  public:
-  explicit Cat(int64_t dim) : dim_(dim) {}
+  explicit Cat(int64_t dim) : dim_(dim) {}  // dim normalised
   std::string name() const override { return "cat"; }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     GLOBE_CHECK(!in.empty(), "[cat] needs at least one tensor");
     Shape out = in[0].shape;
-    const int64_t d = normalize_dim(dim_, in[0].shape, "cat");
+    const int64_t d = dim_;
     out[d] = 0;
     for (const TensorMeta& m : in) {
       bool ok = m.shape.size() == out.size() && m.dtype == in[0].dtype;
@@ -241,16 +236,14 @@ class Cat final : public Op {
     return {out, in[0].dtype};
   }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
-    const int64_t nd = int64_t(in[0].shape.size()), d = normalize_dim(dim_, nd, "cat");
     std::vector<SbpSignature> s;
-    for (int64_t i = 0; i < nd; ++i)
-      if (i != d) s.push_back({std::vector<Sbp>(in.size(), sbp::split(i)), sbp::split(i)});
+    sbp_rules::add_same_split(s, in.size(), int64_t(in[0].shape.size()), dim_);
     sbp_rules::add_all_partial(s, in.size());
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     Tensor out = Tensor::uninitialized(args.out.shape, args.out.dtype);
-    const int64_t d = normalize_dim(dim_, out.dim(), "cat");
+    const int64_t d = dim_;
     int64_t at = 0;
     for (const Tensor& t : in) {
       kernels::copy_into(Tensor::view_of(out, t.shape(), out.strides(), at * out.strides()[d]), t);
@@ -260,7 +253,7 @@ class Cat final : public Op {
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>& needs) const override {
-    const int64_t d = normalize_dim(dim_, g.dim(), "cat");
+    const int64_t d = dim_;
     std::vector<Tensor> grads(in.size());
     int64_t at = 0;
     for (size_t i = 0; i < in.size(); ++i) {
@@ -330,10 +323,13 @@ Tensor squeeze(const Tensor& a, int64_t dim) {
 }
 
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> identity(a.dim());
+  std::vector<int64_t> clean = dims;
+  if (a.defined() && int64_t(dims.size()) == a.dim())  // a wrong count is infer's to report
+    for (int64_t& d : clean) d = normalize_dim(d, a.shape(), "permute");
+  std::vector<int64_t> identity(clean.size());
   std::iota(identity.begin(), identity.end(), 0);
-  if (dims == identity) return a;
-  return apply_op<Permute>({a}, dims);
+  if (a.defined() && clean == identity && int64_t(clean.size()) == a.dim()) return a;
+  return apply_op<Permute>({a}, clean);
 }
 
 Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
@@ -349,7 +345,7 @@ Tensor expand(const Tensor& a, const Shape& shape) {
 }
 
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
-  return apply_op<Narrow>({a}, dim, start, length);
+  return apply_op<Narrow>({a}, dim_of(a, dim, "narrow"), start, length);
 }
 
 Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end) {
@@ -359,11 +355,9 @@ Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end) {
   return narrow(a, dim, s, e - s);
 }
 
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) { return apply_op<Cat>(tensors, dim); }
-
-namespace detail {
-// Installed by the global layer: copy_ when either side is global.
-}  // namespace detail
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  return apply_op<Cat>(tensors, tensors.empty() ? dim : dim_of(tensors[0], dim, "cat"));
+}
 
 void copy_(const Tensor& dst, const Tensor& src) {
   GLOBE_CHECK(dst.shape() == src.shape(), "[copy_] cannot copy ", describe(src), " into ", describe(dst));

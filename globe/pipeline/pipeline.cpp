@@ -50,7 +50,7 @@ Tensor microbatch(const Tensor& t, int m, int k) {
   int split_axes = 0;
   int64_t ways = 1;
   for (size_t a = 0; a < s.size(); ++a) {
-    if (s[a].is_split() && s[a].axis == 0) {
+    if (s[a].is_split() && s[a].dim == 0) {
       ++split_axes;
       ways *= t.placement().mesh_shape()[a];
     } else if (!s[a].is_broadcast()) {
@@ -97,7 +97,7 @@ Tensor encode_header(const Tensor& t) {
   h[2 + kMaxDims] = int64_t(t.sbp().size());
   for (size_t a = 0; a < t.sbp().size(); ++a) {
     h[3 + kMaxDims + 2 * a] = int64_t(t.sbp()[a].kind);
-    h[4 + kMaxDims + 2 * a] = t.sbp()[a].axis;
+    h[4 + kMaxDims + 2 * a] = t.sbp()[a].dim;
   }
   return from_vector(h, {kHeaderLen});
 }

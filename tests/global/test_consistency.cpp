@@ -173,7 +173,7 @@ void check_case(const OpCase& c, const Placement& p, const std::vector<NdSbp>& l
   manual_seed(99);
   const Tensor w = randn(want.shape(), kFloat64);
   sum(mul(want, w)).backward();
-  sum(mul(got, from_full(w, p, NdSbp(std::vector<Sbp>(p.mesh_ndim(), sbp::broadcast))))).backward();
+  sum(mul(got, from_full(w, p, replicated(p.mesh_ndim())))).backward();
   for (size_t i = 0; i < n; ++i) {
     if (c.inputs[i].index_bound) continue;
     ASSERT_TRUE(global[i].grad().defined()) << what << ": no gradient for input " << i;

@@ -51,9 +51,9 @@ TEST(GlobalErrors, BackwardFromNonScalar) {
 
 TEST(GlobalErrors, SplitAxisOutOfRange) {
   const std::string msg = error_of([&] { randn({4, 3}, Placement::all(), sbp::split(2)); });
-  EXPECT_THAT(msg, HasSubstr("split axis 2 out of range"));
+  EXPECT_THAT(msg, HasSubstr("split dim 2 out of range"));
   Tensor x = randn({4, 3}, Placement::all(), sbp::broadcast);
-  EXPECT_THAT(error_of([&] { x.to_global(sbp::split(-3)); }), HasSubstr("split axis -3 out of range"));
+  EXPECT_THAT(error_of([&] { x.to_global(sbp::split(-3)); }), HasSubstr("split dim -3 out of range"));
 }
 
 TEST(GlobalErrors, SbpDoesNotMatchMesh) {

@@ -345,7 +345,7 @@ TEST(GlobalCreation, ShardingInvariantValues) {
         expect_same_values(g.to_local(), expected_shard(want, pl, s, me()), c.name + " " + what + " shard");
     }
     // arange is 1-D.
-    if (s.size() == 1 && (!s[0].is_split() || s[0].axis == 0)) {
+    if (s.size() == 1 && (!s[0].is_split() || s[0].dim == 0)) {
       Tensor a = arange(2 * world() + 1, p, s);
       EXPECT_EQ(a.dtype(), kInt64);
       EXPECT_EQ(a.to_vector<int64_t>(), arange(2 * world() + 1).to_vector<int64_t>()) << "arange " << what;

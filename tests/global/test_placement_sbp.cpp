@@ -286,21 +286,21 @@ TEST(Sbp, NormalizeNegativeAxisAndErrors) {
   EXPECT_EQ(n[0], sbp::split(2));
   EXPECT_EQ(n[1], sbp::broadcast);
   EXPECT_EQ(normalize_sbp(sbp::split(-3), 3, 1, "test")[0], sbp::split(0));
-  expect_error([] { normalize_sbp(sbp::split(2), 2, 1, "myop"); }, "[myop]", {"split axis 2", "2 dims", "S(2)"},
-               "split axis too large");
-  expect_error([] { normalize_sbp(sbp::split(-3), 2, 1, "myop"); }, "[myop]", {"split axis -3"},
-               "split axis too negative");
+  expect_error([] { normalize_sbp(sbp::split(2), 2, 1, "myop"); }, "[myop]", {"split dim 2", "2 dims", "S(2)"},
+               "split dim too large");
+  expect_error([] { normalize_sbp(sbp::split(-3), 2, 1, "myop"); }, "[myop]", {"split dim -3"},
+               "split dim too negative");
   expect_error([] { normalize_sbp(NdSbp{sbp::split(0), sbp::broadcast}, 2, 1, "myop"); }, "[myop]",
                {"(S(0), B)", "2 entries", "1 axes"}, "too many entries");
   expect_error([] { normalize_sbp(sbp::broadcast, 2, 2, "myop"); }, "[myop]", {"1 entries", "2 axes"},
                "too few entries");
   // The same errors through the public API.
   const Placement p = Placement::all();
-  expect_error([&] { randn({4, 3}, p, sbp::split(2)); }, "[", {"split axis 2"}, "randn split(2)");
+  expect_error([&] { randn({4, 3}, p, sbp::split(2)); }, "[", {"split dim 2"}, "randn split(2)");
   expect_error([&] { zeros({4, 3}, p, NdSbp{sbp::split(0), sbp::split(1)}); }, "[", {"2 entries", "1 axes"},
                "zeros 2 entries on a 1-D mesh");
   expect_error([&] { ones({4}, p, sbp::broadcast).to_global(p, sbp::split(1)); }, "[to_global]",
-               {"split axis 1"}, "to_global split(1) of a 1-D tensor");
+               {"split dim 1"}, "to_global split(1) of a 1-D tensor");
 }
 
 }  // namespace

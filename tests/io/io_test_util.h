@@ -46,7 +46,7 @@ class SharedTempDir {
 // The whole value of a tensor as a local tensor (collective for a global one).
 inline Tensor whole(const Tensor& t) {
   if (!t.is_global()) return t;
-  return t.to_global(Placement::all(), NdSbp(std::vector<Sbp>(1, sbp::broadcast))).to_local();
+  return t.to_global(Placement::all(), replicated(1)).to_local();
 }
 
 // Bit-exact equality of two values (dtype, shape and every byte).
