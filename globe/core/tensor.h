@@ -20,6 +20,9 @@ struct GlobalMeta;  // placement + sbp + local shard (globe/global/global_tensor
 class Placement;    // globe/global/placement.h
 class NdSbp;        // globe/core/sbp.h
 
+// ---- Internals: the data behind a Tensor, for the library's layers (kernels, ops, global), ----
+// ---- not for programs; they may change. Programs use Tensor's methods and the free ops.    ----
+
 // A 64-byte aligned buffer, zero-filled unless `zero` is false.
 struct Storage {
   explicit Storage(size_t nbytes, bool zero = true);
@@ -55,6 +58,10 @@ struct TensorImpl {
   std::shared_ptr<const GlobalMeta> global;
 };
 
+// ---- The user-facing handle. Its methods are defined by concern: core ones in
+// ---- globe/core/tensor.cpp, backward() in globe/autograd/engine.cpp, placement() and sbp() in
+// ---- globe/global/global_tensor.cpp, to_local() and to_global() in globe/global/to_global.cpp.
+
 class Tensor {
  public:
   Tensor() = default;
@@ -64,8 +71,6 @@ class Tensor {
   static Tensor empty(const Shape& shape, DType dtype = kFloat32);
   // Same, contents undefined: for kernels that write every element.
   static Tensor uninitialized(const Shape& shape, DType dtype = kFloat32);
-  // A view of `base`'s storage with another shape/strides/offset (no autograd link).
-  static Tensor view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset);
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl().shape; }
@@ -110,7 +115,7 @@ class Tensor {
   // Same values, cut from the graph.
   Tensor detach() const;
 
-  // Global tensors (globe/global/global_tensor.cpp).
+  // Global tensors.
   // This rank's shard (a local tensor; empty when this rank is outside the placement);
   // differentiable. On a local tensor: the tensor itself.
   Tensor to_local() const;
@@ -125,9 +130,13 @@ class Tensor {
   Tensor to_global(const Placement& placement) const;  // keeps the SBP
   Tensor to_global(const NdSbp& sbp) const;            // keeps the placement
 
+  bool same(const Tensor& other) const { return impl_ == other.impl_; }  // the same handle
+
+  // ---- Internals, for the library's layers (see TensorImpl): not the user API. ----------------
+  // A view of `base`'s storage with another shape/strides/offset (no autograd link).
+  static Tensor view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset);
   TensorImpl& impl() const;
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
-  bool same(const Tensor& other) const { return impl_ == other.impl_; }
 
  private:
   std::shared_ptr<TensorImpl> impl_;

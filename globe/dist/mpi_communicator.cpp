@@ -404,6 +404,7 @@ void MpiCommunicator::check_consistency(const std::string& what) {
   std::memcpy(mine.data(), &seq, 8);
   std::memcpy(mine.data() + 8, what.data(), std::min<size_t>(what.size(), kCheckBytes - 9));
   const RollCall call = roll_call(check_comm_, group_ranks_, ranks_, rank_, 0, mine, deadline_from_now());
+  if (!call.missing.empty()) mark_broken();  // abandoned sends: MPI_Finalize would wait for the missing ranks
   GLOBE_CHECK(call.missing.empty(), "[consistency] global op #", seq, " (", what, ") on ranks ", members(),
               ": ranks [", call.missing, "] did not arrive within ", timeout_seconds(), " s");
   std::string diff;

@@ -112,7 +112,7 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp, int t
   if (!in_src && !in_dst) return Tensor::empty(Shape(shape.size(), 0), x.dtype());
   const std::vector<int> members = union_ranks(sp, dp);
   dist::Communicator& comm = dist::group(members);
-  const Tensor& local = x.impl().global->local;
+  const Tensor& local = shard_of(x);
 
   // A move between meshes of one shape with one layout: member i sends its shard to member i.
   if (sp.mesh_shape() == dp.mesh_shape() && ssbp == dsbp) {
@@ -167,8 +167,8 @@ Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp, int mo
   Tensor local;
   if (x.placement() == placement) {
     local = placement.contains(dist::world_rank())
-                ? box_same_placement(x.impl().global->local, x.shape(), placement, x.sbp(), to)
-                : x.impl().global->local;
+                ? box_same_placement(shard_of(x), x.shape(), placement, x.sbp(), to)
+                : shard_of(x);
   } else {
     local = box_across(x, placement, to, move_tag);
   }

@@ -97,7 +97,7 @@ Tensor detail::dispatch_global(const OpPtr& op, const std::vector<Tensor>& input
       BoxingFor why(op->name() + " input " + std::to_string(i) + " " + shape_str(inputs[i].shape()));
       boxed = box(inputs[i], p, NdSbp(in_sbp[i]));
     }
-    locals.push_back(boxed.impl().global->local);
+    locals.push_back(shard_of(boxed));
     args.in_global_shapes.push_back(inputs[i].shape());
     if (p.contains(me)) args.in_block_starts.push_back(local_block(inputs[i].shape(), p, boxed.sbp(), me).start);
   }

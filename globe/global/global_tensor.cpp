@@ -46,6 +46,8 @@ Tensor make_global(const Tensor& local, const Shape& shape, const Placement& pla
   return Tensor(std::move(impl));
 }
 
+const Tensor& shard_of(const Tensor& global) { return meta_of(global, "shard_of").local; }
+
 const Placement& Tensor::placement() const { return meta_of(*this, "placement").placement; }
 const NdSbp& Tensor::sbp() const { return meta_of(*this, "sbp").sbp; }
 
@@ -124,7 +126,7 @@ std::string detail::describe_layout(const Tensor& t) {
 // Collective: every rank gets the whole value.
 Tensor detail::whole_value(const Tensor& t) {
   Tensor all = box(t, Placement::all(t.placement().device()), replicated(1));
-  return all.impl().global->local;
+  return shard_of(all);
 }
 
 Tensor detail::fill_like_global(const Tensor& t, const std::function<void(const Tensor&, const Shape&)>& fill) {

@@ -19,6 +19,10 @@ struct GlobalMeta {
   Tensor local; // this rank's shard; all extents 0 outside the placement
 };
 
+// This rank's shard of a global tensor, as stored: no graph node (to_local() is the
+// differentiable way), for the library's own code.
+const Tensor& shard_of(const Tensor& global);
+
 // Wraps an existing shard (no communication, no checks beyond shapes): the building block of
 // every global op. `local` must already be this rank's block of `shape` under (placement, sbp).
 Tensor make_global(const Tensor& local, const Shape& shape, const Placement& placement, const NdSbp& sbp);

@@ -193,17 +193,17 @@ void detail::copy_global(const Tensor& dst, const Tensor& src) {
     // A local destination takes the whole value (collective: every rank calls it), e.g. a
     // checkpoint from globe::load (global on {src}) copied into a local module's parameters.
     const Tensor whole = box(src, Placement::all(src.placement().device()), replicated(1));
-    kernels::copy_into(dst, whole.impl().global->local);
+    kernels::copy_into(dst, shard_of(whole));
     return;
   }
   Tensor value = src.is_global() ? box(src, dst.placement(), dst.sbp()) : from_full(src, dst.placement(), dst.sbp());
-  kernels::copy_into(dst.impl().global->local, value.impl().global->local);
+  kernels::copy_into(shard_of(dst), shard_of(value));
 }
 
 Tensor Tensor::to_local() const {
   if (!is_global()) return *this;
-  Tensor out = Tensor::view_of(impl().global->local, impl().global->local.shape(),
-                               impl().global->local.strides(), impl().global->local.offset());
+  const Tensor& shard = shard_of(*this);
+  Tensor out = Tensor::view_of(shard, shard.shape(), shard.strides(), shard.offset());
   detail::record_node(std::make_shared<const ToLocal>(), {*this}, out);
   return out;
 }
@@ -221,7 +221,7 @@ Tensor Tensor::to_global(const Placement& p, const NdSbp& sbp, const NdSbp& grad
   const NdSbp g = normalize_sbp(grad_sbp, dim(), placement().mesh_ndim(), "to_global grad_sbp");
   Tensor out = box(*this, p, sbp);
   // The same layout still gets its own node, which carries the gradient's layout.
-  if (out.same(*this)) out = make_global(impl().global->local, shape(), placement(), this->sbp());
+  if (out.same(*this)) out = make_global(shard_of(*this), shape(), placement(), this->sbp());
   detail::record_node(std::make_shared<const Boxing>(g), {*this}, out);
   return out;
 }

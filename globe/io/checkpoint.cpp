@@ -43,7 +43,7 @@ void save(const StateDict& state, const std::string& path, const SaveOptions& op
   const Placement on_dst = placement("cpu", std::vector<int>{dst});
   for (const auto& [key, t] : state) {
     // One tensor at a time: the destination holds at most one gathered tensor beyond the model.
-    Tensor value = t.is_global() ? box(t, on_dst, sbp::broadcast).impl().global->local : t;
+    Tensor value = t.is_global() ? shard_of(box(t, on_dst, sbp::broadcast)) : t;
     if (me == dst && error.empty()) error = io::capture_error([&] { writer->append(value); });
   }
   if (me == dst && error.empty()) error = io::capture_error([&] { writer->commit(); });

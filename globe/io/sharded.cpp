@@ -93,7 +93,7 @@ void save_sharded(const StateDict& state, const std::string& dir,
     if (t.is_global() && t.sbp() != p.cut)
       v = box(t, t.placement(), p.cut);  // collective: every rank
     if (p.mine && error.empty())
-      error = io::capture_error([&] { writer->append(v.is_global() ? v.impl().global->local : v); });
+      error = io::capture_error([&] { writer->append(v.is_global() ? shard_of(v) : v); });
   }
   bool committed = false;
   if (writer && error.empty())
