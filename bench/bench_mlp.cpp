@@ -1,4 +1,4 @@
-// MLP training-step rate: the model of ../shared/peers/torch_mlp.py in Globe.
+// MLP training-step rate: the model and step of the PyTorch peer bench/torch_mlp.py, in Globe.
 //
 //   Linear(H, H) - ReLU - Linear(H, H), MSE loss, plain SGD (lr 0.01), one fixed random batch.
 //   build/bin/bench_mlp [--hidden 1024] [--batch 64] [--steps 50] [--warmup 10] [--threads 1]

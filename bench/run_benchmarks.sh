@@ -5,8 +5,8 @@
 #   --quiet-wait S  before starting, wait up to S seconds (default 600) for the machine to go idle
 #                   (other processes using < 10% of the CPUs over 3 s); 0 skips the check.
 #   --log FILE      also write everything printed to FILE (default bench/results/run-<UTC time>.log).
-# Single-process, 1 thread each: bench_mlp (H=1024, batch 64), the peer
-# ../shared/peers/torch_mlp.py (same model), then bench_ops. Goals (bench/RESULTS.md):
+# Single-process, 1 thread each: bench_mlp (H=1024, batch 64), the PyTorch peer bench/torch_mlp.py
+# (same model and step), then bench_ops. Goals (bench/RESULTS.md):
 # bench_mlp >= 1.2x the peer's steps/s; globe matmul >= 0.95x raw sgemm. Then data parallel with
 # 2 ranks x 1 thread: Globe >= 1.5x the peer's DDP steps/s, scaling efficiency >= 0.75.
 set -euo pipefail
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 BIN="$ROOT/build/bin"
-PEER="$ROOT/../shared/peers/torch_mlp.py"
+PEER="$ROOT/bench/torch_mlp.py"
 PY=/usr/bin/python3  # Debian's interpreter: the one with torch
 QUIET_WAIT=600
 LOG="$ROOT/bench/results/run-$(date -u +%Y%m%dT%H%M%SZ).log"

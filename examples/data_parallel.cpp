@@ -1,7 +1,8 @@
-// Data parallelism (tutorial: docs/02-data-parallel.md). The seed's ToyModel: every rank holds the
-// whole model (parameters broadcast) and a slice of each batch (split along dim 0). The backward
-// pass leaves each weight gradient as a partial sum; accumulating it into the broadcast parameter
-// all-reduces it — data parallelism falls out of the layouts, no wrapper needed.
+// Data parallelism (tutorial: docs/02-data-parallel.md). The original tutorial's ToyModel: every
+// rank holds the whole model (parameters broadcast) and a slice of each batch (split along dim 0).
+// The backward pass leaves each weight gradient as a partial sum; accumulating it into the
+// broadcast parameter all-reduces it — data parallelism falls out of the layouts, no wrapper
+// needed.
 //
 //   build/bin/globe-launch --nproc_per_node 2 build/bin/data_parallel [--iters N]
 #include "example_util.h"
@@ -11,7 +12,7 @@ namespace optim = globe::optim;
 namespace sbp = globe::sbp;
 using globe::Tensor;
 
-using example::ToyModel;  // the seed's model: examples/toy_model.h
+using example::ToyModel;  // the original tutorial's model: examples/toy_model.h
 
 int main(int argc, char** argv) {
   const int max_iter = example::int_flag(argc, argv, "--iters", 10);

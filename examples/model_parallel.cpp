@@ -1,10 +1,10 @@
-// Model (tensor) parallelism (tutorial: docs/03-model-parallel.md). The seed's ModelParallelLinear:
-// each linear layer's weight is split along out_features (split(0)), the data is broadcast, and
-// every rank computes its slice of each layer's output.
+// Model (tensor) parallelism (tutorial: docs/03-model-parallel.md). The original tutorial's
+// ModelParallelLinear: each linear layer's weight is split along out_features (split(0)), the data
+// is broadcast, and every rank computes its slice of each layer's output.
 //
-// The seed builds each rank's shard separately (Linear(in, out / ranks)). Globe initialises the
-// whole layer and distributes it instead, so the numbers are the same on any number of ranks —
-// run it with --nproc_per_node 1 and 2 and compare.
+// The original tutorial builds each rank's shard separately (Linear(in, out / ranks)). Globe
+// initialises the whole layer and distributes it instead, so the numbers are the same on any
+// number of ranks — run it with --nproc_per_node 1 and 2 and compare.
 //
 //   build/bin/globe-launch --nproc_per_node 2 build/bin/model_parallel [--iters N]
 #include "example_util.h"

@@ -1,5 +1,6 @@
-// Saving and loading (tutorial: docs/04-save-load.md). The seed's data-parallel ToyModel, trained,
-// saved with `global_dst_rank`, loaded into a fresh model with `global_src_rank`, and checked.
+// Saving and loading (tutorial: docs/04-save-load.md). The original tutorial's data-parallel
+// ToyModel, trained, saved with `global_dst_rank`, loaded into a fresh model with
+// `global_src_rank`, and checked.
 //
 // save and load are collective: every rank calls them — never inside `if (rank == 0)`. The
 // destination rank gathers the global parameters and writes one safetensors file (readable by
@@ -14,7 +15,7 @@ namespace optim = globe::optim;
 namespace sbp = globe::sbp;
 using globe::Tensor;
 
-using example::ToyModel;  // the seed's model: examples/toy_model.h
+using example::ToyModel;  // the original tutorial's model: examples/toy_model.h
 
 // Trains `model` for `iters` steps (continuing from its current parameters) and prints the losses.
 void train(ToyModel& model, const globe::Placement& placement, int iters, const char* tag) {

@@ -1,5 +1,5 @@
-// The seed's ToyModel: two linear layers, ReLU and an MSE loss. Shared by the data-parallel and the
-// save/load examples.
+// The original tutorial's ToyModel: two linear layers, ReLU and an MSE loss. Shared by the
+// data-parallel and the save/load examples.
 #pragma once
 
 #include <globe/globe.h>
