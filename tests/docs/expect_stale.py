@@ -5,24 +5,11 @@ change nothing on a second run); a missing source must exit 2."""
 
 import pathlib
 import shutil
-import subprocess
-import sys
 import tempfile
 
+from check_util import expect, run
+
 HERE = pathlib.Path(__file__).resolve().parent
-SCRIPT = HERE.parent.parent / "scripts" / "sync_docs.py"
-
-
-def run(root, *args):
-    r = subprocess.run([sys.executable, str(SCRIPT), "--root", str(root), *args], capture_output=True, text=True)
-    return r.returncode, r.stdout + r.stderr
-
-
-def expect(cond, what, output=""):
-    if not cond:
-        print(f"FAIL: {what}\n--- output ---\n{output}")
-        sys.exit(1)
-    print(f"ok: {what}")
 
 
 with tempfile.TemporaryDirectory() as tmp:

@@ -8,25 +8,15 @@ wrong exit status and a timeout must fail without rewriting; an unknown option m
 
 import pathlib
 import shutil
-import subprocess
-import sys
 import tempfile
 
+from check_util import expect, run as run_script
+
 HERE = pathlib.Path(__file__).resolve().parent
-SCRIPT = HERE.parent.parent / "scripts" / "sync_docs.py"
 
 
 def run(root, *args):
-    r = subprocess.run([sys.executable, str(SCRIPT), "--root", str(root), "--outputs-only", *args],
-                       capture_output=True, text=True)
-    return r.returncode, r.stdout + r.stderr
-
-
-def expect(cond, what, output=""):
-    if not cond:
-        print(f"FAIL: {what}\n--- output ---\n{output}")
-        sys.exit(1)
-    print(f"ok: {what}")
+    return run_script(root, "--outputs-only", *args)
 
 
 def block(text, number_marker):
