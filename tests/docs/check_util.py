@@ -2,10 +2,20 @@
 on a fixture root, and report each expectation."""
 
 import pathlib
+import shutil
 import subprocess
 import sys
 
-SCRIPT = pathlib.Path(__file__).resolve().parent.parent.parent / "scripts" / "sync_docs.py"
+HERE = pathlib.Path(__file__).resolve().parent
+SCRIPT = HERE.parent.parent / "scripts" / "sync_docs.py"
+
+
+def copy_fixture(tmp, name):
+    """Copies fixtures/NAME into the directory `tmp`: (its root, its docs/page.md, the page's text)."""
+    root = pathlib.Path(tmp) / name
+    shutil.copytree(HERE / "fixtures" / name, root)
+    page = root / "docs" / "page.md"
+    return root, page, page.read_text()
 
 
 def run(root, *args):

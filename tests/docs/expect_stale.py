@@ -3,20 +3,13 @@
 name the page, the block and the first differing line; the rewrite must then fix the page (and
 change nothing on a second run); a missing source must exit 2."""
 
-import pathlib
-import shutil
 import tempfile
 
-from check_util import expect, run
-
-HERE = pathlib.Path(__file__).resolve().parent
+from check_util import copy_fixture, expect, run
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    root = pathlib.Path(tmp) / "stale"
-    shutil.copytree(HERE / "fixtures" / "stale", root)
-    page = root / "docs" / "page.md"
-    before = page.read_text()
+    root, page, before = copy_fixture(tmp, "stale")
 
     rc, out = run(root, "--check")
     expect(rc == 1, "--check exits 1 on the stale fixture", out)

@@ -6,13 +6,9 @@ that differ only in the ranks' order (sort-ranks), a timing (vary=), an mpirun j
 out (keep=); the rewrite must fix the page from real runs and change nothing on a second run; a
 wrong exit status and a timeout must fail without rewriting; an unknown option must exit 2."""
 
-import pathlib
-import shutil
 import tempfile
 
-from check_util import expect, run as run_script
-
-HERE = pathlib.Path(__file__).resolve().parent
+from check_util import copy_fixture, expect, run as run_script
 
 
 def run(root, *args):
@@ -26,10 +22,7 @@ def block(text, number_marker):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    root = pathlib.Path(tmp) / "outputs"
-    shutil.copytree(HERE / "fixtures" / "outputs", root)
-    page = root / "docs" / "page.md"
-    before = page.read_text()
+    root, page, before = copy_fixture(tmp, "outputs")
 
     rc, out = run(root, "--check")
     expect(rc == 1, "--check exits 1 on the stale fixture", out)
