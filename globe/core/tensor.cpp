@@ -195,6 +195,23 @@ Tensor& Tensor::set_requires_grad(bool on) {
   return *this;
 }
 
+void Tensor::rebind(const Tensor& src) const {
+  TensorImpl& dst = impl();
+  const TensorImpl& from = src.impl();
+  if (&dst == &from) return;
+  dst.shape = from.shape;
+  dst.dtype = from.dtype;
+  dst.storage = from.storage;
+  dst.strides = from.strides;
+  dst.offset = from.offset;
+  dst.global = from.global;
+  dst.grad = nullptr;
+  dst.grad_unsettled = false;
+  dst.grad_fn = nullptr;
+  GLOBE_CHECK(!dst.requires_grad || is_floating(dst.dtype), "[rebind] a tensor that requires grad cannot become ",
+              dtype_name(dst.dtype));
+}
+
 Tensor Tensor::detach() const {
   auto impl = std::make_shared<TensorImpl>(this->impl());
   impl->requires_grad = false;

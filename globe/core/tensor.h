@@ -137,6 +137,11 @@ class Tensor {
   static Tensor view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset);
   TensorImpl& impl() const;
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  // Parameter identity: this handle's TensorImpl takes `src`'s data and layout (shape, dtype,
+  // storage, global meta) and drops its own gradient and graph, keeping requires_grad. Every
+  // handle that shares it (an optimizer's, a tied slot's) sees the new value: what
+  // Module::to_global, distribute and to(dtype) do to a parameter.
+  void rebind(const Tensor& src) const;
 
  private:
   std::shared_ptr<TensorImpl> impl_;

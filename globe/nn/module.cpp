@@ -121,19 +121,12 @@ void Module::zero_grad() {
 }
 
 void Module::to(DType dtype) {
-  // A tensor held by several slots (tied weights) is converted once, so the slots stay tied.
-  std::map<const TensorImpl*, Tensor> converted;
+  // In place (Tensor::rebind): optimizers keep their parameters, and a tensor held by several
+  // slots (tied weights) is converted once, at the first, so the slots stay tied.
+  NoGradGuard no_grad;
   for_each_slot([&](const std::string&, Tensor& slot, bool) {
     if (slot.dtype() == dtype || !is_floating(slot.dtype())) return;
-    Tensor& fresh = converted[slot.impl_ptr().get()];
-    if (!fresh.defined()) {
-      {
-        NoGradGuard no_grad;
-        fresh = to_dtype(slot, dtype).detach();
-      }
-      if (slot.requires_grad()) fresh.set_requires_grad(true);
-    }
-    slot = fresh;
+    slot.rebind(to_dtype(slot, dtype));
   });
 }
 

@@ -9,12 +9,9 @@ namespace globe::nn {
 
 namespace {
 
-// Replaces `slot` with `converted` as a fresh leaf that keeps the slot's requires_grad.
-void replace_leaf(Tensor& slot, const Tensor& converted) {
-  const bool rg = slot.requires_grad();
-  slot = converted.detach();
-  if (rg) slot.set_requires_grad(true);
-}
+// The slot's tensor itself takes the converted value and layout (Tensor::rebind): an optimizer
+// made before keeps pointing at the parameter, and tied slots stay tied.
+void replace_leaf(Tensor& slot, const Tensor& converted) { slot.rebind(converted.detach()); }
 
 }  // namespace
 

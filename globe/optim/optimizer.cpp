@@ -4,6 +4,7 @@
 
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
+#include "globe/global/global_tensor.h"
 #include "globe/global/grad_buckets.h"
 #include "globe/ops/ops.h"
 
@@ -20,6 +21,12 @@ void for_each_param(const std::vector<Tensor>& params, const char* op, Fn&& fn) 
   settle_grads(params);  // data-parallel reductions in buckets, not one per parameter
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
+    // Held by this optimizer alone: nothing else (no model) can see the update, which torch would
+    // make silently. Module::to_global, distribute and to keep their parameters; an assignment does not.
+    GLOBE_CHECK(p.impl_ptr().use_count() > 1, "[", op, "] step(): parameter ", i, " (", describe(p),
+                ") is held by this optimizer alone, so updating it changes nothing: the model's tensor was "
+                "replaced (by assignment) after the optimizer was made. Create the optimizer from "
+                "model.parameters() after replacing them");
     Tensor g = p.grad();
     if (!g.defined()) continue;
     GLOBE_CHECK(g.shape() == p.shape(), "[", op, "] gradient ", describe(g), " does not match parameter ",
@@ -31,6 +38,22 @@ void for_each_param(const std::vector<Tensor>& params, const char* op, Fn&& fn) 
       fn(pl.template data<T>(), gl.template data<T>(), pl.numel(), i);
     });
   }
+}
+
+// Optimizer state made for a parameter follows it when the parameter has moved since
+// (Module::to_global, distribute) or changed dtype (Module::to): same values, its layout.
+void follow(Tensor& state, const Tensor& p) {
+  if (!state.defined()) return;
+  const bool same_layout = state.is_global() == p.is_global() &&
+                           (!p.is_global() || (state.placement() == p.placement() && state.sbp() == p.sbp()));
+  if (same_layout && state.dtype() == p.dtype()) return;
+  Tensor s = state.dtype() == p.dtype() ? state : to_dtype(state, p.dtype());
+  if (p.is_global()) {
+    s = s.is_global() ? s.to_global(p.placement(), p.sbp()) : from_full(s, p.placement(), p.sbp());
+  } else if (s.is_global()) {
+    s = s.to_global(Placement::all(s.placement().device()), replicated(1)).to_local();  // the whole value
+  }
+  state = contiguous(s).detach();  // the update writes the shard through a flat pointer
 }
 
 // Runs body(j) for j in [0, n) in fixed blocks of 16. With the __restrict pointers of the callers
@@ -99,6 +122,7 @@ void SGD::step() {
       sgd_update<T>(p, g, n, lr, wd);
       return;
     }
+    follow(momentum_[i], params_[i]);
     const bool first = !momentum_[i].defined();
     if (first) momentum_[i] = state_like(params_[i]);
     T* buf = state_data<T>(momentum_[i]);
@@ -165,6 +189,8 @@ void Adam::step() {
   const AdamOptions o = options_;
   for_each_param(params_, decoupled_ ? "AdamW" : "Adam", [&](auto* p, const auto* g, int64_t n, size_t i) {
     using T = std::remove_pointer_t<decltype(p)>;
+    follow(exp_avg_[i], params_[i]);
+    follow(exp_avg_sq_[i], params_[i]);
     if (!exp_avg_[i].defined()) {
       exp_avg_[i] = state_like(params_[i]);
       exp_avg_sq_[i] = state_like(params_[i]);
