@@ -4,9 +4,14 @@
 // broadcast parameter all-reduces it — data parallelism falls out of the layouts, no wrapper
 // needed.
 //
-//   build/bin/globe-launch --nproc_per_node 2 build/bin/data_parallel [--iters N]
+//   build/bin/globe-launch --nproc_per_node 2 build/bin/data_parallel [--iters N] [--ckpt DIR]
+//
+// With --ckpt DIR it saves every 5 iterations and starts from the newest complete checkpoint
+// there, so `globe-launch --max-restarts 1` carries it through a failed rank.
 #include "example_util.h"
 #include "toy_model.h"
+
+#include <optional>
 
 namespace optim = globe::optim;
 namespace sbp = globe::sbp;
@@ -16,6 +21,7 @@ using example::ToyModel;  // the original tutorial's model: examples/toy_model.h
 
 int main(int argc, char** argv) {
   const int max_iter = example::int_flag(argc, argv, "--iters", 10);
+  const std::string ckpt_dir = example::string_flag(argc, argv, "--ckpt", "");
   globe::manual_seed(0);
   auto placement = globe::Placement::all("cpu");  // every launched rank: {0, 1} under --nproc_per_node 2
 
@@ -23,7 +29,11 @@ int main(int argc, char** argv) {
   model.to_global(placement, sbp::broadcast);  // rank 0's initial parameters win
 
   optim::SGD optimizer(model.parameters(), {.lr = 0.05});
-  for (int i = 0; i < max_iter; ++i) {
+  std::optional<globe::CheckpointManager> ckpt;
+  if (!ckpt_dir.empty()) ckpt.emplace(ckpt_dir);
+  const int start = ckpt ? int(ckpt->resume(model, optimizer)) : 0;  // 0 when there is none
+  for (int i = start; i < max_iter; ++i) {
+    globe::manual_seed(1 + i);  // each batch from its iteration alone: a resumed run sees the same data
     auto data = globe::randn({20, 10}, placement, sbp::split(0));    // each rank: 10 of the 20 rows
     auto labels = globe::randn({20, 16}, placement, sbp::split(0));
     auto loss = model.forward(data, labels);
@@ -32,6 +42,7 @@ int main(int argc, char** argv) {
     optimizer.zero_grad();
     const float value = loss.item<float>();  // collective: every rank asks, rank 0 prints
     if (example::is_rank0()) std::cout << "iter " << i << " loss " << value << std::endl;
+    if (ckpt && (i + 1) % 5 == 0) ckpt->save(i + 1, model, optimizer);
   }
   return 0;
 }

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   ToyModel model(placement);
   optim::SGD optimizer(model.parameters(), {.lr = 0.05});
   for (int i = 0; i < max_iter; ++i) {
+    globe::manual_seed(1 + i);  // each batch from its iteration, as in data_parallel
     auto data = globe::randn({20, 10}, placement, sbp::broadcast);  // every rank sees all data
     auto labels = globe::randn({20, 16}, placement, sbp::broadcast);
     auto loss = model.forward(data, labels);

@@ -24,6 +24,7 @@
 #include "globe/global/placement.h"
 #include "globe/core/sbp.h"
 #include "globe/io/checkpoint.h"
+#include "globe/io/checkpoint_manager.h"
 #include "globe/io/sharded.h"
 #include "globe/core/memory.h"
 #include "globe/pipeline/pipeline.h"

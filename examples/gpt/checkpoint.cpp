@@ -23,7 +23,7 @@ Tensor qkv_to_nanogpt(const Tensor& t) {
 
 bool is_qkv(const std::string& key) { return key.find("attn.c_attn.") != std::string::npos; }
 
-const std::string kOptim = "optimizer.", kStep = "train.step";
+const std::string kOptim = "optimizer.";
 
 }  // namespace
 
@@ -64,8 +64,7 @@ void save_training(const std::string& dir, GPT& model, const NamedAdamW& adamw, 
     const size_t i = std::stoul(key.substr(6, dot - 6));
     sd.set(kOptim + adamw.names[i] + key.substr(dot), value);
   }
-  sd.set(kStep, globe::from_vector(std::vector<int64_t>{step}, {}));
-  globe::save_sharded(sd, dir);
+  globe::CheckpointManager(dir, {.keep = 2}).save(step, sd);  // DIR/step-<step>, the last two kept
 }
 
 int64_t load_training(const std::string& dir, GPT& model, NamedAdamW& adamw) {
@@ -76,22 +75,22 @@ int64_t load_training(const std::string& dir, GPT& model, NamedAdamW& adamw) {
     like.set(kOptim + adamw.names[i] + ".exp_avg", params[i]);
     like.set(kOptim + adamw.names[i] + ".exp_avg_sq", params[i]);
   }
-  like.set(kStep, globe::from_vector(std::vector<int64_t>{0}, {}));
-  const globe::StateDict got = globe::load_sharded(dir, like);
+  const auto got = globe::CheckpointManager(dir).load_latest(like);  // the newest complete one
+  GLOBE_CHECK(got.has_value(), "[gpt] no complete checkpoint in '", dir, "' to resume from");
   globe::StateDict weights, optim;
-  for (const auto& [key, value] : got) {
+  for (const auto& [key, value] : got->state) {
     if (key.rfind(kOptim, 0) == 0) {
       const std::string rest = key.substr(kOptim.size());
       const size_t dot = rest.rfind('.');
       const auto it = std::find(adamw.names.begin(), adamw.names.end(), rest.substr(0, dot));
       optim.set("state." + std::to_string(it - adamw.names.begin()) + rest.substr(dot), value);
-    } else if (key != kStep) {
+    } else {
       weights.set(key, value);
     }
   }
   model.load_state_dict(weights);
   adamw.optimizer->load_state_dict(optim);
-  return got.at(kStep).item<int64_t>();
+  return got->step;
 }
 
 }  // namespace gpt

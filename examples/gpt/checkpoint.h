@@ -24,10 +24,11 @@ struct NamedAdamW {
 };
 NamedAdamW make_adamw(GPT& model, double lr, double weight_decay);
 
-// Collective. A sharded checkpoint in `dir`: every rank writes the blocks it holds.
+// Collective. A sharded checkpoint of the step in `dir` (globe::CheckpointManager: DIR/step-<step>,
+// committed by its index.json, the last two kept): every rank writes the blocks it holds.
 void save_training(const std::string& dir, GPT& model, const NamedAdamW& adamw, int64_t step);
-// Collective. Loads `dir` into the model and optimizer in their current layouts (any layout, any
-// number of ranks); returns the step to continue from.
+// Collective. Loads the newest complete checkpoint in `dir` into the model and optimizer in their
+// current layouts (any layout, any number of ranks); returns the step to continue from.
 int64_t load_training(const std::string& dir, GPT& model, NamedAdamW& adamw);
 
 }  // namespace gpt

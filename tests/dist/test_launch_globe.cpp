@@ -17,11 +17,6 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-std::string describe(const RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.hung ? " (hung)" : "") + " after " +
-         std::to_string(r.seconds) + " s\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
-}
-
 // (ranks, failing rank, step at which it throws)
 class GlobeRankThrows : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
 

@@ -271,4 +271,9 @@ int usable_cores() {
   return static_cast<int>(std::thread::hardware_concurrency());
 }
 
+std::string describe(const RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + (r.hung ? " (hung)" : "") + " after " + std::to_string(r.seconds) +
+         " s\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
+}
+
 }  // namespace launch_test

@@ -51,6 +51,9 @@ class LauncherProcess {
 RunResult run_on_tty_and_press_ctrl_c(const std::vector<std::string>& args,
                                       const std::function<bool()>& ready, double deadline_s = 60);
 
+// Exit code, time, stdout and stderr, for assertion messages.
+std::string describe(const RunResult& r);
+
 // Starts, waits, returns.
 RunResult run_launcher(const std::vector<std::string>& args,
                        const std::vector<std::string>& extra_env = {}, double deadline_s = 60);

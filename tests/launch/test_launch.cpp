@@ -31,11 +31,6 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-std::string describe(const RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.hung ? " (hung)" : "") + "\n--- stdout\n" +
-         r.out + "--- stderr\n" + r.err;
-}
-
 TEST(Launch, HelpMentionsEveryOption) {
   const RunResult r = run_launcher({"--help"});
   ASSERT_EQ(r.exit_code, 0) << describe(r);

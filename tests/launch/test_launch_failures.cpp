@@ -25,11 +25,6 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-std::string describe(const RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.hung ? " (hung)" : "") + " after " +
-         std::to_string(r.seconds) + " s\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
-}
-
 // Names in `dir` that start with "globe-launch." (the launcher's run directories).
 std::vector<std::string> run_dirs_in(const std::string& dir) {
   std::vector<std::string> found;

@@ -137,6 +137,10 @@ ParseResult parse_options(int argc, char** argv, const char* env_no_prefix) {
       if (!value(v)) return missing();
       if (!parse_seconds(v, o.timeout_s))
         return fail("--timeout: expected a number of seconds > 0, got '" + v + "'");
+    } else if (name == "--max-restarts" || name == "--max_restarts") {
+      if (!value(v)) return missing();
+      if (!parse_int(v, o.max_restarts) || o.max_restarts < 0)
+        return fail(name + ": expected an integer >= 0, got '" + v + "'");
     } else if (name == "--mpirun") {
       if (!value(o.mpirun)) return missing();
     } else if (name == "--mca") {
@@ -216,6 +220,10 @@ Options:
                        (DIR is created)
   --timeout SEC        whole-job time limit; when it passes every rank is stopped and
                        globe-launch exits 124
+  --max-restarts N     when a rank fails, report it, stop every rank and start them all
+                       again, up to N times (torchrun's --max-restarts); each start sees
+                       GLOBE_RESTART_COUNT (0, 1, ...). Resume from a checkpoint to continue
+                       (globe::CheckpointManager). Not after --timeout or a signal to globe-launch
   --mpirun PATH        the mpirun to use (default: mpirun from PATH)
   --mca KEY VALUE      pass an Open MPI MCA parameter to mpirun (repeatable)
   -x VAR[=VALUE]       export an environment variable to all ranks, also remote ones

@@ -18,6 +18,7 @@ struct LaunchOptions {
   bool no_prefix = false;
   std::string logdir;
   double timeout_s = 0;  // 0 = no whole-job timeout
+  int max_restarts = 0;  // times every rank is started again after a rank failed
   std::string mpirun = "mpirun";
   std::vector<std::pair<std::string, std::string>> mca;  // --mca K V, in order
   std::vector<std::string> export_env;                   // -x VAR[=VALUE], in order

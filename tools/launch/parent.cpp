@@ -98,32 +98,21 @@ std::vector<std::string> mpirun_argv(const LaunchOptions& o, const std::string& 
   return v;
 }
 
+// How one start of the job ended: the launcher's exit code, and whether --max-restarts may start
+// it again (a rank failed, or mpirun did; not a signal to globe-launch nor --timeout).
+struct JobEnd {
+  int exit_code;
+  bool restartable;
+};
+
 std::string format_seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g", s);
   return buf;
 }
 
-}  // namespace
-
-int run_parent(const LaunchOptions& o) {
-  if (const auto bad = check_executable(o.program[0])) {
-    say("cannot run '" + o.program[0] + "': " + bad->why);
-    return bad->exit_code;
-  }
-  if (const auto bad = check_executable(o.mpirun)) {
-    say("cannot run mpirun '" + o.mpirun + "': " + bad->why + "; install openmpi-bin or pass --mpirun PATH");
-    return 127;
-  }
-  std::string logdir;
-  if (!o.logdir.empty()) {
-    logdir = absolute_path(o.logdir);  // ranks may start in another directory on other hosts
-    if (!make_dirs(logdir)) {
-      say("cannot create log directory '" + logdir + "': " + std::strerror(errno));
-      return 1;
-    }
-  }
-
+// One start of every rank through mpirun, to its end.
+JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout_at) {
   // Block the handled signals first, so a Ctrl-C from here on is always handled by the loop
   // below (and the run directory always removed).
   sigset_t handled, old_mask;
@@ -138,7 +127,7 @@ int run_parent(const LaunchOptions& o) {
   if (::mkdtemp(run_dir.data()) == nullptr) {
     say("cannot create a run directory in " + run_dir + ": " + std::strerror(errno));
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    return 1;
+    return {1, false};
   }
 
   // The ranks' output comes back over our own channel, so that lines stay whole (output_channel.h).
@@ -165,7 +154,7 @@ int run_parent(const LaunchOptions& o) {
     say(std::string("fork: ") + std::strerror(errno));
     remove_flat_dir(run_dir);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    return 1;
+    return {1, false};
   }
   if (pid == 0) {
     // If the launcher is SIGKILLed, mpirun gets SIGTERM and stops the job.
@@ -178,7 +167,6 @@ int run_parent(const LaunchOptions& o) {
     ::_exit(127);
   }
 
-  const double timeout_at = o.timeout_s > 0 ? now_s() + o.timeout_s : kNever;
   double kill_at = kNever;
   int stop_signal = 0;
   bool timed_out = false;
@@ -227,19 +215,19 @@ int run_parent(const LaunchOptions& o) {
   remove_flat_dir(run_dir);
   if (stop_signal != 0) {
     say(std::string("got SIG") + sigabbrev_np(stop_signal) + "; stopped all ranks");
-    return 128 + stop_signal;
+    return {128 + stop_signal, false};
   }
   if (timed_out) {
     say("job timed out after " + format_seconds(o.timeout_s) + " s (--timeout); stopped all ranks");
-    return 124;
+    return {124, false};
   }
   if (failure) {
     say("rank " + std::to_string(failure->rank) + " failed first: " + failure->describe());
-    return failure->launcher_exit_code();
+    return {failure->launcher_exit_code(), true};
   }
   if (WIFSIGNALED(status)) {
     say("mpirun died by " + describe_signal(WTERMSIG(status)));
-    return 128 + WTERMSIG(status);
+    return {128 + WTERMSIG(status), true};
   }
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   if (rc != 0) {
@@ -249,7 +237,38 @@ int run_parent(const LaunchOptions& o) {
         " before any rank recorded a failure (a rank's MPI_Abort, or mpirun's own error: see "
         "its messages above)");
   }
-  return rc;
+  return {rc, rc != 0};
+}
+
+}  // namespace
+
+int run_parent(const LaunchOptions& o) {
+  if (const auto bad = check_executable(o.program[0])) {
+    say("cannot run '" + o.program[0] + "': " + bad->why);
+    return bad->exit_code;
+  }
+  if (const auto bad = check_executable(o.mpirun)) {
+    say("cannot run mpirun '" + o.mpirun + "': " + bad->why + "; install openmpi-bin or pass --mpirun PATH");
+    return 127;
+  }
+  std::string logdir;
+  if (!o.logdir.empty()) {
+    logdir = absolute_path(o.logdir);  // ranks may start in another directory on other hosts
+    if (!make_dirs(logdir)) {
+      say("cannot create log directory '" + logdir + "': " + std::strerror(errno));
+      return 1;
+    }
+  }
+
+  const double timeout_at = o.timeout_s > 0 ? now_s() + o.timeout_s : kNever;
+  for (int restart = 0;; ++restart) {
+    // Each start sees its number; a rank's log (--logdir) is appended to after the first.
+    ::setenv("GLOBE_RESTART_COUNT", std::to_string(restart).c_str(), 1);
+    const JobEnd end = run_job(o, logdir, timeout_at);
+    if (!end.restartable || restart >= o.max_restarts) return end.exit_code;
+    say("restarting every rank (restart " + std::to_string(restart + 1) + " of " + std::to_string(o.max_restarts) +
+        ", --max-restarts)");
+  }
 }
 
 }  // namespace globe_launch

@@ -235,7 +235,9 @@ int run_rank_child(int argc, char** argv) {
   if (!a.logdir.empty()) {
     const std::string path = a.logdir + "/rank." + std::to_string(rank) + ".log";
     if (make_dirs(a.logdir))
-      log_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+      // A restart (--max-restarts) adds to the log of the earlier starts.
+      log_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (env_int("GLOBE_RESTART_COUNT", 0) > 0 ? 0 : O_TRUNC),
+                      0644);
     if (log_fd < 0)
       std::fprintf(stderr, "[globe-launch] rank %d: cannot write %s: %s\n", rank, path.c_str(),
                    std::strerror(errno));
