@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common.h"
+#include "globe/version.h"
 #include "options.h"
 #include "parent.h"
 #include "rank_child.h"
@@ -22,6 +23,9 @@ int main(int argc, char** argv) {
   switch (parsed.kind) {
     case ParseResult::Kind::kHelp:
       std::fputs(usage_text().c_str(), stdout);
+      return 0;
+    case ParseResult::Kind::kVersion:
+      std::printf("globe-launch (Globe) %s\n", GLOBE_VERSION);
       return 0;
     case ParseResult::Kind::kError:
       // The usage first, so the error stays visible at the bottom of the terminal.

@@ -101,6 +101,9 @@ ParseResult parse_options(int argc, char** argv, const char* env_no_prefix) {
     if (name == "-h" || name == "--help") {
       r.kind = ParseResult::Kind::kHelp;
       return r;
+    } else if (name == "--version") {
+      r.kind = ParseResult::Kind::kVersion;
+      return r;
     } else if (name == "--nproc_per_node" || name == "--nproc-per-node") {
       if (!value(v)) return missing();
       if (!parse_int(v, o.nproc_per_node) || o.nproc_per_node < 1)
@@ -226,6 +229,7 @@ Options:
                        (globe::CheckpointManager). Not after --timeout or a signal to globe-launch
   --mpirun PATH        the mpirun to use (default: mpirun from PATH)
   --mca KEY VALUE      pass an Open MPI MCA parameter to mpirun (repeatable)
+  --version            print Globe's version and exit
   -x VAR[=VALUE]       export an environment variable to all ranks, also remote ones
                        (passed to mpirun -x; repeatable)
   -h, --help           show this help

@@ -27,7 +27,7 @@ struct LaunchOptions {
 
 // Outcome of parsing: either options to run, a request for help, or an error.
 struct ParseResult {
-  enum class Kind { kRun, kHelp, kError } kind = Kind::kRun;
+  enum class Kind { kRun, kHelp, kVersion, kError } kind = Kind::kRun;
   LaunchOptions options;
   std::string error;        // for kError: one line, without the "globe-launch: " prefix
   bool show_usage = false;  // for kError: the command line's shape was wrong (unknown option...)

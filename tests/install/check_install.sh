@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the build tree BUILD into a fresh prefix, then builds tests/install/consumer against it
+# both ways a C++ project would (find_package(Globe), and pkg-config), and runs each program with
+# the installed globe-launch on 2 ranks. Every step must work and print what is expected.
+#   check_install.sh BUILD CONSUMER_DIR
+set -euo pipefail
+build=$1 consumer=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+cmake --install "$build" --prefix "$prefix" > "$work/install.log"
+for f in include/globe/globe.h include/globe/version.h lib/libglobe.a bin/globe-launch bin/globe-ckpt \
+         lib/cmake/Globe/GlobeConfig.cmake lib/pkgconfig/globe.pc; do
+  [[ -e $prefix/$f ]] || { echo "FAIL: $f is not installed"; exit 1; }
+done
+version=$("$prefix/bin/globe-launch" --version)
+[[ $version == "globe-launch (Globe) "* ]] || { echo "FAIL: --version printed '$version'"; exit 1; }
+echo "ok: installed; $version"
+
+# 1. CMake: find_package(Globe) -> Globe::globe.
+cmake -S "$consumer" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" > "$work/configure.log"
+cmake --build "$work/cmake-build" > "$work/build.log"
+out=$("$prefix/bin/globe-launch" --nproc_per_node 2 "$work/cmake-build/consumer")
+echo "$out"
+[[ $out == "[rank0] globe ${version##* }, 2 ranks, loss "* ]] || { echo "FAIL: find_package build printed '$out'"; exit 1; }
+echo "ok: find_package(Globe)"
+
+# 2. pkg-config.
+g++ "$consumer/main.cpp" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs globe) -o "$work/consumer-pc"
+out_pc=$("$prefix/bin/globe-launch" --nproc_per_node 2 "$work/consumer-pc")
+[[ $out_pc == "$out" ]] || { echo "FAIL: the pkg-config build printed '$out_pc', the CMake one '$out'"; exit 1; }
+echo "ok: pkg-config --cflags --libs globe"
