@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential cmake ninja-build ccache
+  build-essential cmake ninja-build ccache pkg-config
   libopenmpi-dev openmpi-bin          # communication (docs/design.md §0)
   libopenblas-dev                     # matmul
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
