@@ -17,6 +17,9 @@ inline bool write_all(int fd, const std::string& s) {
   return write_all(fd, s.data(), s.size());
 }
 
+// Seconds on a monotonic clock.
+double now_s();
+
 // "signal 11 (SIGSEGV)".
 std::string describe_signal(int sig);
 

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -25,11 +24,6 @@ constexpr std::size_t kHeaderBytes = 5;
 constexpr std::uint32_t kMaxFrameBytes = 4u << 20;
 // How long a rank waits for the parent to accept its connection.
 constexpr int kConnectTimeoutMs = 10000;
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 std::string random_token() {
   unsigned char bytes[16] = {};

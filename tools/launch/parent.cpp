@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,11 +30,6 @@ constexpr int kHandled[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
 // per-rank process dies with it (PR_SET_PDEATHSIG), and every program with its per-rank process.
 constexpr double kStopGraceS = 5.0;
 constexpr double kNever = std::numeric_limits<double>::infinity();
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 std::string absolute_path(const std::string& p) {
   if (!p.empty() && p[0] == '/') return p;

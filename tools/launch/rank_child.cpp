@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -152,11 +151,6 @@ bool pump(int fd, OutputRelay& relay, bool& open) {
     if (n == 0 || errno != EAGAIN) open = false;
     return false;
   }
-}
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
 // Kills what the program left running in our process group (`cmd &` in a script, data-loader
