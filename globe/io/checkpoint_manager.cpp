@@ -59,6 +59,15 @@ StateDict under(const std::string& prefix, const StateDict& sd) {
   return out;
 }
 
+// Loads the keys of `like` (in like's layouts) and the step from a complete checkpoint.
+CheckpointManager::Loaded load_from(const SavedCheckpoint& found, StateDict like) {
+  like.set(kStep, from_vector(std::vector<int64_t>{0}, {}));
+  StateDict got = load_sharded(found.path, like);
+  const int64_t step = got.at(kStep).item<int64_t>();
+  got.erase(kStep);
+  return {step, std::move(got)};
+}
+
 }  // namespace
 
 std::optional<SavedCheckpoint> latest_checkpoint(const std::string& dir) {
@@ -106,12 +115,7 @@ void CheckpointManager::save(int64_t step, const StateDict& state) {
 std::optional<CheckpointManager::Loaded> CheckpointManager::load_latest(const StateDict& like) const {
   const std::optional<SavedCheckpoint> found = latest();
   if (!found) return std::nullopt;
-  StateDict with_step = like;
-  with_step.set(kStep, from_vector(std::vector<int64_t>{0}, {}));
-  StateDict got = load_sharded(found->path, with_step);
-  const int64_t step = got.at(kStep).item<int64_t>();
-  got.erase(kStep);
-  return Loaded{step, std::move(got)};
+  return load_from(*found, like);
 }
 
 int64_t CheckpointManager::resume(nn::Module& model, optim::Optimizer* optimizer) {
@@ -124,10 +128,10 @@ int64_t CheckpointManager::resume(nn::Module& model, optim::Optimizer* optimizer
     for (const io::IndexEntry& e : io::read_index(found->path, "CheckpointManager").tensors)
       if (e.name.rfind(kOptim, 0) == 0) like.set(e.name, zeros(e.shape, io::entry_dtype(e, found->path)));
   }
-  const std::optional<Loaded> got = load_latest(like);
-  model.load_state_dict(under(kModel, got->state));
-  if (optimizer != nullptr) optimizer->load_state_dict(under(kOptim, got->state));
-  return got->step;
+  const Loaded got = load_from(*found, std::move(like));  // the checkpoint found above, not a newer listing
+  model.load_state_dict(under(kModel, got.state));
+  if (optimizer != nullptr) optimizer->load_state_dict(under(kOptim, got.state));
+  return got.step;
 }
 
 }  // namespace globe

@@ -1,7 +1,6 @@
 #include "globe/nn/module.h"
 
 #include <algorithm>
-#include <map>
 #include <set>
 #include <sstream>
 

@@ -11,7 +11,7 @@ namespace {
 
 // The slot's tensor itself takes the converted value and layout (Tensor::rebind): an optimizer
 // made before keeps pointing at the parameter, and tied slots stay tied.
-void replace_leaf(Tensor& slot, const Tensor& converted) { slot.rebind(converted.detach()); }
+void replace_leaf(Tensor& slot, const Tensor& converted) { slot.rebind(converted); }
 
 }  // namespace
 

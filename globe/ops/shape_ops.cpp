@@ -324,11 +324,12 @@ Tensor squeeze(const Tensor& a, int64_t dim) {
 
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
   std::vector<int64_t> clean = dims;
-  if (a.defined() && int64_t(dims.size()) == a.dim())  // a wrong count is infer's to report
+  if (a.defined() && int64_t(dims.size()) == a.dim()) {  // a wrong count is infer's to report
     for (int64_t& d : clean) d = normalize_dim(d, a.shape(), "permute");
-  std::vector<int64_t> identity(clean.size());
-  std::iota(identity.begin(), identity.end(), 0);
-  if (a.defined() && clean == identity && int64_t(clean.size()) == a.dim()) return a;
+    std::vector<int64_t> identity(clean.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    if (clean == identity) return a;
+  }
   return apply_op<Permute>({a}, clean);
 }
 
