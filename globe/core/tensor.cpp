@@ -199,6 +199,8 @@ void Tensor::rebind(const Tensor& src) const {
   TensorImpl& dst = impl();
   const TensorImpl& from = src.impl();
   if (&dst == &from) return;
+  GLOBE_CHECK(!dst.requires_grad || is_floating(from.dtype), "[rebind] a tensor that requires grad cannot become ",
+              dtype_name(from.dtype));
   dst.shape = from.shape;
   dst.dtype = from.dtype;
   dst.storage = from.storage;
@@ -208,8 +210,6 @@ void Tensor::rebind(const Tensor& src) const {
   dst.grad = nullptr;
   dst.grad_unsettled = false;
   dst.grad_fn = nullptr;
-  GLOBE_CHECK(!dst.requires_grad || is_floating(dst.dtype), "[rebind] a tensor that requires grad cannot become ",
-              dtype_name(dst.dtype));
 }
 
 Tensor Tensor::detach() const {

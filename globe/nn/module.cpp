@@ -122,6 +122,11 @@ void Module::zero_grad() {
 void Module::to(DType dtype) {
   // In place (Tensor::rebind): optimizers keep their parameters, and a tensor held by several
   // slots (tied weights) is converted once, at the first, so the slots stay tied.
+  // Checked before anything changes: a failed to() leaves the module as it was.
+  for_each_slot([&](const std::string& name, Tensor& slot, bool) {
+    GLOBE_CHECK(is_floating(dtype) || !slot.requires_grad() || !is_floating(slot.dtype()), "[to] '", name,
+                "' requires grad and cannot become ", dtype_name(dtype));
+  });
   NoGradGuard no_grad;
   for_each_slot([&](const std::string&, Tensor& slot, bool) {
     if (slot.dtype() == dtype || !is_floating(slot.dtype())) return;

@@ -195,6 +195,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"init_of_another_size", 2, {"--layers", "2", "--heads", "4", "--embd", "64", "--steps", "1", "--load-init",
                                              "DIR/small.safetensors"},
                  "transformer.wte.weight"},
+        BadInput{"resume_without_checkpoint", 2, with(kSmall, {"--steps", "1", "--resume", "DIR/no_ckpt"}),
+                 "[gpt] no complete checkpoint in '"},
         BadInput{"checkpoint_of_another_size", 2, {"--layers", "2", "--heads", "4", "--embd", "64", "--steps", "2",
                                                    "--resume", "DIR/ckpt"},
                  "transformer.wte.weight"}),

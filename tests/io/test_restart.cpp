@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -62,6 +63,31 @@ TEST(Restart, AKilledRankIsRestartedAndTheRunEndsAsIfUninterrupted) {
   EXPECT_EQ(latest->step, 12);
   EXPECT_TRUE(fs::exists(tmp.path() + "/killed/step-000000000009/index.json"));
   EXPECT_FALSE(fs::exists(tmp.path() + "/killed/step-000000000006"));
+}
+
+TEST(Restart, BadArgumentsAreRefused) {
+  const RunResult r = run_launcher({"--max-restarts", "-1", fixture(), "--ckpt", "x"});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_NE(r.err.find("--max-restarts: expected an integer >= 0, got '-1'"), std::string::npos) << describe(r);
+  const RunResult word = run_launcher({"--max-restarts=two", fixture(), "--ckpt", "x"});
+  EXPECT_EQ(word.exit_code, 2) << describe(word);
+  auto error_of = [](const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const globe::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error_of([] { globe::CheckpointManager("", {}); }).find("[CheckpointManager] needs a directory"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { globe::CheckpointManager("d", {.keep = 0}); }).find("keep must be at least 1, got 0"),
+            std::string::npos);
+  TempDir tmp;
+  globe::nn::Linear fc(2, 2);
+  EXPECT_NE(error_of([&] { globe::CheckpointManager(tmp.path()).save(-1, fc); }).find("step must not be negative, got -1"),
+            std::string::npos);
+  EXPECT_EQ(globe::CheckpointManager(tmp.path() + "/none").resume(fc), 0);  // nothing to resume: 0, nothing changed
 }
 
 TEST(Restart, WithoutMaxRestartsAFailureEndsTheJob) {

@@ -85,6 +85,11 @@ TEST(ParamIdentity, ToDtypeKeepsTheParameters) {
   loss.backward();
   sgd.step();
   EXPECT_EQ(sgd.params()[0].dtype(), kFloat64);
+  // A dtype a gradient cannot have is refused, and nothing changes.
+  const std::string msg = error_of([&] { fc.to(kInt64); });
+  EXPECT_NE(msg.find("[to] 'weight' requires grad and cannot become int64"), std::string::npos) << msg;
+  EXPECT_EQ(fc.weight.dtype(), kFloat64);
+  EXPECT_EQ(fc.bias.dtype(), kFloat64);
 }
 
 TEST(ParamIdentity, ReplacedParametersAreAnErrorAtStep) {
