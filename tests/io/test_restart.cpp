@@ -38,12 +38,16 @@ Printed parse(const std::string& out) {
   return p;
 }
 
-TEST(Restart, AKilledRankIsRestartedAndTheRunEndsAsIfUninterrupted) {
+// 2 and 4 ranks.
+class RestartRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(RestartRanks, AKilledRankIsRestartedAndTheRunEndsAsIfUninterrupted) {
+  const std::string n = std::to_string(GetParam());
   TempDir tmp;
   const RunResult clean =
-      run_launcher({"--nproc_per_node", "2", fixture(), "--ckpt", tmp.path() + "/clean", "--steps", "12"}, {}, 120);
+      run_launcher({"--nproc_per_node", n, fixture(), "--ckpt", tmp.path() + "/clean", "--steps", "12"}, {}, 120);
   ASSERT_EQ(clean.exit_code, 0) << describe(clean);
-  const RunResult killed = run_launcher({"--nproc_per_node", "2", "--max-restarts", "1", fixture(), "--ckpt",
+  const RunResult killed = run_launcher({"--nproc_per_node", n, "--max-restarts", "1", fixture(), "--ckpt",
                                          tmp.path() + "/killed", "--steps", "12", "--die-at", "7"},
                                         {}, 120);
   ASSERT_EQ(killed.exit_code, 0) << describe(killed);
@@ -64,6 +68,8 @@ TEST(Restart, AKilledRankIsRestartedAndTheRunEndsAsIfUninterrupted) {
   EXPECT_TRUE(fs::exists(tmp.path() + "/killed/step-000000000009/index.json"));
   EXPECT_FALSE(fs::exists(tmp.path() + "/killed/step-000000000006"));
 }
+
+INSTANTIATE_TEST_SUITE_P(TwoFour, RestartRanks, ::testing::Values(2, 4));
 
 TEST(Restart, BadArgumentsAreRefused) {
   const RunResult r = run_launcher({"--max-restarts", "-1", fixture(), "--ckpt", "x"});
