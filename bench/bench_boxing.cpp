@@ -15,6 +15,10 @@
 // cost from Globe's own, and S(0) -> S(1) also against MPI_Alltoallw on the same strided layout
 // Globe has to pack (MPI packs it then). Consistency checks are off (a separate, small message).
 // Prints a human line and a "RESULT {json}" line per case (rank 0).
+//
+// First, the fixed cost of one tiny boxing: P -> B of a float32[1] (4 bytes), --tiny-calls calls
+// per rep, with divergence fingerprints on and off, against MPI_Allreduce (and MPI_Iallreduce +
+// wait) of 4 bytes: per-call microseconds and the fingerprints' overhead (paired ratio).
 #include <mpi.h>
 
 #include <cstdio>
@@ -230,10 +234,49 @@ void bench_size(int64_t n, int reps, int warmup) {
   }
 }
 
+void bench_tiny(int calls, int reps, int warmup) {
+  const Placement p = Placement::all();
+  Tensor xp = ones({1}, p, sbp::broadcast).to_global(sbp::partial_sum);
+  float in = 1.0f, out = 0.0f;
+  auto globe_calls = [&](bool fp) {
+    dist::set_fingerprints(fp);  // every rank runs the variants in the same order
+    for (int i = 0; i < calls; ++i) g_sink = xp.to_global(sbp::broadcast).to_local().data<float>()[0];
+    dist::set_fingerprints(true);
+  };
+  auto med = measure({{"globe_fp", [&] { globe_calls(true); }},
+                      {"globe_nofp", [&] { globe_calls(false); }},
+                      {"mpi", [&] {
+                         for (int i = 0; i < calls; ++i) MPI_Allreduce(&in, &out, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+                       }},
+                      {"mpi_nb", [&] {
+                         for (int i = 0; i < calls; ++i) {
+                           MPI_Request r;
+                           MPI_Iallreduce(&in, &out, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+                           wait(r);
+                         }
+                       }}},
+                     reps, warmup);
+  if (dist::world_rank() != 0) return;
+  const double us = 1e6 / calls;
+  const double overhead = med.paired_ratio(1, 0);  // fp / nofp, rep by rep
+  nlohmann::json j = {{"bench", "boxing"},          {"case", "P->B tiny"},
+                      {"bytes", 4},                 {"ranks", dist::world_size()},
+                      {"calls_per_rep", calls},     {"reps", reps},
+                      {"globe_fp_us", med[0] * us}, {"globe_nofp_us", med[1] * us},
+                      {"mpi_us", med[2] * us},      {"mpi_nb_us", med[3] * us},
+                      {"fp_over_nofp", overhead},   {"mpi_over_globe_fp", med.paired_ratio(0, 2)}};
+  std::printf("%-14s 4 B: globe %.2f us/call (fingerprints off %.2f; on/off %.3f, paired) | MPI_Allreduce %.2f us, "
+              "MPI_Iallreduce+wait %.2f us | ratio MPI/globe %.3f\nRESULT %s\n",
+              "P->B tiny", med[0] * us, med[1] * us, overhead, med[2] * us, med[3] * us, med.paired_ratio(0, 2),
+              j.dump().c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::Flags f(argc, argv, {{"reps", 31}, {"warmup", 10}, {"mib", 1}, {"mib2", 16}, {"threads", 1}});
+  bench::Flags f(argc, argv, {{"reps", 31}, {"warmup", 10}, {"mib", 1}, {"mib2", 16}, {"threads", 1},
+                               {"tiny-calls", 200}});
   bench::set_threads(int(f["threads"]));
   if (dist::world_size() != 2) {
     std::fprintf(stderr, "bench_boxing: run with 2 ranks (globe-launch --nproc_per_node 2), got %d\n",
@@ -241,6 +284,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   dist::set_consistency_checks(false);
+  if (f["tiny-calls"] > 0) bench_tiny(int(f["tiny-calls"]), int(f["reps"]), int(f["warmup"]));
   for (long mib : {f["mib"], f["mib2"]}) {
     if (mib <= 0) continue;
     // Square float32 [n, n] of `mib` MiB: n = 512 * sqrt(mib); 1 -> 512, 4 -> 1024, 16 -> 2048.

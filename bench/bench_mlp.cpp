@@ -3,6 +3,8 @@
 //   Linear(H, H) - ReLU - Linear(H, H), MSE loss, plain SGD (lr 0.01), one fixed random batch.
 //   build/bin/bench_mlp [--hidden 1024] [--batch 64] [--steps 50] [--warmup 10] [--threads 1]
 //   build/bin/globe-launch --nproc_per_node 2 build/bin/bench_mlp --threads 1   (data parallel)
+//   ... bench_mlp --fingerprint-ab 1: also the cost of divergence fingerprints, as pairs of steps
+//       with them on and off (the order alternating), reported as the median paired ratio.
 //
 // Under the launcher it trains data-parallel: parameters broadcast, the batch split(0) over the
 // ranks (--batch stays per rank, like the peer's DDP), gradients all-reduced by the SBP rules.
@@ -79,10 +81,40 @@ StepStats run_timed_steps(MlpTrainer& trainer, const Tensor& x, const Tensor& y,
   return st;
 }
 
+// Steps with divergence fingerprints on and off, in pairs (which goes first alternates): the
+// overhead is the median over pairs of on / off - 1, robust to load that drifts over the run.
+void fingerprint_ab(MlpTrainer& trainer, const Tensor& x, const Tensor& y, int steps) {
+  std::vector<double> on, off, ratio;
+  for (int i = 0; i < steps; ++i) {
+    double t[2];
+    for (int k = 0; k < 2; ++k) {
+      const bool fp = (k + i) % 2 == 0;
+      dist::set_fingerprints(fp);  // every rank switches at the same step
+      const double t0 = bench::now_s();
+      trainer.step(x, y);
+      t[fp ? 0 : 1] = bench::now_s() - t0;
+    }
+    on.push_back(t[0]);
+    off.push_back(t[1]);
+    ratio.push_back(t[0] / t[1]);
+  }
+  dist::set_fingerprints(true);
+  if (dist::world_rank() != 0) return;
+  const double r = bench::median(ratio);
+  nlohmann::json res = {{"bench", "fingerprint_overhead"}, {"world", dist::world_size()}, {"pairs", steps},
+                        {"step_ms_on_median", 1000.0 * bench::median(on)},
+                        {"step_ms_off_median", 1000.0 * bench::median(off)}, {"paired_ratio_median", r},
+                        {"overhead_percent", 100.0 * (r - 1.0)}};
+  std::printf("[fingerprints] %d pairs: %.3f ms/step on, %.3f ms/step off (medians); on/off %.4f (median of pairs): "
+              "%+.2f %%\nRESULT %s\n",
+              steps, 1000.0 * bench::median(on), 1000.0 * bench::median(off), r, 100.0 * (r - 1.0), res.dump().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::Flags f(argc, argv, {{"hidden", 1024}, {"batch", 64}, {"steps", 50}, {"warmup", 10}, {"threads", 1}});
+  bench::Flags f(argc, argv, {{"hidden", 1024}, {"batch", 64}, {"steps", 50}, {"warmup", 10}, {"threads", 1},
+                                  {"fingerprint-ab", 0}});
   const int threads = int(f["threads"]), steps = int(f["steps"]), warmup = int(f["warmup"]);
   const int64_t hidden = f["hidden"], batch = f["batch"];
   if (threads < 1 || steps < 1 || warmup < 0 || hidden < 1 || batch < 1) {
@@ -122,14 +154,17 @@ int main(int argc, char** argv) {
   nlohmann::json phase_ms;
   for (int i = 0; i < 5; ++i) phase_ms[kPhaseNames[i]] = 1000.0 * bench::median(st.phases[i]);
   res["phase_ms_median"] = phase_ms;
-  if (dist::world_rank() != 0) return 0;
-  std::printf("[globe %s] world=%d threads/proc=%d batch/rank=%lld H=%lld: %.1f steps/s median (min %.1f, "
-              "max %.1f; mean %.1f), %.2f ms/step, %.0f samples/s global; loss %.4f -> %.4f\n",
-              distributed ? "data-parallel" : "single", world, threads, (long long)batch, (long long)hidden, med, rates.front(), rates.back(),
-              steps / total, 1000.0 / med, med * double(batch) * world, st.loss_first, st.loss_last);
-  std::printf("  phases (median ms): zero_grad %.3f, forward %.3f, loss %.3f, backward %.3f, optimizer step %.3f\n",
-              double(phase_ms["zero_grad"]), double(phase_ms["forward"]), double(phase_ms["loss"]),
-              double(phase_ms["backward"]), double(phase_ms["optimizer_step"]));
-  std::printf("RESULT %s\n", res.dump().c_str());
+  if (dist::world_rank() == 0) {
+    std::printf("[globe %s] world=%d threads/proc=%d batch/rank=%lld H=%lld: %.1f steps/s median (min %.1f, "
+                "max %.1f; mean %.1f), %.2f ms/step, %.0f samples/s global; loss %.4f -> %.4f\n",
+                distributed ? "data-parallel" : "single", world, threads, (long long)batch, (long long)hidden, med, rates.front(), rates.back(),
+                steps / total, 1000.0 / med, med * double(batch) * world, st.loss_first, st.loss_last);
+    std::printf("  phases (median ms): zero_grad %.3f, forward %.3f, loss %.3f, backward %.3f, optimizer step %.3f\n",
+                double(phase_ms["zero_grad"]), double(phase_ms["forward"]), double(phase_ms["loss"]),
+                double(phase_ms["backward"]), double(phase_ms["optimizer_step"]));
+    std::printf("RESULT %s\n", res.dump().c_str());
+    std::fflush(stdout);
+  }
+  if (f["fingerprint-ab"]) fingerprint_ab(trainer, x, y, steps);
   return 0;
 }

@@ -1,8 +1,9 @@
 // Page 05: ranks that run different ops. Only rank 0 doubles x, so the ranks' sequences of global
-// ops diverge: without consistency mode the sum mixes x and 2x; with GLOBE_CHECK_CONSISTENCY=1
-// the ranks compare each op first and throw an error naming both sides.
+// ops diverge: the fingerprint the sum's reduction carries tells them apart and every rank throws
+// an error naming the first op where they differ; with GLOBE_FINGERPRINTS=0 the sum silently mixes
+// x and 2x; with GLOBE_CHECK_CONSISTENCY=1 the ranks compare each op before it runs.
 //
-//   [GLOBE_CHECK_CONSISTENCY=1] build/bin/globe-launch --nproc_per_node 2 build/bin/diverge
+//   [GLOBE_FINGERPRINTS=0 | GLOBE_CHECK_CONSISTENCY=1] build/bin/globe-launch --nproc_per_node 2 build/bin/diverge
 #include <iostream>
 
 #include <globe/globe.h>

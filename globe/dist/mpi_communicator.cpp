@@ -8,8 +8,9 @@
 #include <cstring>
 #include <thread>
 
-#include "globe/dist/runtime.h"
 #include "globe/core/sbp.h"
+#include "globe/dist/fingerprint.h"
+#include "globe/dist/runtime.h"
 
 namespace globe::dist {
 
@@ -163,6 +164,10 @@ class MpiRequest final : public Request::Impl {
 constexpr int kCheckBytes = 256;  // seq (8) + text
 constexpr int kRingTag = 0x51;
 constexpr int kStuckTag = 0x57;  // on check_comm_: "I timed out in collective #seq"
+constexpr int kDivergeTag = 0x5d;  // on check_comm_: "my op history", after fingerprints disagreed
+// Up to this many bytes a collective carries its fingerprint inside its data (copying the data
+// costs less than a second, concurrent collective); above, a side check reduces it beside.
+constexpr int64_t kCodedMaxBytes = 64 << 10;
 constexpr int64_t kRingMinBytes = 256 << 10;  // below this Open MPI's all-reduce is as fast
 
 }  // namespace
@@ -172,6 +177,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::vector<int> ranks) : comm_(
   for (int i = 0; i < size(); ++i) group_ranks_.push_back(i);
   check_mpi(MPI_Comm_dup(comm_, &check_comm_), "comm_dup");
   check_mpi(MPI_Comm_dup(comm_, &ring_comm_), "comm_dup");
+  check_mpi(MPI_Comm_dup(comm_, &fp_comm_), "comm_dup");
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -180,6 +186,7 @@ MpiCommunicator::~MpiCommunicator() {
   if (finalized) return;
   MPI_Comm_free(&check_comm_);
   MPI_Comm_free(&ring_comm_);
+  MPI_Comm_free(&fp_comm_);
   if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
 }
 
@@ -313,16 +320,166 @@ void MpiCommunicator::ring_reduce_scatter(const Tensor& in, const Tensor& out, c
   }
 }
 
+char* MpiCommunicator::scratch(size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return scratch_.data();
+}
+
+MpiCommunicator::Side MpiCommunicator::start_side(bool on) {
+  Side side;
+  if (!on) return side;
+  side.fp = collective_fingerprint(seq_);
+  side.code.resize(size_t(sum_code_len(kFloat64, size())));
+  write_sum_code(side.fp, kFloat64, size(), side.code.data());
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, side.code.data(), int(side.code.size()), MPI_DOUBLE, MPI_SUM, fp_comm_,
+                           &side.req),
+            "fingerprint");
+  return side;
+}
+
+void MpiCommunicator::finish_side(Side& side, const char* op, bool collective_pending) {
+  if (side.code.empty()) return;
+  wait(side.req, op);
+  const bool agrees = sum_code_agrees(side.fp, kFloat64, size(), side.code.data());
+  side.code.clear();
+  if (!agrees) diverged(op, collective_pending);
+}
+
+void MpiCommunicator::diverged(const char* op, bool pending) {
+  static const OpHistory none("");
+  const OpHistory* h = current_history();
+  const std::vector<char> mine = (h ? h : &none)->serialize();
+  const double grace_s = std::min(5.0, timeout_seconds());
+  const RollCall call = roll_call(check_comm_, group_ranks_, ranks_, rank_, kDivergeTag, mine,
+                                  std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(grace_s * 1000)));
+  // Abandoned: sends to members that did not answer, or the collective itself when its side check
+  // failed first. MPI could not finalise with them pending.
+  if (!call.missing.empty() || pending) mark_broken("a collective of ranks that diverged was abandoned");
+  std::string diff, others;  // the first member that differs in full, the others by rank
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank_ || call.heard[r].empty() || call.heard[r] == mine) continue;
+    if (diff.empty()) diff = OpHistory::first_difference(mine, ranks_[rank_], call.heard[r], ranks_[r]);
+    else others += (others.empty() ? "" : ", ") + std::to_string(ranks_[r]);
+  }
+  if (!others.empty()) diff += "; ranks [" + others + "] differ from this rank too";
+  if (diff.empty())
+    diff = "their histories of global ops agree, so one of them issued a collective the others did not";
+  GLOBE_FAIL("[consistency] ranks diverged at ", diff, call.missing.empty() ? "" : "; ranks [" + call.missing + "] did not say",
+             " (seen by the fingerprint of ", op, " #", seq_, " on ranks ", members(),
+             "; GLOBE_CHECK_CONSISTENCY=1 also compares shapes and layouts before each op)");
+}
+
+void MpiCommunicator::all_reduce_coded(const Tensor& t) {
+  const DType dt = t.dtype();
+  const uint32_t fp = collective_fingerprint(seq_);
+  const size_t item = itemsize(dt), n = size_t(t.numel()), len = size_t(sum_code_len(dt, size()));
+  char* buf = scratch((n + len) * item);
+  std::memcpy(buf, ptr(t, "all_reduce"), n * item);
+  write_sum_code(fp, dt, size(), buf + n * item);
+  MPI_Request req;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, as_count(int64_t(n + len), "all_reduce"), mpi_type(dt), MPI_SUM, comm_,
+                           &req),
+            "all_reduce");
+  wait(req, "all_reduce");
+  if (!sum_code_agrees(fp, dt, size(), buf + n * item)) diverged("all_reduce");
+  std::memcpy(t.raw_data(), buf, n * item);
+}
+
+void MpiCommunicator::all_gather_coded(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) {
+  const DType dt = out.dtype();
+  const uint32_t fp = collective_fingerprint(seq_);
+  const size_t item = itemsize(dt), p = size_t(size());
+  std::vector<int64_t> coded(counts);
+  for (int64_t& c : coded) ++c;  // each member's piece, then its code
+  const Layout plain = layout(counts, "all_gather"), l = layout(coded, "all_gather");
+  const size_t total = size_t(out.numel()) + p;
+  char* buf = scratch((total + size_t(coded[rank_])) * item);
+  char* send = buf + total * item;
+  std::memcpy(send, ptr(local, "all_gather"), size_t(counts[rank_]) * item);
+  write_raw_code(fp, dt, send + size_t(counts[rank_]) * item);
+  MPI_Request req;
+  check_mpi(MPI_Iallgatherv(send, l.counts[rank_], mpi_type(dt), buf, l.counts.data(), l.displs.data(), mpi_type(dt),
+                            comm_, &req),
+            "all_gather");
+  wait(req, "all_gather");
+  for (size_t r = 0; r < p; ++r)
+    if (!raw_code_agrees(fp, buf + size_t(l.displs[r] + plain.counts[r]) * item)) diverged("all_gather");
+  char* dst = static_cast<char*>(ptr(out, "all_gather"));
+  for (size_t r = 0; r < p; ++r)
+    std::memcpy(dst + size_t(plain.displs[r]) * item, buf + size_t(l.displs[r]) * item, size_t(plain.counts[r]) * item);
+}
+
+void MpiCommunicator::reduce_scatter_coded(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) {
+  const DType dt = in.dtype();
+  GLOBE_CHECK(out.dtype() == dt, "[reduce_scatter] dtypes differ: ", describe(in), " into ", describe(out));
+  const uint32_t fp = collective_fingerprint(seq_);
+  const size_t item = itemsize(dt), p = size_t(size()), len = size_t(sum_code_len(dt, size()));
+  std::vector<int64_t> coded(counts);
+  for (int64_t& c : coded) c += int64_t(len);  // each member's chunk, then the code
+  const Layout plain = layout(counts, "reduce_scatter"), l = layout(coded, "reduce_scatter");
+  const size_t packed_n = size_t(in.numel()) + p * len;
+  char* buf = scratch((packed_n + size_t(coded[rank_])) * item);
+  char* mine = buf + packed_n * item;
+  const char* src = static_cast<const char*>(ptr(in, "reduce_scatter"));
+  for (size_t r = 0; r < p; ++r) {
+    char* chunk = buf + size_t(l.displs[r]) * item;
+    std::memcpy(chunk, src + size_t(plain.displs[r]) * item, size_t(counts[r]) * item);
+    write_sum_code(fp, dt, size(), chunk + size_t(counts[r]) * item);
+  }
+  MPI_Request req;
+  check_mpi(MPI_Ireduce_scatter(buf, mine, l.counts.data(), mpi_type(dt), MPI_SUM, comm_, &req), "reduce_scatter");
+  wait(req, "reduce_scatter");
+  if (!sum_code_agrees(fp, dt, size(), mine + size_t(counts[rank_]) * item)) diverged("reduce_scatter");
+  std::memcpy(ptr(out, "reduce_scatter"), mine, size_t(counts[rank_]) * item);
+}
+
+void MpiCommunicator::all_to_all_coded(const Tensor& send, const std::vector<int64_t>& send_counts, const Tensor& recv,
+                                       const std::vector<int64_t>& recv_counts) {
+  const DType dt = send.dtype();
+  const uint32_t fp = collective_fingerprint(seq_);
+  const size_t item = itemsize(dt), p = size_t(size());
+  std::vector<int64_t> sc(send_counts), rc(recv_counts);
+  for (size_t r = 0; r < p; ++r) ++sc[r], ++rc[r];  // each chunk, then its code
+  const Layout s_plain = layout(send_counts, "all_to_all"), r_plain = layout(recv_counts, "all_to_all");
+  const Layout s = layout(sc, "all_to_all"), r = layout(rc, "all_to_all");
+  const size_t send_n = size_t(send.numel()) + p, recv_n = size_t(recv.numel()) + p;
+  char* sbuf = scratch((send_n + recv_n) * item);
+  char* rbuf = sbuf + send_n * item;
+  const char* src = static_cast<const char*>(ptr(send, "all_to_all"));
+  for (size_t k = 0; k < p; ++k) {
+    char* chunk = sbuf + size_t(s.displs[k]) * item;
+    std::memcpy(chunk, src + size_t(s_plain.displs[k]) * item, size_t(send_counts[k]) * item);
+    write_raw_code(fp, dt, chunk + size_t(send_counts[k]) * item);
+  }
+  MPI_Request req;
+  check_mpi(MPI_Ialltoallv(sbuf, s.counts.data(), s.displs.data(), mpi_type(dt), rbuf, r.counts.data(),
+                           r.displs.data(), mpi_type(recv.dtype()), comm_, &req),
+            "all_to_all");
+  wait(req, "all_to_all");
+  for (size_t k = 0; k < p; ++k)
+    if (!raw_code_agrees(fp, rbuf + size_t(r.displs[k] + r_plain.counts[k]) * item)) diverged("all_to_all");
+  char* dst = static_cast<char*>(ptr(recv, "all_to_all"));
+  for (size_t k = 0; k < p; ++k)
+    std::memcpy(dst + size_t(r_plain.displs[k]) * item, rbuf + size_t(r.displs[k]) * item,
+                size_t(recv_counts[k]) * item);
+}
+
 void MpiCommunicator::all_reduce_sum(const Tensor& t) {
   ++seq_;
-  if (t.numel() * int64_t(itemsize(t.dtype())) >= kRingMinBytes && t.numel() >= size()) {
+  const int64_t bytes = t.numel() * int64_t(itemsize(t.dtype()));
+  if (bytes >= kRingMinBytes && t.numel() >= size()) {
+    Side side = start_side(fingerprints());
     ring_all_reduce(t);
+    finish_side(side, "all_reduce", false);
     return;
   }
+  if (fingerprints() && bytes <= kCodedMaxBytes) return all_reduce_coded(t);
+  Side side = start_side(fingerprints());
   MPI_Request req;
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, ptr(t, "all_reduce"), as_count(t.numel(), "all_reduce"),
                            mpi_type(t.dtype()), MPI_SUM, comm_, &req),
             "all_reduce");
+  finish_side(side, "all_reduce", true);  // first: with a rank in another collective this one never ends
   wait(req, "all_reduce");
 }
 
@@ -330,12 +487,16 @@ void MpiCommunicator::all_gather_v(const Tensor& local, const Tensor& out, const
   ++seq_;
   GLOBE_CHECK(int(counts.size()) == size() && local.numel() == counts[rank_], "[all_gather] counts do not ",
               "match: local ", describe(local), " for ", counts.size(), " members");
+  if (fingerprints() && out.numel() * int64_t(itemsize(out.dtype())) <= kCodedMaxBytes)
+    return all_gather_coded(local, out, counts);
+  Side side = start_side(fingerprints());
   Layout l = layout(counts, "all_gather");
   MPI_Request req;
   check_mpi(MPI_Iallgatherv(ptr(local, "all_gather"), l.counts[rank_], mpi_type(local.dtype()),
                             ptr(out, "all_gather"), l.counts.data(), l.displs.data(), mpi_type(out.dtype()),
                             comm_, &req),
             "all_gather");
+  finish_side(side, "all_gather", true);  // first: with a rank in another collective this one never ends
   wait(req, "all_gather");
 }
 
@@ -343,36 +504,47 @@ void MpiCommunicator::reduce_scatter_v(const Tensor& in, const Tensor& out, cons
   ++seq_;
   GLOBE_CHECK(int(counts.size()) == size() && out.numel() == counts[rank_], "[reduce_scatter] counts do not ",
               "match: out ", describe(out), " for ", counts.size(), " members");
-  Layout l = layout(counts, "reduce_scatter");
-  if (in.numel() * int64_t(itemsize(in.dtype())) >= kRingMinBytes) {
+  const int64_t bytes = in.numel() * int64_t(itemsize(in.dtype()));
+  if (fingerprints() && bytes <= kCodedMaxBytes) return reduce_scatter_coded(in, out, counts);
+  Side side = start_side(fingerprints());
+  if (bytes >= kRingMinBytes) {
     ring_reduce_scatter(in, out, counts);
-    return;
+  } else {
+    Layout l = layout(counts, "reduce_scatter");
+    MPI_Request req;
+    check_mpi(MPI_Ireduce_scatter(ptr(in, "reduce_scatter"), ptr(out, "reduce_scatter"), l.counts.data(),
+                                  mpi_type(in.dtype()), MPI_SUM, comm_, &req),
+              "reduce_scatter");
+    finish_side(side, "reduce_scatter", true);
+    wait(req, "reduce_scatter");
   }
-  MPI_Request req;
-  check_mpi(MPI_Ireduce_scatter(ptr(in, "reduce_scatter"), ptr(out, "reduce_scatter"), l.counts.data(),
-                                mpi_type(in.dtype()), MPI_SUM, comm_, &req),
-            "reduce_scatter");
-  wait(req, "reduce_scatter");
+  finish_side(side, "reduce_scatter", false);  // the ring's, or nothing left
 }
 
 void MpiCommunicator::all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts,
                                    const Tensor& recv, const std::vector<int64_t>& recv_counts) {
   ++seq_;
+  const int64_t bytes = std::max(send.numel(), recv.numel()) * int64_t(itemsize(send.dtype()));
+  if (fingerprints() && bytes <= kCodedMaxBytes) return all_to_all_coded(send, send_counts, recv, recv_counts);
+  Side side = start_side(fingerprints());
   Layout s = layout(send_counts, "all_to_all"), r = layout(recv_counts, "all_to_all");
   MPI_Request req;
   check_mpi(MPI_Ialltoallv(ptr(send, "all_to_all"), s.counts.data(), s.displs.data(), mpi_type(send.dtype()),
                            ptr(recv, "all_to_all"), r.counts.data(), r.displs.data(), mpi_type(recv.dtype()),
                            comm_, &req),
             "all_to_all");
+  finish_side(side, "all_to_all", true);  // first: with a rank in another collective this one never ends
   wait(req, "all_to_all");
 }
 
 void MpiCommunicator::broadcast(const Tensor& t, int root) {
   ++seq_;
+  Side side = start_side(fingerprints());
   MPI_Request req;
   check_mpi(MPI_Ibcast(ptr(t, "broadcast"), as_count(t.numel(), "broadcast"), mpi_type(t.dtype()), root,
                        comm_, &req),
             "broadcast");
+  finish_side(side, "broadcast", true);  // first: with a rank in another collective this one never ends
   wait(req, "broadcast");
 }
 
@@ -392,6 +564,11 @@ Request MpiCommunicator::irecv(const Tensor& t, int peer, int tag) {
 
 void MpiCommunicator::barrier() {
   ++seq_;
+  if (fingerprints()) {  // the side check, a reduction, is itself a barrier
+    Side side = start_side(true);
+    finish_side(side, "barrier", false);
+    return;
+  }
   MPI_Request req;
   check_mpi(MPI_Ibarrier(comm_, &req), "barrier");
   wait(req, "barrier");

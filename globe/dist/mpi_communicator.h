@@ -44,9 +44,33 @@ class MpiCommunicator final : public Communicator {
   void ring_reduce_scatter(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts);
   std::string members() const;
 
+  // Fingerprints (fingerprint.h). A side check reduces a sum code of the fingerprint on fp_comm_
+  // beside a collective too large to copy; start_side(false) starts nothing.
+  struct Side {
+    MPI_Request req = MPI_REQUEST_NULL;
+    std::vector<double> code;
+    uint32_t fp = 0;
+  };
+  Side start_side(bool on);
+  // `collective_pending`: the collective it checks is still in flight (abandoned if they disagree).
+  void finish_side(Side& side, const char* op, bool collective_pending);
+  // The small collectives, with the fingerprint appended to their data.
+  void all_reduce_coded(const Tensor& t);
+  void all_gather_coded(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts);
+  void reduce_scatter_coded(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts);
+  void all_to_all_coded(const Tensor& send, const std::vector<int64_t>& send_counts, const Tensor& recv,
+                        const std::vector<int64_t>& recv_counts);
+  // The fingerprints of collective #seq_ disagreed: the members compare their op histories and
+  // every one throws, naming the first op where they differ. `pending`: the collective itself is
+  // still in flight (its side check failed first).
+  [[noreturn]] void diverged(const char* op, bool pending = false);
+  char* scratch(size_t bytes);
+
   MPI_Comm comm_;
   MPI_Comm check_comm_;  // separate context for consistency and timeout messages
   MPI_Comm ring_comm_;   // separate context for the point-to-point steps of ring collectives
+  MPI_Comm fp_comm_;     // separate context for side checks of fingerprints
+  std::vector<char> scratch_;  // coded copies of small collectives' data
   std::vector<int> ranks_;        // world rank of each member
   std::vector<int> group_ranks_;  // 0 .. size()-1: each member's rank in comm_
   int rank_ = 0;

@@ -80,6 +80,7 @@ class Runtime {
  public:
   Runtime() {
     consistency_ = env_flag("GLOBE_CHECK_CONSISTENCY");
+    if (const char* f = std::getenv("GLOBE_FINGERPRINTS")) fingerprints_ = std::string(f) != "0";
     if (const char* t = std::getenv("GLOBE_TIMEOUT")) timeout_ = std::atof(t);
     if (!launched_by_mpi()) return;
     int initialized = 0;
@@ -118,9 +119,9 @@ class Runtime {
     } else if (owns_mpi_) {
       // Said, because a launcher may count a rank that skips MPI_Finalize as failed.
       std::fprintf(stderr,
-                   "[globe] rank %d ends without MPI_Finalize: a collective timed out earlier, and finalizing "
-                   "would wait for the ranks that never came\n",
-                   rank_);
+                   "[globe] rank %d ends without MPI_Finalize: %s, and finalizing would wait for the ranks "
+                   "that never came\n",
+                   rank_, broken_why_.c_str());
     }
   }
 
@@ -183,7 +184,9 @@ class Runtime {
   int rank_ = 0, size_ = 1;
   bool owns_mpi_ = false;
   bool broken_ = false;
+  std::string broken_why_ = "a collective timed out earlier";
   bool consistency_ = false;
+  bool fingerprints_ = true;
   double timeout_ = 300.0;
   std::map<std::vector<int>, std::unique_ptr<Communicator>> groups_;
   std::vector<Request> sends_;  // in flight, oldest first (send_later)
@@ -202,7 +205,10 @@ bool is_distributed() { return runtime().size_ > 1; }
 Communicator& group(const std::vector<int>& ranks) { return runtime().group(ranks); }
 double timeout_seconds() { return runtime().timeout_; }
 bool consistency_checks() { return runtime().consistency_; }
-void mark_broken() { runtime().broken_ = true; }
+void mark_broken(const char* why) {
+  if (!runtime().broken_ && why) runtime().broken_why_ = why;
+  runtime().broken_ = true;
+}
 void finish_sends() { runtime().finish_sends(); }
 
 namespace {
@@ -239,5 +245,7 @@ void send_later(Request send) {
   if (!send.test()) sends.push_back(std::move(send));
 }
 void set_consistency_checks(bool on) { runtime().consistency_ = on; }
+bool fingerprints() { return runtime().fingerprints_; }
+void set_fingerprints(bool on) { runtime().fingerprints_ = on; }
 
 }  // namespace globe::dist

@@ -45,12 +45,17 @@ void check_failure_notice();
 
 // Marks the process's communication as broken (a collective timed out and cannot be cancelled):
 // MPI is then not finalised at exit, which would wait for the missing peers forever.
-void mark_broken();
+// `why` completes "rank R ends without MPI_Finalize: ..." at exit (default: a timeout).
+void mark_broken(const char* why = nullptr);
 
 // Seconds a blocking communication may wait before it fails (env GLOBE_TIMEOUT, default 300).
 double timeout_seconds();
 // Whether global ops compare their metadata across ranks first (env GLOBE_CHECK_CONSISTENCY=1).
 bool consistency_checks();
 void set_consistency_checks(bool on);
+// Whether collectives carry divergence fingerprints (fingerprint.h; on unless env
+// GLOBE_FINGERPRINTS=0). Every rank must agree: the setting changes what collectives send.
+bool fingerprints();
+void set_fingerprints(bool on);
 
 }  // namespace globe::dist

@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing_1d.h"
 #include "globe/global/global_tensor.h"
+#include "globe/global/op_history.h"
 #include "globe/kernels/elementwise.h"
 
 namespace globe {
@@ -163,6 +165,14 @@ Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp, int mo
     if (std::count(members.begin(), members.end(), dist::world_rank()))
       dist::group(members).check_consistency("to_global " + describe(x) + " -> " + placement.to_string() + " " +
                                              to.to_string());
+  }
+  // Recorded in the histories of both placements; tagged moves are not (their order differs).
+  std::optional<RecordOp> from, into;
+  if (move_tag == kMoveTag) {
+    const uint32_t detail = hash_layout(x.shape(), x.dtype(), to,
+                                        hash_layout(x.shape(), x.dtype(), x.sbp(), dist::mix(dist::kMixSeed, placement.hash())));
+    if (x.placement() != placement) from.emplace(x.placement(), "to_global", detail);
+    into.emplace(placement, "to_global", detail);
   }
   Tensor local;
   if (x.placement() == placement) {

@@ -11,6 +11,7 @@
 #include "globe/global/boxing.h"
 #include "globe/global/hooks.h"
 #include "globe/global/global_tensor.h"
+#include "globe/global/op_history.h"
 #include "globe/ops/op.h"
 
 namespace globe {
@@ -77,6 +78,7 @@ Tensor detail::dispatch_global(const OpPtr& op, const std::vector<Tensor>& input
   const int me = dist::world_rank();
   if (dist::consistency_checks() && p.contains(me))
     dist::group(p.ranks()).check_consistency(op->name() + " " + layouts(inputs));
+  const RecordOp record(p, op->name(), hash_layouts(inputs));  // its collectives carry the history
 
   // Per mesh axis: the signature, then every input boxed to its part of it.
   std::vector<std::vector<Sbp>> in_sbp(inputs.size());

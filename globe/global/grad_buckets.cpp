@@ -7,6 +7,7 @@
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/global_tensor.h"
+#include "globe/global/op_history.h"
 #include "globe/kernels/elementwise.h"
 
 namespace globe {
@@ -40,6 +41,9 @@ void settle_grads(const std::vector<Tensor>& params) {
   for (const auto& bucket : buckets) {
     const Placement& pl = bucket.front().param.placement();
     const NdSbp from = bucket.front().grad.sbp(), to = bucket.front().param.sbp();
+    uint32_t detail = dist::kMixSeed;
+    for (const Waiting& w : bucket) detail = hash_layout(w.grad.shape(), w.grad.dtype(), to, detail);
+    const RecordOp record(pl, "reduce gradients", detail);
     if (pl.contains(me)) {
       int64_t n = 0;
       for (const Waiting& w : bucket) n += w.local.numel();

@@ -8,6 +8,7 @@
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"
+#include "globe/global/op_history.h"
 #include "globe/global/hooks.h"
 #include "globe/kernels/elementwise.h"
 #include "globe/ops/op.h"
@@ -149,6 +150,9 @@ Tensor local_to_global(const Tensor& local, const Placement& p, const NdSbp& sbp
   const NdSbp sbp = normalize_sbp(sbp_in, local.dim(), p.mesh_ndim(), "to_global");
   const int me = dist::world_rank();
   const bool member = p.contains(me);
+  // Only the layout: local shapes differ on uneven splits, and the exchange below checks shapes and
+  // dtypes itself, with a better message than a fingerprint's.
+  const RecordOp record(p, "local_to_global", hash_layout(Shape(), kFloat32, sbp));
   const Shape shape = member ? infer_global_shape(gather_shapes(local, p), p, sbp) : guess_global_shape(local, p, sbp);
   Tensor shard = Tensor::empty(member ? local.shape() : Shape(shape.size(), 0), local.dtype());
   if (member) {

@@ -8,6 +8,7 @@
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"
 #include "globe/global/grad_buckets.h"
+#include "globe/global/op_history.h"
 #include "globe/ops/ops.h"
 
 namespace globe::optim {
@@ -49,6 +50,7 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     std::vector<int> world(size_t(dist::world_size()));
     for (int r = 0; r < dist::world_size(); ++r) world[size_t(r)] = r;
     Tensor t = from_vector(std::vector<double>{squares}, {1});
+    const RecordOp record(Placement::all(), "clip_grad_norm", dist::kMixSeed);
     dist::group(world).all_reduce_sum(t);
     squares = t.data<double>()[0];
   }

@@ -1,0 +1,86 @@
+// Divergence fingerprints (docs/design.md §9): every collective carries a 32-bit fingerprint of
+// what the ranks must agree on — the global ops each ran on the placement so far (a running hash
+// of names, shapes and layouts) and the collective's sequence number on its communicator. It
+// rides inside the collective's own data (small tensors) or in a small reduction that runs beside
+// it (large ones), so ranks that diverged fail on every rank instead of reading mixed numbers.
+//
+// The global layer keeps one OpHistory per placement and records each op in it; a StampScope
+// names the history whose op is issuing collectives now. The communicator does the rest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "globe/core/dtype.h"
+
+namespace globe::dist {
+
+// FNV-1a steps over a 32-bit state.
+uint32_t mix(uint32_t h, uint64_t v);
+uint32_t mix(uint32_t h, std::string_view s);
+constexpr uint32_t kMixSeed = 2166136261u;
+
+// The global ops this rank ran on one placement: how many, a running hash of all of them, and
+// the last kLog of them (number, hash, name) to name the first difference when ranks disagree.
+class OpHistory {
+ public:
+  static constexpr int kLog = 32;
+  static constexpr int kNameBytes = 36;
+  explicit OpHistory(std::string where) : where_(std::move(where)) {}
+  // Records op `name`, `detail` being a hash of its shapes and layouts.
+  void record(std::string_view name, uint32_t detail);
+  uint32_t hash() const { return hash_; }
+  uint64_t count() const { return count_; }
+  const std::string& where() const { return where_; }
+  // A fixed-size image of the history (the same size on every rank) for a roll call.
+  std::vector<char> serialize() const;
+  static size_t serial_bytes();
+  // Where two images first differ, in the words of consistency mode: "global op #5 on
+  // placement(cpu, [0, 1]): this rank (0) runs (mul_scalar) but rank 1 runs #5 (sum)".
+  static std::string first_difference(const std::vector<char>& mine, int my_rank, const std::vector<char>& theirs,
+                                      int their_rank);
+
+ private:
+  struct Entry {
+    uint64_t number = 0;
+    uint32_t hash = 0;
+    char name[kNameBytes] = {};
+  };
+  std::string where_;
+  uint64_t count_ = 0;
+  uint32_t hash_ = kMixSeed;
+  Entry log_[kLog];
+};
+
+// Names the history whose op issues the collectives run during the scope's life (the innermost
+// scope wins; none: collectives carry only their sequence number).
+class StampScope {
+ public:
+  explicit StampScope(const OpHistory* history);
+  ~StampScope();
+  StampScope(const StampScope&) = delete;
+  StampScope& operator=(const StampScope&) = delete;
+
+ private:
+  const OpHistory* prev_;
+};
+const OpHistory* current_history();
+// The fingerprint of collective number `seq` issued now.
+uint32_t collective_fingerprint(uint64_t seq);
+
+// Codes that carry a fingerprint inside a collective's data, as elements of its dtype.
+//
+// Sum code, for reductions: the 32 bits in pieces of w bits, then the pieces' squares. Summed over
+// p ranks, each piece sums to p·piece and each square to p·piece² exactly when every rank carried
+// the same piece (equal mean and mean square leave no spread). w is the widest piece whose sums
+// stay exact in the dtype (float32: 8 bits up to 258 ranks).
+int sum_code_len(DType dt, int ranks);
+void write_sum_code(uint32_t fp, DType dt, int ranks, void* dst);
+bool sum_code_agrees(uint32_t fp, DType dt, int ranks, const void* summed);
+// Raw code, for data that is moved, not added: one element holding the 32 bits.
+void write_raw_code(uint32_t fp, DType dt, void* dst);
+bool raw_code_agrees(uint32_t fp, const void* at);
+
+}  // namespace globe::dist
