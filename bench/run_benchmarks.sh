@@ -13,6 +13,8 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+source scripts/lib/require_torch.sh
+require_torch run_benchmarks.sh
 BIN="$ROOT/build/bin"
 PEER="$ROOT/bench/torch_mlp.py"
 PY=/usr/bin/python3  # Debian's interpreter: the one with torch

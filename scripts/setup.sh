@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs every dependency from Debian and builds Globe into build/.
+# Installs what building and testing Globe need, from Debian, and builds Globe into build/.
 # Usage: scripts/setup.sh            (Release build in build/)
 #        GLOBE_JOBS=N scripts/setup.sh
+# The PyTorch peers (benchmarks against PyTorch, regenerating golden data) need more:
+# scripts/setup_peers.sh. Figures for both: README.md, "Set-up".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,18 +13,12 @@ packages=(
   libopenblas-dev                     # matmul
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   clang libclang-rt-14-dev            # sanitizer runtime + libFuzzer
-  python3-torch python3-numpy         # PyTorch peer for golden data and benchmarks (/usr/bin/python3)
+  python3-numpy                       # the independent safetensors reader in the tests
   fortunes                            # the GPT's training text (/usr/share/games/fortunes)
+  mkdocs mkdocs-material chromium     # the documentation site and its browser test (docs_site)
 )
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
-fi
+source scripts/lib/install_missing.sh
+install_missing "${packages[@]}"
 
 jobs="${GLOBE_JOBS:-$(nproc)}"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release

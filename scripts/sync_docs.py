@@ -350,20 +350,15 @@ class Context:
         self.all = False
 
 
-def process(ctx, page_path):
-    """Returns (page name, old lines, new lines, stale blocks, block counts); a stale block is
-    (number, marker, page line, detail)."""
-    page = page_path.relative_to(ctx.root).as_posix()
-    lines = page_path.read_text(encoding="utf-8").splitlines(keepends=True)
-    out, stale = [], []
-    counts = {"include": 0, "output": 0}
-    number = 0
+def blocks_of(page, lines):
+    """(kind, marker match, start, end) of each marker block: lines[start] is the marker,
+    lines[end] its end marker. Markers inside ordinary code blocks are text."""
+    blocks = []
     fence = None  # the fence of an ordinary code block we are inside, if any
     i = 0
     while i < len(lines):
         line = lines[i]
         if fence is not None:
-            out.append(line)
             if line.rstrip().startswith(fence[0] * len(fence)) and set(line.strip()) == {fence[0]}:
                 fence = None
             i += 1
@@ -375,15 +370,27 @@ def process(ctx, page_path):
             f = FENCE_RE.match(line)
             if f:
                 fence = f.group("fence")
-            out.append(line)
             i += 1
             continue
-        number += 1
-        counts[kind] += 1
-        start = i
         end = next((j for j in range(i + 1, len(lines)) if END_RE[kind].match(lines[j])), None)
         if end is None:
-            raise PageError(f"{page}: block {number} ({line.strip()}, line {start + 1}) has no <!-- end {kind} -->")
+            raise PageError(f"{page}: block {len(blocks) + 1} ({line.strip()}, line {i + 1}) has no <!-- end {kind} -->")
+        blocks.append((kind, m, i, end))
+        i = end + 1
+    return blocks
+
+
+def process(ctx, page_path):
+    """Returns (page name, old lines, new lines, stale blocks, block counts); a stale block is
+    (number, marker, page line, detail)."""
+    page = page_path.relative_to(ctx.root).as_posix()
+    lines = page_path.read_text(encoding="utf-8").splitlines(keepends=True)
+    out, stale = [], []
+    counts = {"include": 0, "output": 0}
+    done = 0  # lines[:done] are handled
+    for number, (kind, m, start, end) in enumerate(blocks_of(page, lines), 1):
+        counts[kind] += 1
+        out.extend(lines[done:start + 1])
         have = lines[start + 1:end]
         ctx.body_line = start + 2
         if kind == "include" and ctx.listings:
@@ -393,12 +400,35 @@ def process(ctx, page_path):
         else:
             body, detail = have, None
         if detail:
-            stale.append((number, line.strip(), start + 1, detail))
-        out.append(line)
+            stale.append((number, lines[start].strip(), start + 1, detail))
         out.extend(body)
         out.append(lines[end])
-        i = end + 1
+        done = end + 1
+    out.extend(lines[done:])
     return page, lines, out, stale, counts
+
+
+def follow(page, page_lines, translation_path, root):
+    """A translation (docs/zh/NAME.md) carries its English page's blocks byte for byte, in the same
+    order; only the prose around them is its own. Returns (name, old lines, new lines, stale
+    blocks) with the English blocks copied in; a different number of blocks cannot be fixed here."""
+    name = translation_path.relative_to(root).as_posix()
+    lines = translation_path.read_text(encoding="utf-8").splitlines(keepends=True)
+    theirs, mine = blocks_of(page, page_lines), blocks_of(name, lines)
+    if len(theirs) != len(mine):
+        return name, lines, lines, [(0, "every block", 1,
+                                     f"the translation has {len(mine)} blocks where {page} has {len(theirs)}: "
+                                     f"add or remove blocks (and their prose) to follow it")]
+    out, stale, done = [], [], 0
+    for number, ((_, _, es, ee), (_, _, ms, me)) in enumerate(zip(theirs, mine), 1):
+        want = page_lines[es:ee + 1]
+        out.extend(lines[done:ms])
+        out.extend(want)
+        if want != lines[ms:me + 1]:
+            stale.append((number, lines[ms].strip(), ms + 1, f"differs from block {number} of {page}"))
+        done = me + 1
+    out.extend(lines[done:])
+    return name, lines, out, stale
 
 
 def main(argv):
@@ -425,20 +455,32 @@ def main(argv):
         return 2
     total_stale = 0
     blocks = {"include": 0, "output": 0}
+    translated = 0
     try:
         for page_path in pages:
             page, old, new, stale, counts = process(ctx, page_path)
             for kind in blocks:
                 blocks[kind] += counts[kind]
-            for number, marker, at, detail in stale:
-                total_stale += 1
-                failed = detail.startswith("the run failed") or detail.startswith("the last command exited")
-                verb = "is stale" if args.check else ("failed" if failed else "updated")
-                print(f"{page}: block {number} ({marker}, page line {at}) {verb}" +
-                      (f"; {detail}" if args.check or failed else ""),
-                      file=sys.stderr if args.check or failed else sys.stdout)
-            if not args.check and new != old:
-                page_path.write_text("".join(new), encoding="utf-8")
+            updates = [(page_path, page, old, new, stale)]
+            translation = root / "docs" / "zh" / page_path.name
+            if translation.exists():
+                name, t_old, t_new, t_stale = follow(page, new, translation, root)
+                updates.append((translation, name, t_old, t_new, t_stale))
+                translated += 1
+            for path, page, old, new, stale in updates:
+                for number, marker, at, detail in stale:
+                    total_stale += 1
+                    unfixable = detail.startswith("the translation has")  # blocks missing or extra
+                    failed = unfixable or detail.startswith("the run failed") or \
+                        detail.startswith("the last command exited")
+                    if unfixable and not args.check:
+                        ctx.failed += 1
+                    verb = "is stale" if args.check else ("failed" if failed else "updated")
+                    print(f"{page}: block {number} ({marker}, page line {at}) {verb}" +
+                          (f"; {detail}" if args.check or failed else ""),
+                          file=sys.stderr if args.check or failed else sys.stdout)
+                if not args.check and new != old:
+                    path.write_text("".join(new), encoding="utf-8")
     except PageError as e:
         print(f"sync_docs: {e}", file=sys.stderr)
         return 2
@@ -453,7 +495,8 @@ def main(argv):
     kinds = ([f"{blocks['include']} include block(s)"] if ctx.listings else []) + \
             ([f"{blocks['output']} output block(s)"] if ctx.outputs else [])
     if args.check:
-        print(f"sync_docs: {' and '.join(kinds)} in {len(pages)} page(s) are in sync{ran}")
+        print(f"sync_docs: {' and '.join(kinds)} in {len(pages)} page(s), and the blocks of {translated} "
+              f"translation(s) (docs/zh/), are in sync{ran}")
     return 0
 
 

@@ -20,6 +20,8 @@ set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
+source scripts/lib/require_torch.sh
+require_torch run_gpt.sh
 BIN="$ROOT/build/bin"
 CASE=all
 QUIET_WAIT=600

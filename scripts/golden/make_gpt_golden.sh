@@ -8,6 +8,8 @@
 # (see tests/gpt/data/README.md). Deterministic: seeded, one thread, CPU float32.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/lib/require_torch.sh
+require_torch make_gpt_golden.sh
 
 python=/usr/bin/python3                   # Debian's interpreter, the one with python3-torch
 corpus=/usr/share/games/fortunes          # the reference's default --data (package fortunes)

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Two hosts for real: two network namespaces joined by a veth pair, each a "host" with its own
+# address (10.77.0.1 and 10.77.0.2, used only inside them) and hostname (its own UTS namespace:
+# globe-a, globe-b), so Open MPI sees two nodes and carries the ranks' traffic over TCP between
+# them. globe-launch runs on globe-a with --hosts globe-a:2,globe-b:2; Open MPI's rsh agent is a
+# small script that starts the remote daemon inside globe-b's namespaces. Checks, against the same
+# runs on one host with 4 ranks:
+#   - the quick start prints the same lines, and its traffic crossed the veth pair;
+#   - a sharded checkpoint written on two hosts resumes on one host, and one written on one host
+#     resumes on two, each continuing with the losses of an uninterrupted run.
+# Needs root (network namespaces) and the `ip` and `unshare` tools: without them it prints why and
+# exits 77, which CTest reports as skipped.
+#   tests/hosts/two_hosts.sh BUILD_DIR
+set -euo pipefail
+BUILD=$(cd "${1:?usage: two_hosts.sh BUILD_DIR}" && pwd)
+BIN="$BUILD/bin"
+skip() { echo "SKIPPED: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
+command -v ip >/dev/null && command -v unshare >/dev/null || skip "needs the ip (iproute2) and unshare (util-linux) tools"
+
+tag=$$
+A="globe-a-$tag" B="globe-b-$tag"  # namespace names; the hosts are called globe-a and globe-b
+WORK=$(mktemp -d /tmp/globe-two-hosts.XXXXXX)
+cleanup() {
+  ip netns del "$A" 2>/dev/null || true
+  ip netns del "$B" 2>/dev/null || true
+  rm -rf "/etc/netns/$A" "/etc/netns/$B" "$WORK"
+}
+trap cleanup EXIT
+ip netns add "$A" 2>/dev/null || skip "cannot create a network namespace here (ip netns add failed: no CAP_SYS_ADMIN?)"
+ip netns add "$B"
+ip link add "va$tag" type veth peer name "vb$tag" || skip "cannot create a veth pair here"
+ip link set "va$tag" netns "$A"
+ip link set "vb$tag" netns "$B"
+ip -n "$A" addr add 10.77.0.1/24 dev "va$tag"
+ip -n "$B" addr add 10.77.0.2/24 dev "vb$tag"
+for ns in "$A" "$B"; do
+  ip -n "$ns" link set lo up
+  # `ip netns exec` puts /etc/netns/NS/hosts in place of /etc/hosts: each host can name the other.
+  mkdir -p "/etc/netns/$ns"
+  printf '127.0.0.1 localhost\n10.77.0.1 globe-a\n10.77.0.2 globe-b\n' >"/etc/netns/$ns/hosts"
+done
+ip -n "$A" link set "va$tag" up
+ip -n "$B" link set "vb$tag" up
+
+# Open MPI starts the daemon of a remote host as `AGENT HOST COMMAND`; ours enters that host.
+cat >"$WORK/agent.sh" <<AGENT
+#!/bin/sh
+host=\$1; shift
+case "\$host" in globe-a) ns=$A ;; globe-b) ns=$B ;; *) echo "agent: unknown host \$host" >&2; exit 1 ;; esac
+exec ip netns exec "\$ns" unshare --uts sh -c "hostname \$host; \$*"
+AGENT
+chmod +x "$WORK/agent.sh"
+
+# Runs globe-launch with its arguments on host globe-a, ranks on both hosts.
+two_hosts() {
+  ip netns exec "$A" unshare --uts sh -c 'hostname globe-a; exec "$@"' sh \
+    "$BIN/globe-launch" --hosts globe-a:2,globe-b:2 --timeout 120 \
+    --mca plm_rsh_agent "$WORK/agent.sh" --mca btl_tcp_if_include 10.77.0.0/24 \
+    --mca oob_tcp_if_include 10.77.0.0/24 "$@"
+}
+one_host() { "$BIN/globe-launch" --nproc_per_node 4 --timeout 120 "$@"; }
+bytes() { ip -n "$A" -s link show "va$tag" | awk '/RX:/{getline; rx=$1} /TX:/{getline; tx=$1} END{print rx + tx}'; }
+fail() { echo "FAIL: $*"; exit 1; }
+same() {  # same FILE1 FILE2 WHAT
+  diff <(sort "$1") <(sort "$2") >"$WORK/diff" || { cat "$WORK/diff"; fail "$3"; }
+  echo "ok: $3 ($(wc -l <"$1") lines)"
+}
+
+cd "$WORK"
+two_hosts sh -c 'echo "rank $OMPI_COMM_WORLD_RANK on $(hostname)"' >hosts.txt
+grep -q "rank 0 on globe-a" hosts.txt && grep -q "rank 1 on globe-a" hosts.txt &&
+  grep -q "rank 2 on globe-b" hosts.txt && grep -q "rank 3 on globe-b" hosts.txt ||
+  { cat hosts.txt; fail "ranks 0-1 run on globe-a and 2-3 on globe-b"; }
+echo "ok: ranks 0-1 on globe-a, 2-3 on globe-b"
+
+before=$(bytes)
+two_hosts "$BIN/quickstart" --iters 20 >quick2.txt
+crossed=$(( $(bytes) - before ))
+one_host "$BIN/quickstart" --iters 20 >quick1.txt
+same quick1.txt quick2.txt "the quick start on two hosts prints what it prints on one"
+[ "$crossed" -gt 100000 ] || fail "the ranks' traffic crossed the veth pair (only $crossed bytes did)"
+echo "ok: $crossed bytes crossed between the hosts"
+
+one_host --no-prefix "$BIN/data_parallel" --iters 15 >ref.txt  # uninterrupted
+two_hosts --no-prefix "$BIN/data_parallel" --iters 10 --ckpt "$WORK/ck2" >a.txt
+[ -f "$WORK/ck2/step-000000000010/index.json" ] || fail "the two-host run saved a complete sharded checkpoint"
+one_host --no-prefix "$BIN/data_parallel" --iters 15 --ckpt "$WORK/ck2" >b.txt
+one_host --no-prefix "$BIN/data_parallel" --iters 10 --ckpt "$WORK/ck1" >c.txt
+two_hosts --no-prefix "$BIN/data_parallel" --iters 15 --ckpt "$WORK/ck1" >d.txt
+grep '^iter' ref.txt | head -10 >ref_first.txt
+grep '^iter' ref.txt | tail -5 >ref_last.txt
+grep '^iter' a.txt >a_iters.txt
+grep '^iter' b.txt >b_iters.txt
+grep '^iter' d.txt >d_iters.txt
+same ref_first.txt a_iters.txt "two hosts train with the losses of one host"
+same ref_last.txt b_iters.txt "a sharded checkpoint saved on two hosts resumes on one"
+same ref_last.txt d_iters.txt "a sharded checkpoint saved on one host resumes on two"
+echo "two_hosts: all checks passed"
