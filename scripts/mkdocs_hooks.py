@@ -1,5 +1,8 @@
 """MkDocs hooks for the Globe site (mkdocs.yml).
 
+Before the build, the pages' listings must equal the sources and the translations' blocks their
+English pages' (scripts/sync_docs.py --check --listings-only): a stale page fails the build.
+
 The pages link to repository files outside docs/ (sources, tests, bench/RESULTS.md) and to
 directories (examples/, docs/snippets/). A site must stand alone, and `mkdocs build --strict` must
 be able to check every link, so these targets are copied into the site under _src/ (as plain
@@ -10,8 +13,11 @@ in the repository is rewritten.
 import html
 import os
 import re
+import subprocess
+import sys
 import tempfile
 
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -20,6 +26,13 @@ SKIP_DIRS = {"build", "build-asan", "__pycache__", ".git"}
 
 _generated = tempfile.mkdtemp(prefix="globe-site-")
 _rewrites = {}  # absolute target path -> path in the site, relative to docs_dir
+
+
+def on_pre_build(config):
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "sync_docs.py"), "--check", "--listings-only",
+                        "--root", ROOT], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise PluginError("stale listings (run python3 scripts/sync_docs.py):\n" + r.stdout + r.stderr)
 
 
 def _listing(rel_dir, names):

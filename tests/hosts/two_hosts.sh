@@ -7,7 +7,9 @@
 # runs on one host with 4 ranks:
 #   - the quick start prints the same lines, and its traffic crossed the veth pair;
 #   - a sharded checkpoint written on two hosts resumes on one host, and one written on one host
-#     resumes on two, each continuing with the losses of an uninterrupted run.
+#     resumes on two, each continuing with the losses of an uninterrupted run;
+#   - a third host that cannot be reached (10.77.0.3: no machine has it; the agent tries to
+#     connect as ssh would) fails the job within seconds, naming the host.
 # Needs root (network namespaces) and the `ip` and `unshare` tools: without them it prints why and
 # exits 77, which CTest reports as skipped.
 #   tests/hosts/two_hosts.sh BUILD_DIR
@@ -38,24 +40,31 @@ for ns in "$A" "$B"; do
   ip -n "$ns" link set lo up
   # `ip netns exec` puts /etc/netns/NS/hosts in place of /etc/hosts: each host can name the other.
   mkdir -p "/etc/netns/$ns"
-  printf '127.0.0.1 localhost\n10.77.0.1 globe-a\n10.77.0.2 globe-b\n' >"/etc/netns/$ns/hosts"
+  printf '127.0.0.1 localhost\n10.77.0.1 globe-a\n10.77.0.2 globe-b\n10.77.0.3 globe-c\n' >"/etc/netns/$ns/hosts"
 done
 ip -n "$A" link set "va$tag" up
 ip -n "$B" link set "vb$tag" up
 
-# Open MPI starts the daemon of a remote host as `AGENT HOST COMMAND`; ours enters that host.
+# Open MPI starts the daemon of a remote host as `AGENT HOST COMMAND`; ours enters that host. Any
+# other host it tries to reach from globe-a as ssh would (port 22, 5 s), and fails as ssh does.
 cat >"$WORK/agent.sh" <<AGENT
-#!/bin/sh
+#!/bin/bash
 host=\$1; shift
-case "\$host" in globe-a) ns=$A ;; globe-b) ns=$B ;; *) echo "agent: unknown host \$host" >&2; exit 1 ;; esac
+case "\$host" in
+  globe-a) ns=$A ;;
+  globe-b) ns=$B ;;
+  *) why=\$(ip netns exec "$A" timeout 5 bash -c "exec 3<>/dev/tcp/\$host/22" 2>&1)
+     echo "agent: connect to host \$host port 22: \${why:-timed out}" >&2; exit 255 ;;
+esac
 exec ip netns exec "\$ns" unshare --uts sh -c "hostname \$host; \$*"
 AGENT
 chmod +x "$WORK/agent.sh"
 
-# Runs globe-launch with its arguments on host globe-a, ranks on both hosts.
+# Runs globe-launch with its arguments on host globe-a, ranks on the hosts $HOSTS.
+HOSTS=globe-a:2,globe-b:2
 two_hosts() {
   ip netns exec "$A" unshare --uts sh -c 'hostname globe-a; exec "$@"' sh \
-    "$BIN/globe-launch" --hosts globe-a:2,globe-b:2 --timeout 120 \
+    "$BIN/globe-launch" --hosts "$HOSTS" --timeout 120 \
     --mca plm_rsh_agent "$WORK/agent.sh" --mca btl_tcp_if_include 10.77.0.0/24 \
     --mca oob_tcp_if_include 10.77.0.0/24 "$@"
 }
@@ -96,4 +105,13 @@ grep '^iter' d.txt >d_iters.txt
 same ref_first.txt a_iters.txt "two hosts train with the losses of one host"
 same ref_last.txt b_iters.txt "a sharded checkpoint saved on two hosts resumes on one"
 same ref_last.txt d_iters.txt "a sharded checkpoint saved on one host resumes on two"
+HOSTS=globe-a:2,globe-b:1,globe-c:1
+start=$(date +%s)
+rc=0
+two_hosts "$BIN/quickstart" --iters 2 >unreachable.txt 2>&1 || rc=$?
+took=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] || { cat unreachable.txt; fail "a job with an unreachable host fails"; }
+grep -q "globe-c" unreachable.txt || { cat unreachable.txt; fail "the error names the unreachable host"; }
+[ "$took" -lt 30 ] || fail "the unreachable host is reported within seconds (took $took s)"
+echo "ok: an unreachable host fails the job in $took s, named: $(grep -m1 'globe-c' unreachable.txt)"
 echo "two_hosts: all checks passed"

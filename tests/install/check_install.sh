@@ -33,3 +33,16 @@ g++ "$source" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --li
 out_pc=$("$prefix/bin/globe-launch" --nproc_per_node 2 "$work/consumer-pc")
 [[ $out_pc == "$out" ]] || { echo "FAIL: the pkg-config build printed '$out_pc', the CMake one '$out'"; exit 1; }
 echo "ok: pkg-config --cflags --libs globe"
+
+# 3. A dependency the package needs but the consumer's system lacks (nlohmann_json's package hidden
+#    with CMAKE_IGNORE_PATH): configuring fails, naming it and Globe's package file.
+hidden=$(find /usr -name nlohmann_jsonConfig.cmake -printf '%h\n' 2>/dev/null | head -1)
+[[ -n $hidden ]] || { echo "FAIL: nlohmann_jsonConfig.cmake not found under /usr"; exit 1; }
+if cmake -S "$consumer" -B "$work/cmake-missing" -DCMAKE_PREFIX_PATH="$prefix" -DCONSUMER_SOURCE="$source" \
+     -DCMAKE_IGNORE_PATH="$hidden" > "$work/missing.log" 2>&1; then
+  echo "FAIL: find_package(Globe) succeeded without nlohmann_json"; exit 1
+fi
+grep -q 'provided by "nlohmann_json"' "$work/missing.log" && grep -q "GlobeConfig.cmake" "$work/missing.log" ||
+  { cat "$work/missing.log"; echo "FAIL: the error does not name nlohmann_json and Globe's package"; exit 1; }
+echo "ok: without nlohmann_json, find_package(Globe) fails naming it (from GlobeConfig.cmake)"
+echo "check_install: all checks passed"

@@ -246,8 +246,10 @@ Environment seen by each rank:
 mpirun is run with --oversubscribe --bind-to none, --mca odls_base_sigkill_timeout 0 (fast
 stop of the other ranks after a failure), --mca pml ob1 (fast start-up) and --mca
 orte_allowed_exit_without_sync 1 (a rank that ends without MPI_Finalize, as a Globe program
-does after it handled a collective timeout, is not a failure); each of these three only unless
-set by --mca or an OMPI_MCA_* environment variable.
+does after it handled a collective timeout, is not a failure), and with --hosts/--hostfile
+--mca plm_rsh_args "-o ConnectTimeout=10 -o BatchMode=yes" (a host ssh cannot reach, or that
+asks for a password, fails within seconds; not when plm_rsh_agent is set); each of these only
+unless set by --mca or an OMPI_MCA_* environment variable.
 
 Output: every line a rank prints comes back whole to globe-launch over a channel of its own
 (a TCP port on 127.0.0.1, or on this host for --hosts/--hostfile) and is written prefixed with

@@ -71,6 +71,10 @@ std::vector<std::string> mpirun_argv(const LaunchOptions& o, const std::string& 
   // program decides and the job's status is theirs.
   if (!user_set("orte_allowed_exit_without_sync"))
     v.insert(v.end(), {"--mca", "orte_allowed_exit_without_sync", "1"});
+  // Remote hosts are reached with ssh: an unreachable one fails in seconds (ssh alone waits for
+  // the TCP timeout, minutes), and one that asks for a password fails instead of waiting for it.
+  if ((!o.hosts.empty() || !o.hostfile.empty()) && !user_set("plm_rsh_agent") && !user_set("plm_rsh_args"))
+    v.insert(v.end(), {"--mca", "plm_rsh_args", "-o ConnectTimeout=10 -o BatchMode=yes"});
   for (const auto& [key, value] : o.mca) v.insert(v.end(), {"--mca", key, value});
   // mpirun copies the whole environment to local ranks, but remote ranks only get what -x names.
   for (char** e = environ; *e != nullptr; ++e) {
