@@ -72,4 +72,13 @@ void settle_grads(const std::vector<Tensor>& params) {
   }
 }
 
+Tensor take_waiting_grad(const Tensor& param) {
+  finish_backward();
+  TensorImpl& impl = param.impl();
+  if (!impl.grad_unsettled || !impl.grad) return Tensor();
+  Tensor g(impl.grad);
+  param.set_grad(Tensor());
+  return g;
+}
+
 }  // namespace globe

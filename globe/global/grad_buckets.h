@@ -15,4 +15,10 @@ namespace globe {
 
 void settle_grads(const std::vector<Tensor>& params);
 
+// The gradient of `param` as backward left it when its reduction waits (partial_sum where the
+// parameter is broadcast), else undefined; the parameter then holds no gradient, and the caller
+// reduces this one into a layout of its choice (ZeRO stage 2: a reduce-scatter, not an
+// all-reduce). Finishes paused backward passes first; no communication of its own.
+Tensor take_waiting_grad(const Tensor& param);
+
 }  // namespace globe

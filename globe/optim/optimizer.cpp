@@ -5,19 +5,64 @@
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/global_tensor.h"
+#include "globe/global/boxing.h"
 #include "globe/global/grad_buckets.h"
+#include "globe/kernels/elementwise.h"
 #include "globe/ops/ops.h"
 
 namespace globe::optim {
 
 namespace {
 
-// Calls fn(T* p, const T* g, int64_t n, i) over each parameter's local data with a gradient.
+// The layout ZeRO updates `p` in (stage >= 1): split over every mesh axis where p is broadcast,
+// along the first dim long enough to give every rank a block — nested inside the axes that split
+// that dim already; an axis with no such dim stays broadcast. Local parameters stay as they are.
+NdSbp update_layout(const Tensor& p, int zero_stage) {
+  if (zero_stage < 1 || !p.is_global()) return p.is_global() ? p.sbp() : NdSbp();
+  NdSbp u = p.sbp();
+  const auto& mesh = p.placement().mesh_shape();
+  for (size_t a = 0; a < u.size(); ++a) {
+    if (!u[a].is_broadcast() || mesh[a] <= 1) continue;
+    for (int64_t d = 0; d < p.dim(); ++d) {
+      int64_t ranks = mesh[a];  // the ranks d would be split over
+      for (size_t b = 0; b < u.size(); ++b)
+        if (u[b].is_split() && u[b].dim == d) ranks *= mesh[b];
+      if (p.shape()[d] >= ranks) {
+        u[a] = sbp::split(d);
+        break;
+      }
+    }
+  }
+  return u;
+}
+
+// `p`'s value in layout u, in a shard of its own (the update writes it through a flat pointer).
+Tensor owned_copy(const Tensor& p, const NdSbp& u) {
+  const Tensor boxed = box(p, p.placement(), u);
+  const Tensor& shard = shard_of(boxed);
+  Tensor own = Tensor::empty(shard.shape(), shard.dtype());
+  kernels::copy_into(own, shard);
+  return make_global(own, p.shape(), p.placement(), u);
+}
+
+// Calls fn(T* p, const T* g, int64_t n, i, target) over each parameter's local data with a
+// gradient; `target` is the tensor updated: the parameter, or with ZeRO its copy in the update
+// layout, whose block is all-gathered back into the parameter afterwards.
 template <class Fn>
-void for_each_param(const std::vector<Tensor>& params, const char* op, Fn&& fn) {
+void for_each_param(const std::vector<Tensor>& params, const char* op, int zero_stage, Fn&& fn) {
   // A parameter may still be on its way to another placement (a tied weight's move sends without
   // waiting): the in-place update waits for those sends.
   dist::finish_sends();
+  // ZeRO stage 2: a gradient still waiting for its data-parallel reduction is reduced straight
+  // into the update layout (reduce-scatter), and stays there.
+  if (zero_stage >= 2)
+    for (const Tensor& p : params) {
+      if (!p.is_global()) continue;
+      const NdSbp u = update_layout(p, zero_stage);
+      if (u == p.sbp()) continue;
+      const Tensor waiting = take_waiting_grad(p);
+      if (waiting.defined()) p.set_grad(box(waiting, p.placement(), u));
+    }
   settle_grads(params);  // data-parallel reductions in buckets, not one per parameter
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
@@ -31,12 +76,19 @@ void for_each_param(const std::vector<Tensor>& params, const char* op, Fn&& fn) 
     if (!g.defined()) continue;
     GLOBE_CHECK(g.shape() == p.shape(), "[", op, "] gradient ", describe(g), " does not match parameter ",
                 describe(p));
-    Tensor pl = p.to_local(), gl = contiguous(g.to_local());
+    Tensor target = p;
+    if (p.is_global()) {
+      const NdSbp u = update_layout(p, zero_stage);
+      if (u != p.sbp()) target = owned_copy(p, u);
+      if (u != g.sbp()) g = box(g, p.placement(), u);  // B -> S: this rank's block, no communication
+    }
+    Tensor pl = target.to_local(), gl = contiguous(g.to_local());
     GLOBE_CHECK(pl.is_contiguous(), "[", op, "] parameter ", i, " is not contiguous");
     visit_floating(pl.dtype(), op, [&](auto tag) {
       using T = decltype(tag);
-      fn(pl.template data<T>(), gl.template data<T>(), pl.numel(), i);
+      fn(pl.template data<T>(), gl.template data<T>(), pl.numel(), i, target);
     });
+    if (!target.same(p)) kernels::copy_into(p.to_local(), shard_of(box(target, p.placement(), p.sbp())));
   }
 }
 
@@ -84,9 +136,13 @@ template <bool kFirst, bool kNesterov, class T>
   });
 }
 
-// A zero-filled local state tensor shaped like parameter p's local shard, keeping p's layout
-// (so state_dict() can save it like the parameter itself).
-Tensor state_like(const Tensor& p) { return zeros_like(p); }
+// A zero-filled state tensor in the layout parameter p is updated in (its own, or ZeRO's), so
+// state_dict() saves it like any global tensor.
+Tensor state_like(const Tensor& p, int zero_stage = 0) {
+  const NdSbp u = update_layout(p, zero_stage);
+  if (!p.is_global() || u == p.sbp()) return zeros_like(p);
+  return zeros(p.shape(), p.placement(), u, p.dtype());
+}
 
 template <class T>
 T* state_data(const Tensor& s) {
@@ -104,6 +160,19 @@ void Optimizer::zero_grad() {
   for (const Tensor& p : params_) p.set_grad(Tensor());
 }
 
+void Optimizer::set_zero_stage(int stage) {
+  GLOBE_CHECK(stage >= 0 && stage <= 2, "[optimizer] ZeRO stage ", stage, " is not supported: 0 (off), 1 (optimizer ",
+              "state split over the data-parallel axes) or 2 (gradients too); parameters stay whole between steps");
+  zero_stage_ = stage;  // existing state moves to the new layout at the next step (follow)
+}
+
+int64_t Optimizer::state_bytes() const {
+  int64_t bytes = 0;
+  for (const Tensor& s : state_tensors())
+    if (s.defined()) bytes += s.to_local().numel() * int64_t(itemsize(s.dtype()));
+  return bytes;
+}
+
 SGD::SGD(std::vector<Tensor> params, SGDOptions o)
     : Optimizer(std::move(params)), options_(o), momentum_(params_.size()) {
   GLOBE_CHECK(o.lr >= 0 && o.momentum >= 0 && o.weight_decay >= 0, "[SGD] invalid options: lr=", o.lr,
@@ -115,16 +184,17 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions o)
 void SGD::step() {
   NoGradGuard no_grad;
   const SGDOptions o = options_;
-  for_each_param(params_, "SGD", [&](auto* p, const auto* g, int64_t n, size_t i) {
+  // Plain SGD keeps no state: ZeRO would only add the gathers.
+  for_each_param(params_, "SGD", o.momentum == 0 ? 0 : zero_stage_, [&](auto* p, const auto* g, int64_t n, size_t i, const Tensor& target) {
     using T = std::remove_pointer_t<decltype(p)>;
     const T lr = T(o.lr), wd = T(o.weight_decay), mom = T(o.momentum), damp = T(1 - o.dampening);
     if (o.momentum == 0) {
       sgd_update<T>(p, g, n, lr, wd);
       return;
     }
-    follow(momentum_[i], params_[i]);
+    follow(momentum_[i], target);
     const bool first = !momentum_[i].defined();
-    if (first) momentum_[i] = state_like(params_[i]);
+    if (first) momentum_[i] = state_like(target);
     T* buf = state_data<T>(momentum_[i]);
     if (first && o.nesterov) sgd_momentum_update<true, true, T>(p, g, buf, n, lr, wd, mom, damp);
     else if (first) sgd_momentum_update<true, false, T>(p, g, buf, n, lr, wd, mom, damp);
@@ -147,7 +217,7 @@ void SGD::load_state_dict(const StateDict& state) {
       momentum_[i] = Tensor();
       continue;
     }
-    momentum_[i] = state_like(params_[i]);
+    momentum_[i] = state_like(params_[i], zero_stage_);
     copy_(momentum_[i], state.at(key));
   }
 }
@@ -187,13 +257,14 @@ Adam::Adam(const std::vector<ParamGroup>& groups, AdamOptions o, bool decoupled)
 void Adam::step() {
   NoGradGuard no_grad;
   const AdamOptions o = options_;
-  for_each_param(params_, decoupled_ ? "AdamW" : "Adam", [&](auto* p, const auto* g, int64_t n, size_t i) {
+  for_each_param(params_, decoupled_ ? "AdamW" : "Adam", zero_stage_,
+                 [&](auto* p, const auto* g, int64_t n, size_t i, const Tensor& target) {
     using T = std::remove_pointer_t<decltype(p)>;
-    follow(exp_avg_[i], params_[i]);
-    follow(exp_avg_sq_[i], params_[i]);
+    follow(exp_avg_[i], target);
+    follow(exp_avg_sq_[i], target);
     if (!exp_avg_[i].defined()) {
-      exp_avg_[i] = state_like(params_[i]);
-      exp_avg_sq_[i] = state_like(params_[i]);
+      exp_avg_[i] = state_like(target);
+      exp_avg_sq_[i] = state_like(target);
     }
     // Steps count per parameter (as torch): one that first gets a gradient later starts at 1.
     const int64_t step = ++steps_[i];
@@ -216,6 +287,12 @@ void Adam::step() {
   });
 }
 
+std::vector<Tensor> Adam::state_tensors() const {
+  std::vector<Tensor> all = exp_avg_;
+  all.insert(all.end(), exp_avg_sq_.begin(), exp_avg_sq_.end());
+  return all;
+}
+
 StateDict Adam::state_dict() const {
   StateDict sd;
   for (size_t i = 0; i < exp_avg_.size(); ++i) {
@@ -236,8 +313,8 @@ void Adam::load_state_dict(const StateDict& state) {
       continue;
     }
     steps_[i] = state.at(base + "step").item<int64_t>();
-    exp_avg_[i] = state_like(params_[i]);
-    exp_avg_sq_[i] = state_like(params_[i]);
+    exp_avg_[i] = state_like(params_[i], zero_stage_);
+    exp_avg_sq_[i] = state_like(params_[i], zero_stage_);
     copy_(exp_avg_[i], state.at(base + "exp_avg"));
     copy_(exp_avg_sq_[i], state.at(base + "exp_avg_sq"));
   }

@@ -22,8 +22,22 @@ class Optimizer {
   virtual void load_state_dict(const StateDict& state) = 0;
   const std::vector<Tensor>& params() const { return params_; }
 
+  // ZeRO as layouts (docs/design.md §15). Stage 1: the optimizer state of a parameter that is
+  // broadcast over a mesh axis (data parallelism) is split over that axis instead — each rank
+  // updates its block of the parameter with its block of the state, and the parameter is
+  // all-gathered back. Stage 2: the gradient too is reduced straight into that split layout (a
+  // reduce-scatter, not an all-reduce) and left there. 0 turns it off. The same losses as the
+  // replicated run, within float rounding; every rank must set the same stage (collective).
+  void set_zero_stage(int stage);
+  int zero_stage() const { return zero_stage_; }
+  // Bytes of optimizer state this rank holds (the local blocks of every state tensor).
+  int64_t state_bytes() const;
+
  protected:
+  // The tensors of state kept per parameter (for state_bytes()).
+  virtual std::vector<Tensor> state_tensors() const = 0;
   std::vector<Tensor> params_;
+  int zero_stage_ = 0;
 };
 
 struct SGDOptions {
@@ -42,6 +56,9 @@ class SGD : public Optimizer {
   StateDict state_dict() const override;
   void load_state_dict(const StateDict& state) override;
   SGDOptions& options() { return options_; }
+
+ protected:
+  std::vector<Tensor> state_tensors() const override { return momentum_; }
 
  private:
   SGDOptions options_;
@@ -76,6 +93,9 @@ class Adam : public Optimizer {
   StateDict state_dict() const override;
   void load_state_dict(const StateDict& state) override;
   AdamOptions& options() { return options_; }
+
+ protected:
+  std::vector<Tensor> state_tensors() const override;
 
  private:
   AdamOptions options_;
