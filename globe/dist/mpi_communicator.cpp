@@ -28,6 +28,14 @@ void check_mpi(int rc, const char* op) {
 // sleep lasts ~100 us (timer slack), so a transfer that outlives the spinning phase is noticed
 // late. With "200 polls" the phase lasted about as long as a 1 MiB transfer (~80 us), and a 1 MiB
 // [0] -> [1] move took 0.085 or 0.2 ms from run to run (bench/RESULTS.md, "Boxing").
+namespace {
+int64_t spin_us() {
+  const char* v = std::getenv("GLOBE_SPIN_US");
+  return v ? std::atoll(v) : 50;
+}
+}  // namespace
+static const int64_t kSpinUs = spin_us();
+
 bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline, MPI_Status* status) {
   using namespace std::chrono;
   const auto start = steady_clock::now();
@@ -37,7 +45,9 @@ bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline
     if (done) return true;
     const auto now = steady_clock::now();
     if (now > deadline) return false;
-    if (now - start < milliseconds(2)) {
+    if (now - start < microseconds(kSpinUs)) {
+      continue;  // MPI_Test alone: a yield is a system call, longer than a small collective
+    } else if (now - start < milliseconds(2)) {
       sched_yield();
     } else {
       check_failure_notice();

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "globe/dist/runtime.h"
@@ -45,58 +46,82 @@ Tensor step(const Tensor& local, const Shape& shape, const Placement& p, NdSbp& 
   return out;
 }
 
-std::map<std::string, int64_t>& path_counts() {
-  static std::map<std::string, int64_t> counts;
+// Per asker (an op's input, or "" for to_global), per path: how often this rank ran it.
+std::map<std::string, std::map<std::string, int64_t>>& path_counts() {
+  static std::map<std::string, std::map<std::string, int64_t>> counts;
   return counts;
 }
 std::string& boxing_for() {
   static std::string what;
   return what;
 }
-void count_path(const std::string& path) {
-  ++path_counts()[(boxing_for().empty() ? std::string("to_global") : boxing_for()) + ": " + path];
-}
 
-// Same placement, this rank a member.
-Tensor box_same_placement(const Tensor& local, const Shape& shape, const Placement& p, const NdSbp& from,
-                          const NdSbp& to_in) {
+// The steps from one layout to another on a mesh, and the path's name: they depend only on the
+// mesh's shape and the two layouts, so each is planned once and cached (a small boxing is a few
+// microseconds; planning and naming the path cost a good part of that).
+struct Plan {
+  NdSbp from;                                 // with every one-rank axis as broadcast
+  std::vector<std::pair<size_t, Sbp>> steps;  // mesh axis, its new SBP
+  std::string path;                           // as boxing_paths() reports it
+};
+
+const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_in) {
+  static std::map<std::tuple<std::vector<int64_t>, std::string, std::string>, Plan> plans;
+  auto key = std::make_tuple(p.mesh_shape(), from_in.to_string(), to_in.to_string());
+  if (auto it = plans.find(key); it != plans.end()) return it->second;
+  Plan plan;
   // On a mesh axis of one rank every layout holds the same block (the whole extent, its value):
   // plan with broadcast there, so such an axis moves nothing and never blocks another axis' step.
-  NdSbp cur = from, to = to_in;
+  NdSbp cur = from_in, to = to_in;
   for (size_t f = 0; f < cur.size(); ++f)
     if (p.mesh_shape()[f] == 1) cur[f] = to[f] = sbp::broadcast;
-  Tensor x = local;
-  if (cur == to) return x;
-  std::string path = from.to_string() + " -> " + to.to_string() + ": per axis (";
-  auto take_step = [&](size_t f) {
-    path += (path.back() == '(' ? "" : ", ") + std::to_string(f) + ": " + cur[f].to_string() + " -> " + to[f].to_string();
-    x = step(x, shape, p, cur, f, to[f]);
+  plan.from = cur;
+  if (cur == to) return plans.emplace(std::move(key), std::move(plan)).first->second;
+  std::string path = from_in.to_string() + " -> " + to_in.to_string() + ": per axis (";
+  auto take_step = [&](size_t f, const Sbp& s) {
+    path += (path.back() == '(' ? "" : ", ") + std::to_string(f) + ": " + cur[f].to_string() + " -> " + s.to_string();
+    plan.steps.emplace_back(f, s);
+    cur[f] = s;
   };
   // Local slices (B -> S) first, outer axes first: each cuts the block the outer axes left, as
   // nested splits do; done inner-first, an inner split would block the outer one.
   for (size_t f = 0; f < cur.size(); ++f)
-    if (cur[f].is_broadcast() && to[f].is_split() && step_is_direct(cur, f, to[f])) take_step(f);
+    if (cur[f].is_broadcast() && to[f].is_split() && step_is_direct(cur, f, to[f])) take_step(f, to[f]);
   // Greedy: fix differing axes, last first, while a direct step exists.
   for (bool progressed = true; progressed && cur != to;) {
     progressed = false;
     for (size_t f = cur.size(); f-- > 0;) {
       if (cur[f] != to[f] && step_is_direct(cur, f, to[f])) {
-        take_step(f);
+        take_step(f, to[f]);
         progressed = true;
         break;
       }
     }
   }
   if (cur == to) {
-    count_path(path + ")");
-    return x;
+    plan.path = path + ")";
+  } else {
+    // Fallback through broadcast: gather every axis (inner first), then slice (outer first).
+    plan.steps.clear();
+    cur = plan.from;
+    for (size_t f = cur.size(); f-- > 0;)
+      if (!cur[f].is_broadcast()) plan.steps.emplace_back(f, sbp::broadcast), cur[f] = sbp::broadcast;
+    for (size_t f = 0; f < cur.size(); ++f)
+      if (cur[f] != to[f]) plan.steps.emplace_back(f, to[f]);
+    plan.path = from_in.to_string() + " -> " + to_in.to_string() + ": fallback (gather every axis, then slice)";
   }
-  count_path(from.to_string() + " -> " + to.to_string() + ": fallback (gather every axis, then slice)");
-  // Fallback through broadcast: gather every axis (inner first), then slice (outer first).
-  for (size_t f = cur.size(); f-- > 0;)
-    if (!cur[f].is_broadcast()) x = step(x, shape, p, cur, f, sbp::broadcast);
-  for (size_t f = 0; f < cur.size(); ++f)
-    if (cur[f] != to[f]) x = step(x, shape, p, cur, f, to[f]);
+  return plans.emplace(std::move(key), std::move(plan)).first->second;
+}
+
+// Same placement, this rank a member.
+Tensor box_same_placement(const Tensor& local, const Shape& shape, const Placement& p, const NdSbp& from,
+                          const NdSbp& to) {
+  const Plan& plan = plan_for(p, from, to);
+  if (plan.steps.empty()) return local;
+  NdSbp cur = plan.from;
+  Tensor x = local;
+  for (const auto& [f, s] : plan.steps) x = step(x, shape, p, cur, f, s);
+  ++path_counts()[boxing_for()][plan.path];
   return x;
 }
 
@@ -200,7 +225,10 @@ double boxing_cost_bytes(const Sbp& from, const Sbp& to, double block_bytes, int
 }
 
 std::vector<std::pair<std::string, int64_t>> boxing_paths() {
-  return {path_counts().begin(), path_counts().end()};
+  std::map<std::string, int64_t> flat;
+  for (const auto& [what, paths] : path_counts())
+    for (const auto& [path, n] : paths) flat[(what.empty() ? std::string("to_global") : what) + ": " + path] += n;
+  return {flat.begin(), flat.end()};
 }
 
 void reset_boxing_paths() { path_counts().clear(); }
