@@ -13,7 +13,8 @@ packages=(
   libopenblas-dev                     # matmul
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   clang libclang-rt-14-dev            # sanitizer runtime + libFuzzer
-  python3-numpy                       # the independent safetensors reader in the tests
+  python3-numpy                       # the independent safetensors reader in the tests; Python front end
+  python3-dev pybind11-dev python3-pytest  # the Python front end (python/) and its tests
   fortunes                            # the GPT's training text (/usr/share/games/fortunes)
   mkdocs mkdocs-material chromium     # the documentation site and its browser test (docs_site)
 )

@@ -1,0 +1,14 @@
+"""This process's place in the world (OneFlow's flow.env)."""
+from . import _globe
+
+
+def get_rank():
+    return _globe.rank()
+
+
+def get_world_size():
+    return _globe.world_size()
+
+
+rank = get_rank
+world_size = get_world_size

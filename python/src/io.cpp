@@ -1,0 +1,30 @@
+// Checkpoints (save / load with global_dst_rank / global_src_rank, sharded directories) and the
+// process's place in the world.
+#include "bind.h"
+
+namespace globe::py {
+
+void bind_io(pyb::module_& m) {
+  m.def("save", [](const pyb::dict& state, const std::string& path, int global_dst_rank) {
+    SaveOptions o;
+    o.global_dst_rank = global_dst_rank;
+    save(to_state_dict(state), path, o);
+  }, pyb::arg("state"), pyb::arg("path"), pyb::arg("global_dst_rank") = 0);
+  m.def("load", [](const std::string& path, int global_src_rank) {
+    LoadOptions o;
+    o.global_src_rank = global_src_rank;
+    return to_dict(load(path, o));
+  }, pyb::arg("path"), pyb::arg("global_src_rank") = 0);
+  m.def("save_sharded", [](const pyb::dict& state, const std::string& dir) { save_sharded(to_state_dict(state), dir); },
+        pyb::arg("state"), pyb::arg("dir"));
+  m.def("load_sharded", [](const std::string& dir, const pyb::object& like) {
+    if (like.is_none()) return to_dict(load_sharded(dir));
+    return to_dict(load_sharded(dir, to_state_dict(like.cast<pyb::dict>())));
+  }, pyb::arg("dir"), pyb::arg("like") = pyb::none());
+
+  m.def("rank", &dist::world_rank);
+  m.def("world_size", &dist::world_size);
+  m.def("set_consistency_checks", &dist::set_consistency_checks);
+}
+
+}  // namespace globe::py

@@ -1,0 +1,108 @@
+// Creation functions (local, or global with placement= and sbp=) and every public op, plus the
+// Tensor operators.
+#include "bind.h"
+
+namespace globe::py {
+
+namespace {
+
+using Creator = Tensor (*)(const Shape&, DType);
+using GlobalCreator = Tensor (*)(const Shape&, const Placement&, const NdSbp&, DType);
+
+// A creation function: local without placement, global with it (sbp defaults to broadcast).
+void creation(pyb::module_& m, const char* name, Creator local, GlobalCreator global) {
+  m.def(name, [local, global](const pyb::object& shape, DType dtype, const pyb::object& placement,
+                              const pyb::object& sbp) {
+    if (placement.is_none()) {
+      if (!sbp.is_none()) throw Error(std::string("[") + "creation] sbp= needs placement= too");
+      return local(to_shape(shape), dtype);
+    }
+    return global(to_shape(shape), placement.cast<Placement>(), sbp.is_none() ? NdSbp(sbp::broadcast) : to_nd_sbp(sbp),
+                  dtype);
+  }, pyb::arg("shape"), pyb::arg("dtype") = kFloat32, pyb::arg("placement") = pyb::none(), pyb::arg("sbp") = pyb::none());
+}
+
+
+}  // namespace
+
+void bind_ops(pyb::module_& m) {
+  creation(m, "zeros", [](const Shape& s, DType d) { return zeros(s, d); },
+           [](const Shape& s, const Placement& p, const NdSbp& b, DType d) { return zeros(s, p, b, d); });
+  creation(m, "ones", [](const Shape& s, DType d) { return ones(s, d); },
+           [](const Shape& s, const Placement& p, const NdSbp& b, DType d) { return ones(s, p, b, d); });
+  creation(m, "randn", [](const Shape& s, DType d) { return randn(s, d); },
+           [](const Shape& s, const Placement& p, const NdSbp& b, DType d) { return randn(s, p, b, d); });
+  m.def("full", [](const pyb::object& shape, double v, DType dtype) { return full(to_shape(shape), v, dtype); },
+        pyb::arg("shape"), pyb::arg("value"), pyb::arg("dtype") = kFloat32);
+  m.def("arange", [](int64_t n, DType dtype) { return arange(n, dtype); }, pyb::arg("n"), pyb::arg("dtype") = kInt64);
+  m.def("manual_seed", &manual_seed, pyb::arg("seed"));
+  m.def("from_full", [](const Tensor& v, const Placement& p, const pyb::object& sbp) { return from_full(v, p, to_nd_sbp(sbp)); },
+        pyb::arg("value"), pyb::arg("placement"), pyb::arg("sbp"));
+  m.def("copy_", &copy_, pyb::arg("dst"), pyb::arg("src"));
+  m.def("grad_enabled", &grad_enabled);
+  m.def("set_grad_enabled", &set_grad_enabled);
+
+  // Elementwise (tensor or number on either side) and unary.
+  m.def("add", [](const Tensor& a, const Tensor& b) { return add(a, b); });
+  m.def("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); });
+  m.def("mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); });
+  m.def("div", [](const Tensor& a, const Tensor& b) { return div(a, b); });
+  m.def("pow", [](const Tensor& a, double e) { return pow(a, e); });
+  for (auto [name, fn] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&)>>{
+           {"neg", &neg}, {"exp", &exp}, {"log", &log}, {"sqrt", &sqrt}, {"relu", &relu}, {"gelu", &gelu},
+           {"gelu_tanh", &gelu_tanh}, {"tanh", &tanh}, {"sigmoid", &sigmoid}, {"contiguous", &contiguous}})
+    m.def(name, fn);
+  m.def("matmul", &matmul);
+  m.def("linear", &linear, pyb::arg("x"), pyb::arg("weight"), pyb::arg("bias") = Tensor());
+  m.def("sum", [](const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) { return sum(a, dims, keepdim); },
+        pyb::arg("input"), pyb::arg("dim") = std::vector<int64_t>{}, pyb::arg("keepdim") = false);
+  m.def("mean", [](const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) { return mean(a, dims, keepdim); },
+        pyb::arg("input"), pyb::arg("dim") = std::vector<int64_t>{}, pyb::arg("keepdim") = false);
+  m.def("max", [](const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) { return max(a, dims, keepdim); },
+        pyb::arg("input"), pyb::arg("dim") = std::vector<int64_t>{}, pyb::arg("keepdim") = false);
+  m.def("argmax", &argmax, pyb::arg("input"), pyb::arg("dim"), pyb::arg("keepdim") = false);
+  m.def("reshape", [](const Tensor& a, const pyb::object& s) { return reshape(a, to_shape(s)); });
+  m.def("transpose", &transpose);
+  m.def("permute", &permute);
+  m.def("flatten", &flatten, pyb::arg("input"), pyb::arg("start_dim") = 0, pyb::arg("end_dim") = -1);
+  m.def("unsqueeze", &unsqueeze);
+  m.def("squeeze", &squeeze);
+  m.def("cat", &cat, pyb::arg("tensors"), pyb::arg("dim") = 0);
+  m.def("softmax", &softmax, pyb::arg("input"), pyb::arg("dim"));
+  m.def("log_softmax", &log_softmax, pyb::arg("input"), pyb::arg("dim"));
+  m.def("mse_loss", &mse_loss);
+  m.def("cross_entropy", &cross_entropy);
+  m.def("embedding", &embedding);
+  m.def("layer_norm", [](const Tensor& a, const pyb::object& shape, const pyb::object& w, const pyb::object& b,
+                         double eps) {
+    return layer_norm(a, to_shape(shape), w.is_none() ? Tensor() : w.cast<Tensor>(),
+                      b.is_none() ? Tensor() : b.cast<Tensor>(), eps);
+  }, pyb::arg("input"), pyb::arg("normalized_shape"), pyb::arg("weight") = pyb::none(), pyb::arg("bias") = pyb::none(),
+        pyb::arg("eps") = 1e-5);
+  m.def("dropout", &dropout, pyb::arg("input"), pyb::arg("p") = 0.5, pyb::arg("training") = true);
+
+  // Operators on Tensor: +, -, *, / with tensors or numbers, unary -, @.
+  auto cls = pyb::reinterpret_borrow<pyb::class_<Tensor>>(m.attr("Tensor"));
+  cls.def("__add__", [](const Tensor& a, const Tensor& b) { return a + b; })
+      .def("__add__", [](const Tensor& a, double s) { return a + s; })
+      .def("__radd__", [](const Tensor& a, double s) { return s + a; })
+      .def("__sub__", [](const Tensor& a, const Tensor& b) { return a - b; })
+      .def("__sub__", [](const Tensor& a, double s) { return a - s; })
+      .def("__rsub__", [](const Tensor& a, double s) { return s - a; })
+      .def("__mul__", [](const Tensor& a, const Tensor& b) { return a * b; })
+      .def("__mul__", [](const Tensor& a, double s) { return a * s; })
+      .def("__rmul__", [](const Tensor& a, double s) { return s * a; })
+      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return a / b; })
+      .def("__truediv__", [](const Tensor& a, double s) { return a / s; })
+      .def("__rtruediv__", [](const Tensor& a, double s) { return s / a; })
+      .def("__neg__", [](const Tensor& a) { return -a; })
+      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); })
+      .def("__pow__", [](const Tensor& a, double e) { return pow(a, e); })
+      .def("sum", [](const Tensor& a) { return sum(a); })
+      .def("mean", [](const Tensor& a) { return mean(a); })
+      .def("reshape", [](const Tensor& a, const pyb::args& s) {
+        return reshape(a, s.size() == 1 && !pyb::isinstance<pyb::int_>(s[0]) ? to_shape(s[0]) : to_shape(s));
+      });
+}
+
+}  // namespace globe::py

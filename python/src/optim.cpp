@@ -1,0 +1,38 @@
+// Optimizers over lists of tensors, and gradient clipping.
+#include "bind.h"
+
+namespace globe::py {
+
+void bind_optim(pyb::module_& m) {
+  using namespace optim;
+  pyb::class_<Optimizer, std::shared_ptr<Optimizer>>(m, "Optimizer")
+      .def("step", &Optimizer::step)
+      .def("zero_grad", &Optimizer::zero_grad)
+      .def("state_dict", [](const Optimizer& o) { return to_dict(o.state_dict()); })
+      .def("load_state_dict", [](Optimizer& o, const pyb::dict& d) { o.load_state_dict(to_state_dict(d)); })
+      .def("set_zero_stage", &Optimizer::set_zero_stage)
+      .def_property_readonly("zero_stage", &Optimizer::zero_stage)
+      .def("state_bytes", &Optimizer::state_bytes);
+  pyb::class_<SGD, Optimizer, std::shared_ptr<SGD>>(m, "SGD")
+      .def(pyb::init([](std::vector<Tensor> params, double lr, double momentum, double dampening, double weight_decay,
+                        bool nesterov) {
+             return std::make_shared<SGD>(std::move(params), SGDOptions{lr, momentum, dampening, weight_decay, nesterov});
+           }),
+           pyb::arg("params"), pyb::arg("lr") = 0.01, pyb::arg("momentum") = 0.0, pyb::arg("dampening") = 0.0,
+           pyb::arg("weight_decay") = 0.0, pyb::arg("nesterov") = false);
+  auto adam = [](bool decoupled, double default_wd) {
+    return [decoupled, default_wd](std::vector<Tensor> params, double lr, std::pair<double, double> betas, double eps,
+                                   pyb::object weight_decay) {
+      const double wd = weight_decay.is_none() ? default_wd : weight_decay.cast<double>();
+      return std::make_shared<Adam>(std::move(params), AdamOptions{lr, betas.first, betas.second, eps, wd}, decoupled);
+    };
+  };
+  pyb::class_<Adam, Optimizer, std::shared_ptr<Adam>>(m, "Adam")
+      .def(pyb::init(adam(false, 0.0)), pyb::arg("params"), pyb::arg("lr") = 1e-3,
+           pyb::arg("betas") = std::make_pair(0.9, 0.999), pyb::arg("eps") = 1e-8, pyb::arg("weight_decay") = pyb::none());
+  m.def("AdamW", adam(true, 0.01), pyb::arg("params"), pyb::arg("lr") = 1e-3,
+        pyb::arg("betas") = std::make_pair(0.9, 0.999), pyb::arg("eps") = 1e-8, pyb::arg("weight_decay") = pyb::none());
+  m.def("clip_grad_norm_", &clip_grad_norm, pyb::arg("parameters"), pyb::arg("max_norm"));
+}
+
+}  // namespace globe::py

@@ -1,0 +1,155 @@
+// Tensor, its dtypes and layouts, and numpy.
+#include <sstream>
+
+#include "bind.h"
+
+namespace globe::py {
+
+namespace {
+
+DType dtype_of_numpy(const pyb::dtype& dt) {
+  if (dt.is(pyb::dtype::of<float>())) return kFloat32;
+  if (dt.is(pyb::dtype::of<double>())) return kFloat64;
+  if (dt.is(pyb::dtype::of<int64_t>())) return kInt64;
+  throw Error("[tensor] numpy dtype " + std::string(pyb::str(static_cast<pyb::handle>(dt))) +
+              " is not supported: use float32, float64 or int64");
+}
+
+pyb::dtype numpy_dtype(DType t) {
+  switch (t) {
+    case DType::float32: return pyb::dtype::of<float>();
+    case DType::float64: return pyb::dtype::of<double>();
+    case DType::int64: return pyb::dtype::of<int64_t>();
+  }
+  return pyb::dtype::of<float>();
+}
+
+// A local tensor's values as a numpy array that shares its storage (any strides), kept alive by
+// the array: no copy.
+pyb::array local_array(const Tensor& t) {
+  const size_t item = itemsize(t.dtype());
+  std::vector<pyb::ssize_t> shape(t.shape().begin(), t.shape().end()), strides;
+  for (int64_t s : t.strides()) strides.push_back(pyb::ssize_t(s * int64_t(item)));
+  auto* keep = new Tensor(t);
+  pyb::capsule owner(keep, [](void* p) { delete static_cast<Tensor*>(p); });
+  return pyb::array(numpy_dtype(t.dtype()), shape, strides, t.raw_data(), owner);
+}
+
+// A numpy array (any dtype numpy can cast to one of ours) as a new local tensor.
+Tensor from_numpy(const pyb::array& a_in) {
+  pyb::array a = a_in;
+  const pyb::dtype dt = a.dtype();
+  if (dt.kind() == 'f' && dt.itemsize() != 4 && dt.itemsize() != 8) a = a_in.attr("astype")("float32");
+  if (dt.kind() == 'i' || dt.kind() == 'u' || dt.kind() == 'b') a = a_in.attr("astype")("int64");
+  const DType t = dtype_of_numpy(a.dtype());
+  a = pyb::array::ensure(a, pyb::array::c_style);
+  Shape shape(a.shape(), a.shape() + a.ndim());
+  Tensor out = Tensor::empty(shape, t);
+  std::memcpy(out.raw_data(), a.data(), size_t(out.numel()) * itemsize(t));
+  return out;
+}
+
+}  // namespace
+
+void bind_tensor(pyb::module_& m) {
+  pyb::enum_<DType>(m, "dtype")
+      .value("float32", DType::float32)
+      .value("float64", DType::float64)
+      .value("int64", DType::int64);
+
+  pyb::class_<Sbp>(m, "Sbp")
+      .def("__repr__", [](const Sbp& s) { return "sbp." + std::string(s.is_split() ? "split(" + std::to_string(s.dim) + ")"
+                                                                                    : s.is_broadcast() ? "broadcast" : "partial_sum"); })
+      .def("__str__", &Sbp::to_string)
+      .def("__eq__", [](const Sbp& a, const Sbp& b) { return a == b; })
+      .def_property_readonly("dim", [](const Sbp& s) -> pyb::object {
+        return s.is_split() ? pyb::object(pyb::int_(s.dim)) : pyb::object(pyb::none());
+      });
+  m.def("split", &sbp::split, pyb::arg("dim"));
+  m.attr("broadcast") = sbp::broadcast;
+  m.attr("partial_sum") = sbp::partial_sum;
+
+  pyb::class_<NdSbp>(m, "NdSbp")
+      .def(pyb::init([](const pyb::object& o) { return to_nd_sbp(o); }))
+      .def("__len__", &NdSbp::size)
+      .def("__getitem__", [](const NdSbp& s, size_t i) {
+        if (i >= s.size()) throw pyb::index_error();
+        return s[i];
+      })
+      .def("__eq__", [](const NdSbp& a, const NdSbp& b) { return a == b; })
+      .def("__repr__", &NdSbp::to_string);
+
+  pyb::class_<Placement>(m, "Placement")
+      .def(pyb::init([](const std::string& device, const std::vector<int>& ranks, const std::vector<int64_t>& mesh) {
+             return Placement(device, ranks, mesh);
+           }),
+           pyb::arg("device"), pyb::arg("ranks"), pyb::arg("mesh_shape"))
+      .def_static("all", &Placement::all, pyb::arg("device") = "cpu")
+      .def_property_readonly("type", &Placement::device)
+      .def_property_readonly("ranks", &Placement::ranks)
+      .def_property_readonly("mesh_shape", &Placement::mesh_shape)
+      .def("__eq__", [](const Placement& a, const Placement& b) { return a == b; })
+      .def("__repr__", &Placement::to_string);
+
+  pyb::class_<Tensor>(m, "Tensor")
+      .def_property_readonly("shape", [](const Tensor& t) { return pyb::tuple(pyb::cast(t.shape())); })
+      .def_property_readonly("dtype", &Tensor::dtype)
+      .def("dim", &Tensor::dim)
+      .def("numel", &Tensor::numel)
+      .def("size", [](const Tensor& t, pyb::object d) -> pyb::object {
+        if (d.is_none()) return pyb::tuple(pyb::cast(t.shape()));
+        return pyb::int_(t.size(d.cast<int64_t>()));
+      }, pyb::arg("dim") = pyb::none())
+      .def_property_readonly("is_global", &Tensor::is_global)
+      .def_property_readonly("placement", &Tensor::placement)
+      .def_property_readonly("sbp", [](const Tensor& t) {
+        pyb::tuple out(t.sbp().size());
+        for (size_t i = 0; i < t.sbp().size(); ++i) out[i] = t.sbp()[i];
+        return out;
+      })
+      .def_property("requires_grad", &Tensor::requires_grad,
+                    [](Tensor& t, bool on) { t.set_requires_grad(on); })
+      .def("requires_grad_", [](Tensor& t, bool on) { t.set_requires_grad(on); return t; }, pyb::arg("requires_grad") = true)
+      .def_property("grad", [](const Tensor& t) -> pyb::object {
+        Tensor g = t.grad();
+        return g.defined() ? pyb::cast(g) : pyb::none();
+      }, [](const Tensor& t, const pyb::object& g) { t.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); })
+      .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      .def("backward", &Tensor::backward)
+      .def("detach", &Tensor::detach)
+      .def("item", [](const Tensor& t) -> pyb::object {
+        if (t.dtype() == kInt64) return pyb::int_(t.item<int64_t>());
+        return pyb::float_(t.item<double>());
+      })
+      .def("to_local", &Tensor::to_local)
+      .def("to_global", [](const Tensor& t, const pyb::object& placement, const pyb::object& sbp,
+                           const pyb::object& grad_sbp) {
+        if (!grad_sbp.is_none()) {
+          const Placement p = placement.is_none() ? t.placement() : placement.cast<Placement>();
+          return t.to_global(p, sbp.is_none() ? t.sbp() : to_nd_sbp(sbp), to_nd_sbp(grad_sbp));
+        }
+        if (placement.is_none() && sbp.is_none()) throw Error("[to_global] give placement=, sbp= or both");
+        if (placement.is_none()) return t.to_global(to_nd_sbp(sbp));
+        if (sbp.is_none()) return t.to_global(placement.cast<Placement>());
+        return t.to_global(placement.cast<Placement>(), to_nd_sbp(sbp));
+      }, pyb::arg("placement") = pyb::none(), pyb::arg("sbp") = pyb::none(), pyb::arg("grad_sbp") = pyb::none())
+      .def("numpy", [](const Tensor& t) {
+        // A global tensor gives its whole value (collective: every rank calls it), as OneFlow's.
+        if (!t.is_global()) return local_array(t);
+        Tensor whole = t.to_global(Placement::all(t.placement().device()), replicated(1)).to_local();
+        return local_array(whole);
+      })
+      .def("same", &Tensor::same, "whether both handles are the same tensor")
+      .def("__repr__", [](const Tensor& t) {
+        std::ostringstream os;
+        os << t;
+        return os.str();
+      })
+      .def("__len__", [](const Tensor& t) { return t.dim() ? t.shape()[0] : 0; });
+
+  m.def("from_numpy", &from_numpy, pyb::arg("array"));
+  m.def("describe", &describe);
+  m.def("visualize", &visualize);
+}
+
+}  // namespace globe::py

@@ -1,0 +1,27 @@
+"""The Python editions of the tutorial programs print what the C++ programs print: run with
+`python3 -m globe.launch` on 1 and 2 ranks, against build/bin/<program> (GLOBE_BUILD_DIR)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("GLOBE_BUILD_DIR", os.path.join(ROOT, "build"))
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+@pytest.mark.parametrize("program", ["data_parallel"])
+def test_python_edition_prints_the_cpp_losses(program, ranks):
+    launch = [os.path.join(BUILD, "bin", "globe-launch"), "--nproc_per_node", str(ranks), "--no-prefix"]
+    cpp = run(launch + [os.path.join(BUILD, "bin", program)])
+    py = run([sys.executable, "-m", "globe.launch", "--nproc_per_node", str(ranks), "--no-prefix",
+              os.path.join(ROOT, "examples", "python", program + ".py")])
+    assert py == cpp
+    assert py.count("loss") == 10

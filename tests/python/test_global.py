@@ -1,0 +1,79 @@
+"""The Python front end on several ranks (run under globe-launch, every rank runs every test):
+placements and SBPs in OneFlow's spelling, boxing values, module.to_global keeping parameters,
+collective save/load with global_dst_rank / global_src_rank."""
+import numpy as np
+import pytest
+
+import globe as flow
+import globe.nn as nn
+
+RANK, WORLD = flow.env.get_rank(), flow.env.get_world_size()
+
+
+def all_ranks():
+    return flow.placement("cpu", ranks=list(range(WORLD)))
+
+
+def test_placement_spelling():
+    p = all_ranks()
+    assert p.ranks == list(range(WORLD)) and p.mesh_shape == [WORLD]
+    if WORLD == 4:
+        mesh = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
+        assert mesh.mesh_shape == [2, 2] and mesh.ranks == [0, 1, 2, 3]
+    assert repr(flow.sbp.split(1)) == "sbp.split(1)"
+
+
+def test_boxing_gives_the_whole_value():
+    flow.manual_seed(5)
+    whole = flow.randn(8, 6)  # the same on every rank (same seed)
+    x = flow.from_full(whole, all_ranks(), flow.sbp.split(0))
+    assert x.is_global and x.shape == (8, 6) and x.to_local().shape == (8 // WORLD, 6)
+    np.testing.assert_array_equal(x.numpy(), whole.numpy())  # numpy() of a global tensor: the whole value
+    b = x.to_global(sbp=flow.sbp.broadcast)
+    np.testing.assert_array_equal(b.to_local().numpy(), whole.numpy())
+    s1 = x.to_global(sbp=flow.sbp.split(1))
+    np.testing.assert_array_equal(s1.numpy(), whole.numpy())
+    # local data as a partial sum: every rank holds rank + 1
+    terms = flow.tensor(np.full((2, 2), RANK + 1, dtype=np.float32)).to_global(placement=all_ranks(),
+                                                                            sbp=flow.sbp.partial_sum)
+    np.testing.assert_array_equal(terms.numpy(), np.full((2, 2), WORLD * (WORLD + 1) / 2))
+
+
+def test_to_global_keeps_parameters_for_the_optimizer():
+    flow.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    before = model.parameters()
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)  # made before to_global
+    model.to_global(placement=all_ranks(), sbp=flow.sbp.broadcast)
+    assert all(a.same(b) for a, b in zip(before, model.parameters()))
+    assert all(p.is_global for p in model.parameters())
+    x = flow.randn(8, 4, placement=all_ranks(), sbp=flow.sbp.split(0))
+    y = flow.randn(8, 2, placement=all_ranks(), sbp=flow.sbp.split(0))
+    losses = []
+    for _ in range(5):
+        loss = flow.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+
+
+def test_save_on_one_rank_load_on_another(tmp_path_factory):
+    path = "/tmp/globe-pytest-save-%d.safetensors" % WORLD
+    flow.manual_seed(1)
+    model = nn.Linear(6, 4)
+    model.to_global(placement=all_ranks(), sbp=flow.sbp.broadcast)
+    flow.save(model.state_dict(), path, global_dst_rank=0)
+    flow.manual_seed(2)
+    other = nn.Linear(6, 4)
+    other.to_global(placement=all_ranks(), sbp=flow.sbp.broadcast)
+    other.load_state_dict(flow.load(path, global_src_rank=WORLD - 1))
+    for (_, a), (_, b) in zip(model.named_parameters(), other.named_parameters()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_mixing_local_and_global_is_an_error_on_every_rank():
+    x = flow.randn(4, 4, placement=all_ranks(), sbp=flow.sbp.split(0))
+    with pytest.raises(flow.Error, match="mixes local and global"):
+        flow.add(x, flow.randn(4, 4))

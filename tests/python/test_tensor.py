@@ -1,0 +1,105 @@
+"""The Python front end in one process: tensors and numpy, operators, autograd values, modules,
+optimizers, checkpoints, and errors arriving as globe.Error with the core's message."""
+import numpy as np
+import pytest
+
+import globe as flow
+import globe.nn as nn
+
+
+def test_numpy_round_trip_and_dtypes():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = flow.tensor(a)
+    assert t.shape == (3, 4) and t.dtype == flow.float32 and not t.is_global
+    np.testing.assert_array_equal(t.numpy(), a)
+    assert flow.tensor([1, 2, 3]).dtype == flow.int64
+    assert flow.tensor([1.5, 2.0]).dtype == flow.float32
+    assert flow.tensor(np.zeros(2, dtype=np.float64)).dtype == flow.float64
+    # numpy() shares the tensor's storage: no copy
+    view = t.numpy()
+    view[0, 0] = 42.0
+    assert t.numpy()[0, 0] == 42.0
+    # a transposed (strided) tensor reads right through its strides
+    np.testing.assert_array_equal(flow.transpose(flow.tensor(a), 0, 1).numpy(), a.T)
+
+
+def test_operators_and_ops_values():
+    x = flow.tensor([[1.0, 2.0], [3.0, 4.0]])
+    y = flow.tensor([[0.5, -1.0], [2.0, 0.0]])
+    np.testing.assert_allclose((x + y).numpy(), [[1.5, 1.0], [5.0, 4.0]])
+    np.testing.assert_allclose((2 * x - 1).numpy(), [[1, 3], [5, 7]])
+    np.testing.assert_allclose((1 / x).numpy(), [[1, 0.5], [1 / 3, 0.25]], rtol=1e-6)
+    np.testing.assert_allclose((x @ y).numpy(), np.array([[1, 2], [3, 4]]) @ np.array([[0.5, -1], [2, 0]]))
+    np.testing.assert_allclose((-x).numpy(), [[-1, -2], [-3, -4]])
+    assert flow.sum(x).item() == 10.0
+    np.testing.assert_allclose(flow.sum(x, [0]).numpy(), [4, 6])
+    np.testing.assert_allclose(flow.softmax(x, 1).numpy().sum(axis=1), [1, 1], rtol=1e-6)
+    assert flow.reshape(x, [4]).shape == (4,)
+    assert x.reshape(1, 4).shape == (1, 4)
+
+
+def test_backward_gives_the_gradient():
+    w = flow.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
+    x = flow.tensor([[2.0, 1.0]])
+    loss = flow.sum(flow.relu(x @ w) * 3.0)  # x @ w = [2.5, -1]: relu keeps the first
+    loss.backward()
+    np.testing.assert_allclose(w.grad.numpy(), [[6.0, 0.0], [3.0, 0.0]])
+    assert w.is_leaf and w.requires_grad
+    with flow.no_grad():
+        z = w * 2
+    assert not z.requires_grad
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 3)
+        self.act = nn.ReLU()
+        self.fc2 = nn.Linear(3, 2, bias=False)
+        self.scale = flow.tensor([2.0], requires_grad=True)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x))) * self.scale
+
+
+def test_module_registers_parameters_in_order():
+    net = Net()
+    assert [k for k, _ in net.named_parameters()] == ["scale", "fc1.weight", "fc1.bias", "fc2.weight"]
+    assert list(net.state_dict()) == ["scale", "fc1.weight", "fc1.bias", "fc2.weight"]
+    assert net.fc1.weight.shape == (3, 4)
+    assert net(flow.randn(5, 4)).shape == (5, 2)
+    with pytest.raises(flow.Error, match="missing keys"):
+        net.load_state_dict({"scale": flow.tensor([1.0])})
+    other = Net()
+    other.load_state_dict(net.state_dict())
+    for (_, a), (_, b) in zip(net.named_parameters(), other.named_parameters()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_sgd_step_updates_in_place():
+    p = flow.tensor([1.0, 2.0], requires_grad=True)
+    opt = flow.optim.SGD([p], lr=0.5)
+    flow.sum(p * p).backward()  # grad 2p
+    opt.step()
+    np.testing.assert_allclose(p.numpy(), [0.0, 0.0])
+    opt.zero_grad()
+    assert p.grad is None
+
+
+def test_save_and_load(tmp_path):
+    flow.manual_seed(3)
+    net = Net()
+    flow.save(net.state_dict(), tmp_path / "net.safetensors")
+    loaded = flow.load(tmp_path / "net.safetensors")
+    assert list(loaded) == list(net.state_dict())
+    for k, v in net.state_dict().items():
+        np.testing.assert_array_equal(loaded[k].numpy(), v.numpy())
+
+
+def test_errors_carry_the_cores_message():
+    with pytest.raises(flow.Error, match=r"\[matmul\].*\[2, 3\] @ \[2, 3\]"):
+        flow.matmul(flow.randn(2, 3), flow.randn(2, 3))
+    with pytest.raises(RuntimeError):  # globe.Error is a RuntimeError
+        flow.add(flow.randn(2), flow.randn(3))
+    with pytest.raises(flow.Error, match='runs on "cpu"'):
+        flow.placement("cuda", ranks=[0])
