@@ -125,6 +125,12 @@ class _CppLayer(Module):
         self._cpp.train(mode)
         return super().train(mode)
 
+    def distribute(self, placement, plan, default_sbp=_globe.broadcast):
+        """The whole layer (rank 0's values) laid out by `plan`: {name: sbp}, others default_sbp
+        (tensor-parallel layers from an ordinary initialisation; see Module::distribute)."""
+        self._cpp.distribute(placement, dict(plan), default_sbp)
+        return self
+
 
 class Linear(_CppLayer):
     def __init__(self, in_features, out_features, bias=True):

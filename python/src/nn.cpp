@@ -23,6 +23,11 @@ void bind_nn(pyb::module_& m) {
         if (sbp.is_none()) mod.to_global(p);
         else mod.to_global(p, to_nd_sbp(sbp));
       }, pyb::arg("placement"), pyb::arg("sbp") = pyb::none())
+      .def("distribute", [](Module& mod, const Placement& p, const pyb::dict& plan, const pyb::object& default_sbp) {
+        std::vector<std::pair<std::string, NdSbp>> v;
+        for (const auto& [k, s] : plan) v.emplace_back(k.cast<std::string>(), to_nd_sbp(pyb::reinterpret_borrow<pyb::object>(s)));
+        mod.distribute(p, v, to_nd_sbp(default_sbp));
+      }, pyb::arg("placement"), pyb::arg("plan"), pyb::arg("default_sbp"))
       .def("to", [](Module& mod, DType dt) { mod.to(dt); })
       .def("train", [](Module& mod, bool on) { mod.train(on); }, pyb::arg("mode") = true);
   pyb::class_<UnaryModule, Module, std::shared_ptr<UnaryModule>>(m, "CppUnaryModule")

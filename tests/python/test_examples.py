@@ -10,18 +10,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.environ.get("GLOBE_BUILD_DIR", os.path.join(ROOT, "build"))
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT)
+def run(cmd, cwd):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=cwd)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
 
 @pytest.mark.parametrize("ranks", [1, 2])
-@pytest.mark.parametrize("program", ["data_parallel"])
-def test_python_edition_prints_the_cpp_losses(program, ranks):
+@pytest.mark.parametrize("program, losses", [("quickstart", 20), ("data_parallel", 10), ("model_parallel", 10),
+                                             ("save_load", 10)])
+def test_python_edition_prints_the_cpp_losses(program, losses, ranks, tmp_path):
     launch = [os.path.join(BUILD, "bin", "globe-launch"), "--nproc_per_node", str(ranks), "--no-prefix"]
-    cpp = run(launch + [os.path.join(BUILD, "bin", program)])
+    cpp = run(launch + [os.path.join(BUILD, "bin", program)], tmp_path)  # save_load writes a file here
     py = run([sys.executable, "-m", "globe.launch", "--nproc_per_node", str(ranks), "--no-prefix",
-              os.path.join(ROOT, "examples", "python", program + ".py")])
+              os.path.join(ROOT, "examples", "python", program + ".py")], tmp_path)
     assert py == cpp
-    assert py.count("loss") == 10
+    assert py.count(" loss ") == losses
