@@ -12,10 +12,12 @@ with the core's message.
 import numpy as _np
 
 from . import _globe
-from ._globe import (Error, Placement, Tensor, add, arange, argmax, cat, contiguous, cross_entropy, describe, div,
-                     dropout, embedding, exp, flatten, from_full, from_numpy, gelu, layer_norm, linear, log,
-                     log_softmax, manual_seed, matmul, max, mean, mse_loss, mul, neg, permute, pow, relu, reshape,
-                     sigmoid, softmax, sqrt, squeeze, sub, sum, tanh, transpose, unsqueeze, visualize)
+from ._globe import (Error, Placement, Tensor, add, arange, argmax, cat, causal_fill, contiguous, cross_entropy,
+                     describe, div, dropout, embedding, exp, expand, flatten, from_full, from_numpy, gather, gelu,
+                     gelu_tanh, layer_norm, linear, log, log_softmax, manual_seed, matmul, matmul_nt, max, mean,
+                     mse_loss, mul, narrow, neg, ones_like, permute, pick, pow, rand, relu, reshape, scatter_add,
+                     sigmoid, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype, transpose, uniform,
+                     unsqueeze, view, visualize, zeros_like)
 from . import env, nn, optim, sbp  # noqa: E402  (after _globe: they use it)
 from .sbp import broadcast as _broadcast
 

@@ -53,6 +53,26 @@ void bind_ops(pyb::module_& m) {
            {"gelu_tanh", &gelu_tanh}, {"tanh", &tanh}, {"sigmoid", &sigmoid}, {"contiguous", &contiguous}})
     m.def(name, fn);
   m.def("matmul", &matmul);
+  m.def("matmul_nt", &matmul_nt);
+  m.def("to_dtype", &to_dtype, pyb::arg("input"), pyb::arg("dtype"));
+  m.def("zeros_like", &zeros_like);
+  m.def("ones_like", &ones_like);
+  m.def("rand", [](const pyb::object& shape, DType dtype) { return rand(to_shape(shape), dtype); },
+        pyb::arg("shape"), pyb::arg("dtype") = kFloat32);
+  m.def("uniform", [](const pyb::object& shape, double low, double high, DType dtype) {
+    return uniform(to_shape(shape), low, high, dtype);
+  }, pyb::arg("shape"), pyb::arg("low"), pyb::arg("high"), pyb::arg("dtype") = kFloat32);
+  m.def("view", [](const Tensor& a, const pyb::object& s) { return view(a, to_shape(s)); });
+  m.def("expand", [](const Tensor& a, const pyb::object& s) { return expand(a, to_shape(s)); });
+  m.def("sum_to", [](const Tensor& a, const pyb::object& s) { return sum_to(a, to_shape(s)); });
+  m.def("narrow", &narrow, pyb::arg("input"), pyb::arg("dim"), pyb::arg("start"), pyb::arg("length"));
+  m.def("slice", &slice, pyb::arg("input"), pyb::arg("dim"), pyb::arg("start"), pyb::arg("end"));
+  m.def("gather", &gather, pyb::arg("input"), pyb::arg("dim"), pyb::arg("index"));
+  m.def("scatter_add", [](const pyb::object& shape, int64_t dim, const Tensor& index, const Tensor& src) {
+    return scatter_add(to_shape(shape), dim, index, src);
+  }, pyb::arg("shape"), pyb::arg("dim"), pyb::arg("index"), pyb::arg("src"));
+  m.def("pick", &pick, pyb::arg("input"), pyb::arg("index"));
+  m.def("causal_fill", &causal_fill, pyb::arg("input"), pyb::arg("value"));
   m.def("linear", &linear, pyb::arg("x"), pyb::arg("weight"), pyb::arg("bias") = Tensor());
   m.def("sum", [](const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) { return sum(a, dims, keepdim); },
         pyb::arg("input"), pyb::arg("dim") = std::vector<int64_t>{}, pyb::arg("keepdim") = false);

@@ -45,4 +45,21 @@ fi
 grep -q 'provided by "nlohmann_json"' "$work/missing.log" && grep -q "GlobeConfig.cmake" "$work/missing.log" ||
   { cat "$work/missing.log"; echo "FAIL: the error does not name nlohmann_json and Globe's package"; exit 1; }
 echo "ok: without nlohmann_json, find_package(Globe) fails naming it (from GlobeConfig.cmake)"
+# 4. The Python package, where the build has it: importable from the prefix, and its launcher
+#    finds the installed globe-launch.
+if [[ -d $build/python/globe ]]; then
+  pkg=$prefix/lib/python3/dist-packages
+  [[ -f $pkg/globe/__init__.py ]] || { echo "FAIL: the Python package is not installed under $pkg"; exit 1; }
+  cat > "$work/job.py" <<'PY'
+import globe as flow
+p = flow.placement("cpu", ranks=[0, 1])
+x = flow.ones(4, 2, placement=p, sbp=flow.sbp.split(0))
+total = flow.sum(x).item()
+if flow.env.get_rank() == 0:
+    print(f"ranks {flow.env.get_world_size()}, sum {total:g}")
+PY
+  out_py=$(cd "$work" && PYTHONPATH=$pkg /usr/bin/python3 -m globe.launch --nproc_per_node 2 job.py)
+  [[ $out_py == "[rank0] ranks 2, sum 8" ]] || { echo "FAIL: the installed Python package printed '$out_py'"; exit 1; }
+  echo "ok: the installed Python package runs under python3 -m globe.launch: $out_py"
+fi
 echo "check_install: all checks passed"

@@ -38,6 +38,26 @@ def test_operators_and_ops_values():
     assert x.reshape(1, 4).shape == (1, 4)
 
 
+def test_every_op_is_reachable_and_computes():
+    x = flow.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(flow.narrow(x, 1, 1, 2).numpy(), [[1, 2], [4, 5]])
+    np.testing.assert_array_equal(flow.slice(x, 1, -2, 3).numpy(), [[1, 2], [4, 5]])
+    np.testing.assert_array_equal(flow.gather(x, 1, flow.tensor([[2], [0]])).numpy(), [[2], [3]])
+    np.testing.assert_array_equal(flow.scatter_add([2, 3], 1, flow.tensor([[2], [0]]),
+                                                   flow.tensor([[1.0], [5.0]])).numpy(), [[0, 0, 1], [5, 0, 0]])
+    np.testing.assert_array_equal(flow.pick(x, flow.tensor([1, 2])).numpy(), [1, 5])
+    np.testing.assert_array_equal(flow.expand(flow.tensor([[1.0], [2.0]]), [2, 3]).numpy(), [[1, 1, 1], [2, 2, 2]])
+    np.testing.assert_array_equal(flow.sum_to(x, [1, 3]).numpy(), [[3, 5, 7]])
+    np.testing.assert_array_equal(flow.view(x, [3, 2]).numpy(), np.arange(6).reshape(3, 2))
+    np.testing.assert_array_equal(flow.matmul_nt(x, x).numpy(), x.numpy() @ x.numpy().T)
+    assert flow.to_dtype(x, flow.float64).dtype == flow.float64
+    np.testing.assert_array_equal(flow.zeros_like(x).numpy(), np.zeros((2, 3)))
+    c = flow.causal_fill(flow.zeros(2, 2), -1.0).numpy()
+    np.testing.assert_array_equal(c, [[0, -1], [0, 0]])
+    u = flow.uniform([1000], 2.0, 3.0).numpy()
+    assert u.min() >= 2.0 and u.max() < 3.0
+
+
 def test_backward_gives_the_gradient():
     w = flow.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
     x = flow.tensor([[2.0, 1.0]])
