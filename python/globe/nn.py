@@ -181,6 +181,15 @@ class Tanh(Module):
         return _globe.tanh(x)
 
 
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return _globe.flatten(x, self.start_dim, self.end_dim)
+
+
 class Sequential(Module):
     def __init__(self, *modules):
         super().__init__()

@@ -18,7 +18,7 @@ def run(cmd, cwd):
 
 @pytest.mark.parametrize("ranks", [1, 2])
 @pytest.mark.parametrize("program, losses", [("quickstart", 20), ("data_parallel", 10), ("model_parallel", 10),
-                                             ("save_load", 10)])
+                                             ("save_load", 10), ("pipeline", 20)])
 def test_python_edition_prints_the_cpp_losses(program, losses, ranks, tmp_path):
     launch = [os.path.join(BUILD, "bin", "globe-launch"), "--nproc_per_node", str(ranks), "--no-prefix"]
     cpp = run(launch + [os.path.join(BUILD, "bin", program)], tmp_path)  # save_load writes a file here
