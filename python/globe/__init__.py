@@ -28,7 +28,7 @@ float = float32  # noqa: A001  (OneFlow / PyTorch spelling)
 double = float64
 long = int64
 
-__all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "randn", "zeros", "ones", "save", "load",
+__all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "randn", "zeros", "ones", "full", "save", "load",
            "no_grad", "sbp", "nn", "optim", "env", "float32", "float64", "int64"]
 
 
@@ -72,6 +72,11 @@ def zeros(*size, dtype=float32, placement=None, sbp=None, requires_grad=False):
 
 def ones(*size, dtype=float32, placement=None, sbp=None, requires_grad=False):
     return _create(_globe.ones, size, dtype, placement, sbp, requires_grad)
+
+
+def full(size, value, dtype=float32, placement=None, sbp=None, requires_grad=False):
+    t = _globe.full(list(size) if isinstance(size, (list, tuple)) else [size], value, dtype, placement, sbp)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def tensor(data, dtype=None, requires_grad=False, placement=None, sbp=None):

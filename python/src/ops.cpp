@@ -32,8 +32,12 @@ void bind_ops(pyb::module_& m) {
            [](const Shape& s, const Placement& p, const NdSbp& b, DType d) { return ones(s, p, b, d); });
   creation(m, "randn", [](const Shape& s, DType d) { return randn(s, d); },
            [](const Shape& s, const Placement& p, const NdSbp& b, DType d) { return randn(s, p, b, d); });
-  m.def("full", [](const pyb::object& shape, double v, DType dtype) { return full(to_shape(shape), v, dtype); },
-        pyb::arg("shape"), pyb::arg("value"), pyb::arg("dtype") = kFloat32);
+  m.def("full", [](const pyb::object& shape, double v, DType dtype, const pyb::object& placement, const pyb::object& sbp) {
+    if (placement.is_none()) return full(to_shape(shape), v, dtype);
+    return full(to_shape(shape), v, placement.cast<Placement>(), sbp.is_none() ? NdSbp(sbp::broadcast) : to_nd_sbp(sbp),
+                dtype);
+  }, pyb::arg("shape"), pyb::arg("value"), pyb::arg("dtype") = kFloat32, pyb::arg("placement") = pyb::none(),
+        pyb::arg("sbp") = pyb::none());
   m.def("arange", [](int64_t n, DType dtype) { return arange(n, dtype); }, pyb::arg("n"), pyb::arg("dtype") = kInt64);
   m.def("manual_seed", &manual_seed, pyb::arg("seed"));
   m.def("from_full", [](const Tensor& v, const Placement& p, const pyb::object& sbp) { return from_full(v, p, to_nd_sbp(sbp)); },

@@ -26,3 +26,15 @@ def test_python_edition_prints_the_cpp_losses(program, losses, ranks, tmp_path):
               os.path.join(ROOT, "examples", "python", program + ".py")], tmp_path)
     assert py == cpp
     assert py.count(" loss ") == losses
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_backward_local_prints_the_cpp_snippets_lines(ranks, tmp_path):
+    """examples/python/backward_local.py against the "local" part of docs/snippets/grad_layouts.cpp
+    (each rank prints its own lines: compared in any order)."""
+    launch = [os.path.join(BUILD, "bin", "globe-launch"), "--nproc_per_node", str(ranks)]
+    cpp = run(launch + [os.path.join(BUILD, "bin", "grad_layouts"), "local"], tmp_path)
+    py = run([sys.executable, "-m", "globe.launch", "--nproc_per_node", str(ranks),
+              os.path.join(ROOT, "examples", "python", "backward_local.py")], tmp_path)
+    assert sorted(py.splitlines()) == sorted(cpp.splitlines())
+    assert "xl.grad() = 2 2 2" in py
