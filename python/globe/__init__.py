@@ -18,7 +18,7 @@ from ._globe import (Error, Placement, Tensor, add, arange, argmax, cat, causal_
                      mse_loss, mul, narrow, neg, ones_like, permute, pick, pow, rand, relu, reshape, scatter_add,
                      sigmoid, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype, transpose, uniform,
                      unsqueeze, view, visualize, zeros_like)
-from . import env, nn, optim, sbp  # noqa: E402  (after _globe: they use it)
+from . import env, nn, optim, pipeline, sbp  # noqa: E402  (after _globe: they use it)
 from .sbp import broadcast as _broadcast
 
 float32 = _globe.dtype.float32

@@ -18,6 +18,7 @@ void bind_ops(pyb::module_& m);     // creation and every public op
 void bind_nn(pyb::module_& m);      // the C++ layers, as objects the Python Module wraps
 void bind_optim(pyb::module_& m);   // SGD, Adam, AdamW, clipping
 void bind_io(pyb::module_& m);      // save / load, sharded checkpoints, dist
+void bind_pipeline(pyb::module_& m);  // Pipeline over Python modules
 
 // A Python sequence of ints as a Shape.
 Shape to_shape(const pyb::object& seq);

@@ -49,4 +49,5 @@ PYBIND11_MODULE(_globe, m) {
   bind_nn(m);
   bind_optim(m);
   bind_io(m);
+  bind_pipeline(m);
 }

@@ -38,3 +38,15 @@ def test_backward_local_prints_the_cpp_snippets_lines(ranks, tmp_path):
               os.path.join(ROOT, "examples", "python", "backward_local.py")], tmp_path)
     assert sorted(py.splitlines()) == sorted(cpp.splitlines())
     assert "xl.grad() = 2 2 2" in py
+
+
+@pytest.mark.parametrize("ranks, schedule", [(1, "1f1b"), (2, "1f1b"), (2, "interleaved"), (2, "zb-h1"), (4, "gpipe")])
+def test_pipeline_object_prints_the_cpp_plan_and_losses(ranks, schedule, tmp_path):
+    """The Pipeline over Python modules: the same stage plan, schedule and losses as in C++."""
+    args = ["--schedule", schedule, "--iters", "5"]
+    launch = [os.path.join(BUILD, "bin", "globe-launch"), "--nproc_per_node", str(ranks), "--no-prefix"]
+    cpp = run(launch + [os.path.join(BUILD, "bin", "pipeline_schedules")] + args, tmp_path)
+    py = run([sys.executable, "-m", "globe.launch", "--nproc_per_node", str(ranks), "--no-prefix",
+              os.path.join(ROOT, "examples", "python", "pipeline_schedules.py")] + args, tmp_path)
+    assert py == cpp
+    assert py.count(" loss ") == 5 and "stage 0 on placement" in py
