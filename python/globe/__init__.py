@@ -19,6 +19,7 @@ from ._globe import (Error, Placement, Tensor, add, arange, argmax, cat, causal_
                      sigmoid, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype, transpose, uniform,
                      unsqueeze, view, visualize, zeros_like)
 from . import env, nn, optim, pipeline, sbp  # noqa: E402  (after _globe: they use it)
+from .autograd import no_grad
 from .sbp import broadcast as _broadcast
 
 float32 = _globe.dtype.float32
@@ -105,18 +106,6 @@ def load(path, global_src_rank=0):
     """flow.load(path, global_src_rank=R): collective; rank R reads the file, every rank gets a
     dict of global tensors (whole values on R) that load_state_dict lays out like its own."""
     return _globe.load(str(path), global_src_rank)
-
-
-class no_grad:
-    """with globe.no_grad(): ... — ops inside record no graph."""
-
-    def __enter__(self):
-        self._prev = _globe.grad_enabled()
-        _globe.set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _globe.set_grad_enabled(self._prev)
-        return False
 
 
 def _numpy_array(self, dtype=None):

@@ -6,6 +6,7 @@ from collections import OrderedDict
 
 from . import _globe
 from ._globe import Tensor
+from .autograd import no_grad
 
 
 def Parameter(data, requires_grad=True):  # noqa: N802  (flow.nn.Parameter)
@@ -59,7 +60,7 @@ class Module:
         unexpected = [k for k in state if k not in own]
         if strict and (missing or unexpected):
             raise _globe.Error(f"[load_state_dict] missing keys {missing}, unexpected keys {unexpected}")
-        with _globe_no_grad():
+        with no_grad():
             for k, p in own.items():
                 if k in state:
                     _globe.copy_(p, state[k])
@@ -90,16 +91,6 @@ class Module:
         for c in self._modules.values():
             c.to_global(placement, sbp)
         return self
-
-
-class _globe_no_grad:
-    def __enter__(self):
-        self._prev = _globe.grad_enabled()
-        _globe.set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _globe.set_grad_enabled(self._prev)
-        return False
 
 
 class _CppLayer(Module):
