@@ -5,6 +5,8 @@
 //   build/bin/globe-launch --nproc_per_node 2 build/bin/bench_mlp --threads 1   (data parallel)
 //   ... bench_mlp --fingerprint-ab 1: also the cost of divergence fingerprints, as pairs of steps
 //       with them on and off (the order alternating), reported as the median paired ratio.
+//   ... bench_mlp --adamw 1 [--zero 1|2]: AdamW instead of SGD, with ZeRO's split state
+//       (RESULT adds the optimizer-state bytes on rank 0).
 //
 // Under the launcher it trains data-parallel: parameters broadcast, the batch split(0) over the
 // ranks (--batch stays per rank, like the peer's DDP), gradients all-reduced by the SBP rules.
@@ -27,15 +29,18 @@ namespace {
 
 struct MlpTrainer {
   std::shared_ptr<nn::Sequential> model;
-  std::unique_ptr<optim::SGD> opt;
+  std::unique_ptr<optim::Optimizer> opt;
 
-  MlpTrainer(int64_t hidden, double lr) {
+  // `adamw`: AdamW (lr 1e-3) instead of the peer's SGD, for ZeRO (SGD keeps no state to split).
+  MlpTrainer(int64_t hidden, double lr, bool adamw = false, int zero_stage = 0) {
     manual_seed(0);  // identical initial weights on every rank
     model = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(hidden, hidden),
                                              std::make_shared<nn::ReLU>(),
                                              std::make_shared<nn::Linear>(hidden, hidden));
     if (dist::is_distributed()) model->to_global(Placement::all(), sbp::broadcast);
-    opt = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = lr});
+    if (adamw) opt = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamOptions{.lr = 1e-3});
+    else opt = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = lr});
+    opt->set_zero_stage(zero_stage);
   }
 
   // One training step on (x, y); returns the loss (before the update). When `phases` is given,
@@ -114,7 +119,7 @@ void fingerprint_ab(MlpTrainer& trainer, const Tensor& x, const Tensor& y, int s
 
 int main(int argc, char** argv) {
   bench::Flags f(argc, argv, {{"hidden", 1024}, {"batch", 64}, {"steps", 50}, {"warmup", 10}, {"threads", 1},
-                                  {"fingerprint-ab", 0}});
+                                  {"fingerprint-ab", 0}, {"adamw", 0}, {"zero", 0}});
   const int threads = int(f["threads"]), steps = int(f["steps"]), warmup = int(f["warmup"]);
   const int64_t hidden = f["hidden"], batch = f["batch"];
   if (threads < 1 || steps < 1 || warmup < 0 || hidden < 1 || batch < 1) {
@@ -126,7 +131,7 @@ int main(int argc, char** argv) {
   const bool distributed = dist::is_distributed();
   const double lr = 0.01;
 
-  MlpTrainer trainer(hidden, lr);
+  MlpTrainer trainer(hidden, lr, f["adamw"] != 0, int(f["zero"]));
   manual_seed(1234);
   // Data parallel: a global batch of batch * world rows, each rank holding its `batch` rows.
   const Tensor x = distributed ? randn({batch * world, hidden}, Placement::all(), sbp::split(0)) : randn({batch, hidden});
@@ -150,7 +155,9 @@ int main(int argc, char** argv) {
       {"warmup", warmup}, {"steps_per_s_median", med}, {"steps_per_s_min", rates.front()},
       {"steps_per_s_max", rates.back()}, {"steps_per_s_mean", steps / total},
       {"samples_per_s_global_median", med * double(batch) * world}, {"step_ms_median", 1000.0 / med},
-      {"loss_first", st.loss_first}, {"loss_last", st.loss_last}};
+      {"loss_first", st.loss_first}, {"loss_last", st.loss_last},
+      {"optimizer", f["adamw"] ? "adamw" : "sgd"}, {"zero_stage", f["zero"]},
+      {"optimizer_state_bytes", trainer.opt->state_bytes()}};
   nlohmann::json phase_ms;
   for (int i = 0; i < 5; ++i) phase_ms[kPhaseNames[i]] = 1000.0 * bench::median(st.phases[i]);
   res["phase_ms_median"] = phase_ms;

@@ -22,6 +22,8 @@ void bind_pipeline(pyb::module_& m);  // Pipeline over Python modules
 
 // A Python sequence of ints as a Shape.
 Shape to_shape(const pyb::object& seq);
+// A placement= argument; anything else is a TypeError naming the argument.
+Placement to_placement(const pyb::object& placement);
 // Python sbp argument (an Sbp, an NdSbp, or a list/tuple of Sbp) as an NdSbp.
 NdSbp to_nd_sbp(const pyb::object& sbp);
 // A state dict as a Python dict (insertion order) and back.

@@ -10,11 +10,30 @@ Shape to_shape(const pyb::object& seq) {
   return s;
 }
 
+namespace {
+std::string type_name(const pyb::handle& h) { return pyb::str(pyb::type::handle_of(h).attr("__name__")); }
+}  // namespace
+
+Placement to_placement(const pyb::object& placement) {
+  if (!pyb::isinstance<Placement>(placement))
+    throw pyb::type_error("placement= takes a globe.placement(...), got " + type_name(placement) + " " +
+                          std::string(pyb::repr(placement)));
+  return placement.cast<Placement>();
+}
+
 NdSbp to_nd_sbp(const pyb::object& sbp) {
   if (pyb::isinstance<Sbp>(sbp)) return NdSbp(sbp.cast<Sbp>());
   if (pyb::isinstance<NdSbp>(sbp)) return sbp.cast<NdSbp>();
+  const auto bad = [&] {
+    return pyb::type_error("sbp= takes globe.sbp.split(d), broadcast or partial_sum, or a tuple of them (one per "
+                           "mesh axis), got " + type_name(sbp) + " " + std::string(pyb::repr(sbp)));
+  };
+  if (!pyb::isinstance<pyb::sequence>(sbp) || pyb::isinstance<pyb::str>(sbp)) throw bad();
   std::vector<Sbp> v;
-  for (const pyb::handle h : sbp) v.push_back(h.cast<Sbp>());
+  for (const pyb::handle h : sbp) {
+    if (!pyb::isinstance<Sbp>(h)) throw bad();
+    v.push_back(h.cast<Sbp>());
+  }
   return NdSbp(v);
 }
 

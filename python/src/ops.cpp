@@ -17,7 +17,7 @@ void creation(pyb::module_& m, const char* name, Creator local, GlobalCreator gl
       if (!sbp.is_none()) throw Error(std::string("[") + "creation] sbp= needs placement= too");
       return local(to_shape(shape), dtype);
     }
-    return global(to_shape(shape), placement.cast<Placement>(), sbp.is_none() ? NdSbp(sbp::broadcast) : to_nd_sbp(sbp),
+    return global(to_shape(shape), to_placement(placement), sbp.is_none() ? NdSbp(sbp::broadcast) : to_nd_sbp(sbp),
                   dtype);
   }, pyb::arg("shape"), pyb::arg("dtype") = kFloat32, pyb::arg("placement") = pyb::none(), pyb::arg("sbp") = pyb::none());
 }
@@ -34,7 +34,7 @@ void bind_ops(pyb::module_& m) {
            [](const Shape& s, const Placement& p, const NdSbp& b, DType d) { return randn(s, p, b, d); });
   m.def("full", [](const pyb::object& shape, double v, DType dtype, const pyb::object& placement, const pyb::object& sbp) {
     if (placement.is_none()) return full(to_shape(shape), v, dtype);
-    return full(to_shape(shape), v, placement.cast<Placement>(), sbp.is_none() ? NdSbp(sbp::broadcast) : to_nd_sbp(sbp),
+    return full(to_shape(shape), v, to_placement(placement), sbp.is_none() ? NdSbp(sbp::broadcast) : to_nd_sbp(sbp),
                 dtype);
   }, pyb::arg("shape"), pyb::arg("value"), pyb::arg("dtype") = kFloat32, pyb::arg("placement") = pyb::none(),
         pyb::arg("sbp") = pyb::none());

@@ -125,13 +125,13 @@ void bind_tensor(pyb::module_& m) {
       .def("to_global", [](const Tensor& t, const pyb::object& placement, const pyb::object& sbp,
                            const pyb::object& grad_sbp) {
         if (!grad_sbp.is_none()) {
-          const Placement p = placement.is_none() ? t.placement() : placement.cast<Placement>();
+          const Placement p = placement.is_none() ? t.placement() : to_placement(placement);
           return t.to_global(p, sbp.is_none() ? t.sbp() : to_nd_sbp(sbp), to_nd_sbp(grad_sbp));
         }
         if (placement.is_none() && sbp.is_none()) throw Error("[to_global] give placement=, sbp= or both");
         if (placement.is_none()) return t.to_global(to_nd_sbp(sbp));
-        if (sbp.is_none()) return t.to_global(placement.cast<Placement>());
-        return t.to_global(placement.cast<Placement>(), to_nd_sbp(sbp));
+        if (sbp.is_none()) return t.to_global(to_placement(placement));
+        return t.to_global(to_placement(placement), to_nd_sbp(sbp));
       }, pyb::arg("placement") = pyb::none(), pyb::arg("sbp") = pyb::none(), pyb::arg("grad_sbp") = pyb::none())
       .def("numpy", [](const Tensor& t) {
         // A global tensor gives its whole value (collective: every rank calls it), as OneFlow's.

@@ -10,8 +10,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.environ.get("GLOBE_BUILD_DIR", os.path.join(ROOT, "build"))
 
 
+ENV = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"))
+
+
 def run(cmd, cwd):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=cwd)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=cwd, env=ENV)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
@@ -50,3 +53,29 @@ def test_pipeline_object_prints_the_cpp_plan_and_losses(ranks, schedule, tmp_pat
               os.path.join(ROOT, "examples", "python", "pipeline_schedules.py")] + args, tmp_path)
     assert py == cpp
     assert py.count(" loss ") == 5 and "stage 0 on placement" in py
+
+
+def test_python_exception_in_forward_ends_the_job_naming_the_rank(tmp_path):
+    """Bad input: a Python exception inside a module's forward on one rank ends the job within
+    seconds, the traceback on that rank and the launcher naming it; no rank hangs."""
+    import time
+    start = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "globe.launch", "--nproc_per_node", "2",
+                        os.path.join(ROOT, "tests", "python", "raising_forward.py")],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path, env=ENV)
+    took = time.monotonic() - start
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    assert "[rank1] ValueError: a bug in forward on rank 1" in out, out
+    assert "rank 1 failed" in out, out
+    assert took < 30, f"took {took:.1f} s"
+
+
+def test_wrong_argument_types_are_type_errors():
+    import globe as flow
+    with pytest.raises(TypeError, match="matmul"):
+        flow.matmul(flow.randn(2, 2), "not a tensor")
+    with pytest.raises(TypeError, match="placement= takes a globe.placement"):
+        flow.randn(2, 2, placement="cpu")
+    with pytest.raises(TypeError, match="sbp= takes"):
+        flow.randn(4, 2).to_global(placement=flow.placement("cpu"), sbp="split")
