@@ -10,7 +10,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <utility>
 
 #include "globe/dist/runtime.h"
@@ -66,8 +65,11 @@ struct Plan {
 };
 
 const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_in) {
-  static std::map<std::tuple<std::vector<int64_t>, std::string, std::string>, Plan> plans;
-  auto key = std::make_tuple(p.mesh_shape(), from_in.to_string(), to_in.to_string());
+  // Keyed by numbers, not by the layouts' names: the look-up runs on every boxing.
+  static std::map<std::vector<int64_t>, Plan> plans;
+  std::vector<int64_t> key = p.mesh_shape();
+  for (const NdSbp* layout : {&from_in, &to_in})
+    for (const Sbp& s : *layout) key.insert(key.end(), {int64_t(s.kind), s.is_split() ? s.dim : 0});
   if (auto it = plans.find(key); it != plans.end()) return it->second;
   Plan plan;
   // On a mesh axis of one rank every layout holds the same block (the whole extent, its value):
