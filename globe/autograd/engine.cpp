@@ -41,6 +41,7 @@ Tensor settled(const Tensor& leaf, const Tensor& g) {
 }
 
 void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
+  if (leaf.impl().grad && leaf.impl().grad_unsettled) detail::autograd_hooks.finish_reduction(leaf);  // may be in flight
   const bool may_wait = detail::autograd_hooks.grad_may_wait(g, leaf);
   if (!may_wait) g = settled(leaf, g);
   GLOBE_CHECK(g.shape() == leaf.shape(), "[backward] gradient of shape ", shape_str(g.shape()),
@@ -62,11 +63,12 @@ class GraphTask {
   GraphTask(const Tensor& root, const Tensor& seed, std::vector<Tensor> inputs, bool split)
       : order_(order_nodes(root.grad_fn())), inputs_(std::move(inputs)), split_(split) {
     pending_[order_.front().get()] = seed;
+    if (!split_) find_last_uses();
   }
 
   // Runs until done (true) or until a node that waits for a peer when `may_pause` (false).
   bool run(bool may_pause) {
-    for (; next_ < order_.size(); ++next_) {
+    for (; next_ < order_.size(); announce_ready(next_++)) {
       const std::shared_ptr<Node>& node = order_[next_];
       auto it = pending_.find(node.get());
       if (it == pending_.end()) continue;  // reached only through inputs that need no grad
@@ -94,7 +96,9 @@ class GraphTask {
           accumulate_into_leaf(in[i], grads[i]);
         }
       }
+      detail::autograd_hooks.progress();
     }
+    detail::autograd_hooks.backward_done();
     return true;
   }
 
@@ -107,7 +111,22 @@ class GraphTask {
     return false;
   }
 
+  // ready_[i]: the leaves whose gradient is complete once node i has run (its last user).
+  void find_last_uses() {
+    std::unordered_map<TensorImpl*, std::pair<size_t, Tensor>> last;
+    for (size_t i = 0; i < order_.size(); ++i)
+      for (const Tensor& in : order_[i]->inputs())
+        if (in.requires_grad() && !in.grad_fn()) last[&in.impl()] = {i, in};
+    ready_.resize(order_.size());
+    for (auto& [impl, use] : last) ready_[use.first].push_back(use.second);
+  }
+  void announce_ready(size_t i) {
+    if (i < ready_.size())
+      for (const Tensor& leaf : ready_[i]) detail::autograd_hooks.grad_ready(leaf);
+  }
+
   std::vector<std::shared_ptr<Node>> order_;
+  std::vector<std::vector<Tensor>> ready_;
   size_t next_ = 0;
   std::unordered_map<Node*, Tensor> pending_;
   std::vector<Tensor> inputs_;
@@ -170,6 +189,7 @@ void finish_backward() {
     paused().front().run(/*may_pause=*/false);
     paused().pop_front();
   }
+  detail::autograd_hooks.finish_reductions();
 }
 
 WeightGradWork run_input_backward(const Tensor& root, const Tensor& grad_seed, const std::vector<Tensor>& inputs) {
@@ -184,12 +204,21 @@ WeightGradWork run_input_backward(const Tensor& root, const Tensor& grad_seed, c
 
 void WeightGradWork::run() {
   NoGradGuard no_grad;
+  std::vector<Tensor> leaves;  // in the order their last contribution arrived
   for (Item& item : items_) {
     std::vector<Tensor> grads = item.node->apply(item.grad, item.needs);
     for (size_t i = 0; i < item.needs.size(); ++i)
-      if (item.needs[i] && grads[i].defined()) accumulate_into_leaf(item.node->inputs()[i], grads[i]);
+      if (item.needs[i] && grads[i].defined()) {
+        const Tensor& leaf = item.node->inputs()[i];
+        accumulate_into_leaf(leaf, grads[i]);
+        std::erase_if(leaves, [&](const Tensor& t) { return t.same(leaf); });
+        leaves.push_back(leaf);
+      }
+    detail::autograd_hooks.progress();
   }
   items_.clear();
+  for (const Tensor& leaf : leaves) detail::autograd_hooks.grad_ready(leaf);
+  detail::autograd_hooks.backward_done();
 }
 
 void Tensor::backward() const { run_backward(*this); }

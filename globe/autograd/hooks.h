@@ -16,6 +16,20 @@ struct AutogradHooks {
   // leaf's only when read (deferred reduction): the same placement, and partial_sum where the leaf
   // is broadcast.
   bool (*grad_may_wait)(const Tensor& grad, const Tensor& leaf) = [](const Tensor&, const Tensor&) { return false; };
+
+  // Reductions overlapped with backward (globe/global/grad_buckets.cpp). Every rank runs the same
+  // graph, so these come at the same points on every rank.
+  // `leaf`'s gradient is complete for this backward pass (no later node adds to it): a reduction
+  // it waits for may start.
+  void (*grad_ready)(const Tensor& leaf) = [](const Tensor&) {};
+  // A backward pass ended: reductions still collecting gradients start.
+  void (*backward_done)() = [] {};
+  // Between two nodes: reductions in flight move on, without waiting.
+  void (*progress)() = [] {};
+  // Before `leaf`'s gradient is added to: the reduction it is in completes.
+  void (*finish_reduction)(const Tensor& leaf) = [](const Tensor&) {};
+  // Before gradients are read: reductions in flight complete.
+  void (*finish_reductions)() = [] {};
 };
 inline AutogradHooks autograd_hooks;
 

@@ -12,7 +12,7 @@
 
 namespace globe::dist {
 
-// An in-flight point-to-point transfer. Keeps its tensor alive until completion.
+// An in-flight transfer or collective. Keeps its tensors alive until completion.
 class Request {
  public:
   class Impl {
@@ -44,6 +44,10 @@ class Communicator {
 
   // Sum of every member's `t`, in place (same shape on all members).
   virtual void all_reduce_sum(const Tensor& t) = 0;
+  // The same, started without waiting: `t` holds the sum once the request completes, and must not
+  // be touched before. Request::test() moves it on (call it now and then); wait() finishes it.
+  // Members start their all-reduces in the same order, as with the blocking collectives.
+  virtual Request start_all_reduce_sum(const Tensor& t) = 0;
   // out = concatenation of every member's `local` (flat), member r contributing counts[r] elements.
   virtual void all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) = 0;
   // `in` holds size() consecutive chunks (counts[r] elements each); out = sum over members of

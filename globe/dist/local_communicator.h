@@ -12,6 +12,7 @@ class LocalCommunicator final : public Communicator {
   int size() const override { return 1; }
   const std::vector<int>& world_ranks() const override { return ranks_; }
   void all_reduce_sum(const Tensor&) override {}
+  Request start_all_reduce_sum(const Tensor&) override { return Request(); }
   void all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>&) override;
   void reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>&) override;
   void all_to_all_v(const Tensor& send, const std::vector<int64_t>&, const Tensor& recv,

@@ -206,19 +206,20 @@ std::string MpiCommunicator::members() const {
   return s + "]";
 }
 
-void MpiCommunicator::wait(MPI_Request& req, const char* op) {
+void MpiCommunicator::wait(MPI_Request& req, const char* op, uint64_t seq) {
   if (poll_until(req, deadline_from_now())) return;
   // The collective cannot be cancelled: this communicator is unusable from here on.
   mark_broken();
-  GLOBE_FAIL("[", op, "] collective #", seq_, " on ranks ", members(), " timed out after ", timeout_seconds(),
-             " s: ", missing_ranks(), " (GLOBE_TIMEOUT sets the limit)");
+  if (!seq) seq = seq_;
+  GLOBE_FAIL("[", op, "] collective #", seq, " on ranks ", members(), " timed out after ", timeout_seconds(),
+             " s: ", missing_ranks(seq), " (GLOBE_TIMEOUT sets the limit)");
 }
 
 // Which members are stuck in the same collective: every member that timed out tells the others
 // its sequence number on the side communicator and listens for theirs for a grace period; the ones
 // not heard from are the ones that never arrived.
-std::string MpiCommunicator::missing_ranks() {
-  const uint64_t mine = seq_;
+std::string MpiCommunicator::missing_ranks(uint64_t seq) {
+  const uint64_t mine = seq;
   std::vector<char> msg(sizeof mine);
   std::memcpy(msg.data(), &mine, sizeof mine);
   const double grace_s = std::min(5.0, timeout_seconds());
@@ -231,10 +232,10 @@ std::string MpiCommunicator::missing_ranks() {
   return "ranks [" + call.missing + "] did not arrive";
 }
 
-void MpiCommunicator::wait_both(MPI_Request (&reqs)[2], const char* op) {
+void MpiCommunicator::wait_both(MPI_Request (&reqs)[2], const char* op, uint64_t seq) {
   try {
-    wait(reqs[0], op);
-    wait(reqs[1], op);
+    wait(reqs[0], op, seq);
+    wait(reqs[1], op, seq);
   } catch (...) {
     // Timed out: cancel what is still pending, so MPI never writes into the buffers the caller
     // frees while the error unwinds.
@@ -244,43 +245,6 @@ void MpiCommunicator::wait_both(MPI_Request (&reqs)[2], const char* op) {
         MPI_Request_free(&r);
       }
     throw;
-  }
-}
-
-// Ring all-reduce (reduce-scatter, then all-gather, around the ring of members) for large
-// tensors: on these machines Open MPI's own large all-reduce reaches a fraction of point-to-point
-// bandwidth (docs/design.md, Platform notes), while the ring moves 2 (p-1)/p of the bytes at point-to-point
-// speed. Chunks follow the balanced split, so any element count works.
-void MpiCommunicator::ring_all_reduce(const Tensor& t) {
-  const int p = size(), right = (rank_ + 1) % p, left = (rank_ + p - 1) % p;
-  const int64_t n = t.numel();
-  const size_t item = itemsize(t.dtype());
-  char* data = static_cast<char*>(ptr(t, "all_reduce"));
-  auto chunk = [&](int c) { return split_range(n, p, (c % p + p) % p); };
-  Tensor scratch = Tensor::uninitialized({split_range(n, p, 0).length}, t.dtype());
-  auto exchange = [&](int send_chunk, void* recv_into, int recv_chunk) {
-    const Range s = chunk(send_chunk), r = chunk(recv_chunk);
-    MPI_Request reqs[2];
-    check_mpi(MPI_Irecv(recv_into, as_count(r.length, "all_reduce"), mpi_type(t.dtype()), left, kRingTag, ring_comm_, &reqs[0]),
-              "all_reduce");
-    check_mpi(MPI_Isend(data + s.start * item, as_count(s.length, "all_reduce"), mpi_type(t.dtype()), right, kRingTag,
-                        ring_comm_, &reqs[1]),
-              "all_reduce");
-    wait_both(reqs, "all_reduce");
-    return r;
-  };
-  for (int step = 0; step < p - 1; ++step) {  // reduce-scatter: chunk rank+1 ends fully summed here
-    const Range r = exchange(rank_ - step, scratch.raw_data(), rank_ - step - 1);
-    visit_dtype(t.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      T* __restrict dst = reinterpret_cast<T*>(data) + r.start;
-      const T* __restrict src = static_cast<const T*>(scratch.raw_data());
-      for (int64_t i = 0; i < r.length; ++i) dst[i] += src[i];
-    });
-  }
-  for (int step = 0; step < p - 1; ++step) {  // all-gather the summed chunks
-    const Range r = chunk(rank_ - step);
-    exchange(rank_ + 1 - step, data + r.start * item, rank_ - step);
   }
 }
 
@@ -347,15 +311,15 @@ MpiCommunicator::Side MpiCommunicator::start_side(bool on) {
   return side;
 }
 
-void MpiCommunicator::finish_side(Side& side, const char* op, bool collective_pending) {
+void MpiCommunicator::finish_side(Side& side, const char* op, bool collective_pending, uint64_t seq) {
   if (side.code.empty()) return;
-  wait(side.req, op);
+  wait(side.req, op, seq);
   const bool agrees = sum_code_agrees(side.fp, kFloat64, size(), side.code.data());
   side.code.clear();
-  if (!agrees) diverged(op, collective_pending);
+  if (!agrees) diverged(op, collective_pending, seq);
 }
 
-void MpiCommunicator::diverged(const char* op, bool pending) {
+void MpiCommunicator::diverged(const char* op, bool pending, uint64_t seq) {
   static const OpHistory none("");
   const OpHistory* h = current_history();
   const std::vector<char> mine = (h ? h : &none)->serialize();
@@ -375,24 +339,8 @@ void MpiCommunicator::diverged(const char* op, bool pending) {
   if (diff.empty())
     diff = "their histories of global ops agree, so one of them issued a collective the others did not";
   GLOBE_FAIL("[consistency] ranks diverged at ", diff, call.missing.empty() ? "" : "; ranks [" + call.missing + "] did not say",
-             " (seen by the fingerprint of ", op, " #", seq_, " on ranks ", members(),
+             " (seen by the fingerprint of ", op, " #", seq ? seq : seq_, " on ranks ", members(),
              "; GLOBE_CHECK_CONSISTENCY=1 also compares shapes and layouts before each op)");
-}
-
-void MpiCommunicator::all_reduce_coded(const Tensor& t) {
-  const DType dt = t.dtype();
-  const uint32_t fp = collective_fingerprint(seq_);
-  const size_t item = itemsize(dt), n = size_t(t.numel()), len = size_t(sum_code_len(dt, size()));
-  char* buf = scratch((n + len) * item);
-  std::memcpy(buf, ptr(t, "all_reduce"), n * item);
-  write_sum_code(fp, dt, size(), buf + n * item);
-  MPI_Request req;
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, as_count(int64_t(n + len), "all_reduce"), mpi_type(dt), MPI_SUM, comm_,
-                           &req),
-            "all_reduce");
-  wait(req, "all_reduce");
-  if (!sum_code_agrees(fp, dt, size(), buf + n * item)) diverged("all_reduce");
-  std::memcpy(t.raw_data(), buf, n * item);
 }
 
 void MpiCommunicator::all_gather_coded(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) {
@@ -474,23 +422,154 @@ void MpiCommunicator::all_to_all_coded(const Tensor& send, const std::vector<int
                 size_t(recv_counts[k]) * item);
 }
 
-void MpiCommunicator::all_reduce_sum(const Tensor& t) {
-  ++seq_;
-  const int64_t bytes = t.numel() * int64_t(itemsize(t.dtype()));
-  if (bytes >= kRingMinBytes && t.numel() >= size()) {
-    Side side = start_side(fingerprints());
-    ring_all_reduce(t);
-    finish_side(side, "all_reduce", false);
-    return;
+// An all-reduce in flight, in one of three forms by size: up to kCodedMaxBytes the data and its
+// fingerprint's sum code are reduced together in a copy (coded); up to kRingMinBytes Open MPI's
+// MPI_Iallreduce runs in place beside a side check; above, a ring (reduce-scatter, then
+// all-gather, around the members) beside a side check: on these machines Open MPI's own large
+// all-reduce reaches a fraction of point-to-point bandwidth (docs/design.md, Platform notes),
+// while the ring moves 2 (p-1)/p of the bytes at point-to-point speed. Ring chunks follow the
+// balanced split, so any element count works. Each ring step is one non-blocking exchange with
+// the neighbours, tagged by the collective's sequence number so that several all-reduces (a
+// bucket in flight, a blocking one beside it) never take each other's messages. test() finishes
+// whatever steps have arrived and posts the next; wait() runs them to the end under the deadline.
+class MpiCommunicator::AllReduce final : public Request::Impl {
+ public:
+  AllReduce(MpiCommunicator& c, const Tensor& t) : c_(c), t_(t), seq_(++c.seq_) {
+    data_ = static_cast<char*>(ptr(t, "all_reduce"));
+    const int64_t bytes = t.numel() * int64_t(itemsize(t.dtype()));
+    if (bytes >= kRingMinBytes && t.numel() >= c.size()) {
+      kind_ = Kind::ring;
+      side_ = c.start_side(fingerprints());
+      scratch_ = Tensor::uninitialized({split_range(t.numel(), c.size(), 0).length}, t.dtype());
+      steps_ = 2 * (c.size() - 1);
+      post_ring_step();
+    } else if (fingerprints() && bytes <= kCodedMaxBytes) {
+      kind_ = Kind::coded;
+      fp_ = collective_fingerprint(seq_);
+      const size_t n = size_t(t.numel()), len = size_t(sum_code_len(t.dtype(), c.size()));
+      coded_.resize((n + len) * itemsize(t.dtype()));
+      std::memcpy(coded_.data(), data_, size_t(bytes));
+      write_sum_code(fp_, t.dtype(), c.size(), coded_.data() + bytes);
+      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, coded_.data(), as_count(int64_t(n + len), "all_reduce"),
+                               mpi_type(t.dtype()), MPI_SUM, c.comm_, &reqs_[0]),
+                "all_reduce");
+    } else {
+      kind_ = Kind::plain;
+      side_ = c.start_side(fingerprints());
+      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data_, as_count(t.numel(), "all_reduce"), mpi_type(t.dtype()), MPI_SUM,
+                               c.comm_, &reqs_[0]),
+                "all_reduce");
+    }
   }
-  if (fingerprints() && bytes <= kCodedMaxBytes) return all_reduce_coded(t);
-  Side side = start_side(fingerprints());
-  MPI_Request req;
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, ptr(t, "all_reduce"), as_count(t.numel(), "all_reduce"),
-                           mpi_type(t.dtype()), MPI_SUM, comm_, &req),
-            "all_reduce");
-  finish_side(side, "all_reduce", true);  // first: with a rank in another collective this one never ends
-  wait(req, "all_reduce");
+  ~AllReduce() override {
+    if (done_) return;
+    // Abandoned while unwinding an error: the ring's steps are cancelled; a collective cannot be,
+    // so MPI must not be finalised with one pending.
+    if (kind_ == Kind::ring)
+      for (MPI_Request& r : reqs_)
+        if (r != MPI_REQUEST_NULL) {
+          MPI_Cancel(&r);
+          MPI_Request_free(&r);
+        }
+    if ((kind_ != Kind::ring && !data_done_) || !side_.code.empty()) mark_broken("an all-reduce in flight was abandoned");
+  }
+  bool test() override { return advance(false); }
+  void wait() override { advance(true); }
+
+ private:
+  enum class Kind { coded, plain, ring };
+
+  Range chunk(int c) const { return split_range(t_.numel(), c_.size(), (c % c_.size() + c_.size()) % c_.size()); }
+
+  // Step s < p-1 (reduce-scatter): send chunk rank-s, receive chunk rank-s-1 into scratch and
+  // add it; after p-1 steps chunk rank+1 is summed here. Then (all-gather) step p-1+g sends chunk
+  // rank+1-g and receives chunk rank-g in place.
+  void post_ring_step() {
+    const int p = c_.size(), me = c_.rank_, right = (me + 1) % p, left = (me + p - 1) % p;
+    const int g = step_ - (p - 1);
+    const Range s = chunk(g < 0 ? me - step_ : me + 1 - g), r = chunk(g < 0 ? me - step_ - 1 : me - g);
+    const size_t item = itemsize(t_.dtype());
+    void* into = g < 0 ? scratch_.raw_data() : data_ + r.start * item;
+    const int tag = kRingTagBase + int(seq_ % kRingTags);
+    check_mpi(MPI_Irecv(into, as_count(r.length, "all_reduce"), mpi_type(t_.dtype()), left, tag, c_.ring_comm_,
+                        &reqs_[0]),
+              "all_reduce");
+    check_mpi(MPI_Isend(data_ + s.start * item, as_count(s.length, "all_reduce"), mpi_type(t_.dtype()), right, tag,
+                        c_.ring_comm_, &reqs_[1]),
+              "all_reduce");
+  }
+
+  void finish_ring_step() {
+    if (step_ >= c_.size() - 1) return;  // all-gather: received in place
+    const Range r = chunk(c_.rank_ - step_ - 1);
+    visit_dtype(t_.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* __restrict dst = reinterpret_cast<T*>(data_) + r.start;
+      const T* __restrict src = static_cast<const T*>(scratch_.raw_data());
+      for (int64_t i = 0; i < r.length; ++i) dst[i] += src[i];
+    });
+  }
+
+  // Whether the exchange in flight (the MPI all-reduce, or the ring's step) has arrived.
+  bool arrived(bool block) {
+    if (block) {
+      if (kind_ == Kind::plain) c_.finish_side(side_, "all_reduce", true, seq_);  // first: see all_gather_v
+      c_.wait_both(reqs_, "all_reduce", seq_);
+      return true;
+    }
+    int done = 0;
+    MPI_Testall(2, reqs_, &done, MPI_STATUSES_IGNORE);
+    return done;
+  }
+
+  bool advance(bool block) {
+    while (!data_done_) {
+      if (!arrived(block)) return false;
+      if (kind_ == Kind::ring) {
+        finish_ring_step();
+        if (++step_ < steps_) {
+          post_ring_step();
+          continue;
+        }
+      }
+      data_done_ = true;
+    }
+    if (done_) return true;
+    if (!block && !side_.code.empty()) {
+      int done = 0;
+      MPI_Test(&side_.req, &done, MPI_STATUS_IGNORE);
+      if (!done) return false;
+    }
+    done_ = true;
+    if (kind_ == Kind::coded) {
+      const size_t bytes = size_t(t_.numel()) * itemsize(t_.dtype());
+      if (!sum_code_agrees(fp_, t_.dtype(), c_.size(), coded_.data() + bytes)) c_.diverged("all_reduce", false, seq_);
+      std::memcpy(data_, coded_.data(), bytes);
+    } else {
+      c_.finish_side(side_, "all_reduce", false, seq_);
+    }
+    return true;
+  }
+
+  static constexpr int kRingTagBase = 1024, kRingTags = 16384;  // MPI_TAG_UB is at least 32767
+
+  MpiCommunicator& c_;
+  Tensor t_, scratch_;
+  const uint64_t seq_;
+  char* data_ = nullptr;
+  Kind kind_ = Kind::plain;
+  Side side_;
+  uint32_t fp_ = 0;
+  std::vector<char> coded_;  // coded: the data, then its fingerprint's sum code
+  MPI_Request reqs_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int step_ = 0, steps_ = 0;
+  bool data_done_ = false, done_ = false;
+};
+
+void MpiCommunicator::all_reduce_sum(const Tensor& t) { AllReduce(*this, t).wait(); }
+
+Request MpiCommunicator::start_all_reduce_sum(const Tensor& t) {
+  return Request(std::make_shared<AllReduce>(*this, t));
 }
 
 void MpiCommunicator::all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) {

@@ -21,6 +21,7 @@ class MpiCommunicator final : public Communicator {
   const std::vector<int>& world_ranks() const override { return ranks_; }
 
   void all_reduce_sum(const Tensor& t) override;
+  Request start_all_reduce_sum(const Tensor& t) override;
   void all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) override;
   void reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) override;
   void all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts, const Tensor& recv,
@@ -32,14 +33,16 @@ class MpiCommunicator final : public Communicator {
   void check_consistency(const std::string& what) override;
 
  private:
-  // Waits for `req` until the deadline; the error names `op`, this communicator's sequence number
-  // and the members.
-  void wait(MPI_Request& req, const char* op);
+  // An all-reduce in flight (mpi_communicator.cpp); the blocking one is started and waited.
+  class AllReduce;
+
+  // Waits for `req` until the deadline; the error names `op`, the collective's sequence number
+  // (`seq`, default the latest) and the members.
+  void wait(MPI_Request& req, const char* op, uint64_t seq = 0);
   // wait() on a receive and a send; on a timeout cancels whichever is still pending, then throws.
-  void wait_both(MPI_Request (&reqs)[2], const char* op);
-  void ring_all_reduce(const Tensor& t);
-  // After a timeout: "ranks [..] did not arrive", learnt from the members stuck alongside.
-  std::string missing_ranks();
+  void wait_both(MPI_Request (&reqs)[2], const char* op, uint64_t seq = 0);
+  // After a timeout in collective #seq: "ranks [..] did not arrive", learnt from the members stuck alongside.
+  std::string missing_ranks(uint64_t seq);
   // Reduce-scatter (sum) around the ring for large tensors, same reasoning as ring_all_reduce.
   void ring_reduce_scatter(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts);
   std::string members() const;
@@ -53,9 +56,8 @@ class MpiCommunicator final : public Communicator {
   };
   Side start_side(bool on);
   // `collective_pending`: the collective it checks is still in flight (abandoned if they disagree).
-  void finish_side(Side& side, const char* op, bool collective_pending);
+  void finish_side(Side& side, const char* op, bool collective_pending, uint64_t seq = 0);
   // The small collectives, with the fingerprint appended to their data.
-  void all_reduce_coded(const Tensor& t);
   void all_gather_coded(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts);
   void reduce_scatter_coded(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts);
   void all_to_all_coded(const Tensor& send, const std::vector<int64_t>& send_counts, const Tensor& recv,
@@ -63,7 +65,7 @@ class MpiCommunicator final : public Communicator {
   // The fingerprints of collective #seq_ disagreed: the members compare their op histories and
   // every one throws, naming the first op where they differ. `pending`: the collective itself is
   // still in flight (its side check failed first).
-  [[noreturn]] void diverged(const char* op, bool pending = false);
+  [[noreturn]] void diverged(const char* op, bool pending = false, uint64_t seq = 0);
   char* scratch(size_t bytes);
 
   MPI_Comm comm_;

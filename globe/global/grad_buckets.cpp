@@ -1,6 +1,10 @@
 #include "globe/global/grad_buckets.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "globe/autograd/engine.h"
@@ -18,58 +22,188 @@ struct Waiting {
   Tensor param, grad, local;  // local: the gradient's shard on this rank
 };
 
-}  // namespace
+// Gradients that share a reduction: the same placement, dtype and layout change.
+using Key = std::tuple<size_t, DType, std::string, std::string>;  // placement hash, dtype, from, to
 
-void settle_grads(const std::vector<Tensor>& params) {
-  finish_backward();
-  NoGradGuard no_grad;
-  const int me = dist::world_rank();
-  // Buckets in first-seen order (every rank sees the same parameters in the same order).
-  using Key = std::tuple<size_t, DType, std::string, std::string>;  // placement hash, dtype, from, to
-  std::map<Key, size_t> index;
-  std::vector<std::vector<Waiting>> buckets;
-  for (const Tensor& p : params) {
-    TensorImpl& impl = p.impl();
-    if (!impl.grad_unsettled || !impl.grad) continue;
-    const Tensor g(impl.grad);
-    if (!g.is_global() || !p.is_global() || g.placement() != p.placement()) continue;
-    const Key key{p.placement().hash(), g.dtype(), g.sbp().to_string(), p.sbp().to_string()};
-    auto [it, fresh] = index.emplace(key, buckets.size());
-    if (fresh) buckets.emplace_back();
-    buckets[it->second].push_back({p, g, g.to_local()});
-  }
-  for (const auto& bucket : buckets) {
-    const Placement& pl = bucket.front().param.placement();
-    const NdSbp from = bucket.front().grad.sbp(), to = bucket.front().param.sbp();
+Key key_of(const Tensor& param, const Tensor& grad) {
+  return {param.placement().hash(), grad.dtype(), grad.sbp().to_string(), param.sbp().to_string()};
+}
+
+// A waiting gradient of `param` that a bucket can reduce, or nothing.
+bool waiting(const Tensor& param, Waiting& w) {
+  TensorImpl& impl = param.impl();
+  if (!impl.grad_unsettled || !impl.grad) return false;
+  const Tensor g(impl.grad);
+  if (!g.is_global() || !param.is_global() || g.placement() != param.placement()) return false;
+  w = {param, g, g.to_local()};
+  return true;
+}
+
+// One bucket's reduction: its gradients' shards packed one after another into `flat`, summed in
+// one all-reduce over the ranks that hold partial sums of the same block (the mesh axes where the
+// gradients are partial and the parameters broadcast), then handed to the parameters as views of
+// `flat` in their own layout. Started at once; finish() waits.
+class Flight {
+ public:
+  explicit Flight(std::vector<Waiting> members) : members_(std::move(members)) {
+    const Waiting& first = members_.front();
+    const Placement& pl = first.param.placement();
+    const NdSbp& from = first.grad.sbp();
+    const NdSbp& to = first.param.sbp();
     uint32_t detail = dist::kMixSeed;
-    for (const Waiting& w : bucket) detail = hash_layout(w.grad.shape(), w.grad.dtype(), to, detail);
+    for (const Waiting& w : members_) detail = hash_layout(w.grad.shape(), w.grad.dtype(), to, detail);
     const RecordOp record(pl, "reduce gradients", detail);
-    if (pl.contains(me)) {
-      int64_t n = 0;
-      for (const Waiting& w : bucket) n += w.local.numel();
-      Tensor flat = Tensor::empty({n}, bucket.front().grad.dtype());
-      int64_t at = 0;
-      // The shards, one after another in `flat`; `piece` is w's place there.
-      auto piece = [&](const Waiting& w, int64_t at) {
-        return Tensor::view_of(flat, w.local.shape(), contiguous_strides(w.local.shape()), at);
-      };
-      for (const Waiting& w : bucket) {
-        kernels::copy_into(piece(w, at), w.local);
-        at += w.local.numel();
-      }
-      // Partial where the parameter is broadcast: summed over that axis' groups.
-      for (size_t a = 0; a < from.size(); ++a)
-        if (from[a].is_partial() && to[a].is_broadcast() && pl.mesh_shape()[a] > 1)
-          dist::group(pl.axis_group(me, int64_t(a))).all_reduce_sum(flat);
-      at = 0;
-      for (const Waiting& w : bucket) {
-        w.param.set_grad(make_global(piece(w, at), w.param.shape(), pl, to));
-        at += w.local.numel();
-      }
-    } else {
-      for (const Waiting& w : bucket) w.param.set_grad(make_global(w.local, w.param.shape(), pl, to));
+    const int me = dist::world_rank();
+    if (!pl.contains(me)) return;  // empty shards: nothing to send or wait for
+    int64_t n = 0;
+    for (const Waiting& w : members_) n += w.local.numel();
+    flat_ = Tensor::empty({n}, first.grad.dtype());
+    for (size_t i = 0, at = 0; i < members_.size(); at += size_t(members_[i++].local.numel()))
+      kernels::copy_into(piece(i, int64_t(at)), members_[i].local);
+    std::vector<int64_t> axes;
+    for (size_t a = 0; a < from.size(); ++a)
+      if (from[a].is_partial() && to[a].is_broadcast() && pl.mesh_shape()[a] > 1) axes.push_back(int64_t(a));
+    if (!axes.empty()) req_ = dist::group(pl.axes_group(me, axes)).start_all_reduce_sum(flat_);
+  }
+
+  bool test() { return req_.test(); }
+  bool holds(const Tensor& param) const {
+    return std::any_of(members_.begin(), members_.end(), [&](const Waiting& w) { return w.param.same(param); });
+  }
+
+  // Waits for the sum and gives each parameter its gradient, unless the parameter's gradient was
+  // replaced meanwhile (zero_grad, set_grad).
+  void finish() {
+    req_.wait();
+    const bool mine = flat_.defined();
+    for (size_t i = 0, at = 0; i < members_.size(); at += size_t(members_[i++].local.numel())) {
+      const Waiting& w = members_[i];
+      if (w.param.impl().grad != w.grad.impl_ptr()) continue;
+      const Tensor local = mine ? piece(i, int64_t(at)) : w.local;
+      w.param.set_grad(make_global(local, w.param.shape(), w.param.placement(), w.param.sbp()));
     }
   }
+
+ private:
+  Tensor piece(size_t i, int64_t at) const {
+    const Shape& shape = members_[i].local.shape();
+    return Tensor::view_of(flat_, shape, contiguous_strides(shape), at);
+  }
+
+  std::vector<Waiting> members_;
+  Tensor flat_;
+  dist::Request req_;
+};
+
+// Gradients gathered by key, in first-seen order (the same on every rank).
+struct Bucket {
+  Key key;
+  std::vector<Waiting> members;
+  int64_t bytes = 0;
+};
+using Buckets = std::vector<Bucket>;
+
+Bucket& join(Buckets& buckets, const Waiting& w) {
+  const Key key = key_of(w.param, w.grad);
+  auto it = std::find_if(buckets.begin(), buckets.end(), [&](const Bucket& b) { return b.key == key; });
+  if (it == buckets.end()) it = buckets.insert(buckets.end(), Bucket{key, {}, 0});
+  it->members.push_back(w);
+  it->bytes += w.local.numel() * int64_t(itemsize(w.grad.dtype()));
+  return *it;
+}
+
+int64_t default_bucket_bytes() {
+  const char* v = std::getenv("GLOBE_BUCKET_MB");
+  return v ? int64_t(std::atof(v) * double(1 << 20)) : int64_t(4) << 20;
+}
+
+// Overlap state of this process (global ops run on one thread per rank).
+struct Overlap {
+  int64_t bucket_bytes = default_bucket_bytes();
+  int no_sync = 0;
+  Buckets open;  // collecting gradients, in the order they opened
+  std::deque<Flight> flying;  // started, in order
+  std::map<const TensorImpl*, std::weak_ptr<TensorImpl>> read_only;  // reduce_when_read
+};
+
+Overlap& overlap() {
+  static auto* o = new Overlap();  // never destroyed: flights may complete at exit
+  return *o;
+}
+
+void launch(std::vector<Waiting> members) {
+  static const bool at_exit = [] { return std::atexit([] { detail::finish_reductions(); }) == 0; }();
+  (void)at_exit;
+  NoGradGuard no_grad;
+  overlap().flying.emplace_back(std::move(members));
+}
+
+// Completes flights, oldest first, while `more()`.
+template <class More>
+void land(More more) {
+  auto& flying = overlap().flying;
+  while (more()) {
+    Flight f = std::move(flying.front());
+    flying.pop_front();
+    f.finish();
+  }
+}
+
+bool reduced_when_read(const Tensor& param) {
+  auto& ro = overlap().read_only;
+  auto it = ro.find(&param.impl());
+  if (it == ro.end()) return false;
+  if (!it->second.expired()) return true;
+  ro.erase(it);
+  return false;
+}
+
+}  // namespace
+
+void detail::grad_ready(const Tensor& leaf) {
+  Overlap& o = overlap();
+  Waiting w;
+  if (o.bucket_bytes <= 0 || o.no_sync > 0 || !waiting(leaf, w) || reduced_when_read(leaf)) return;
+  Bucket& b = join(o.open, w);
+  if (b.bytes < o.bucket_bytes) return;
+  std::vector<Waiting> full = std::move(b.members);
+  o.open.erase(o.open.begin() + (&b - o.open.data()));
+  launch(std::move(full));
+}
+
+void detail::backward_done() {
+  Buckets open = std::move(overlap().open);
+  overlap().open.clear();
+  for (Bucket& b : open) launch(std::move(b.members));
+}
+
+void detail::progress_reductions() {
+  for (Flight& f : overlap().flying)
+    if (!f.test()) break;  // they complete in order
+}
+
+void detail::finish_reduction(const Tensor& leaf) {
+  const auto& flying = overlap().flying;
+  land([&] { return std::any_of(flying.begin(), flying.end(), [&](const Flight& f) { return f.holds(leaf); }); });
+}
+
+void detail::finish_reductions() {
+  land([] { return !overlap().flying.empty(); });
+}
+
+size_t detail::reductions_in_flight() { return overlap().flying.size(); }
+
+void settle_grads(const std::vector<Tensor>& params) {
+  finish_backward();  // and the reductions in flight
+  // What still waits, in buckets in first-seen order (every rank sees the same parameters in the
+  // same order).
+  Buckets buckets;
+  for (const Tensor& p : params) {
+    Waiting w;
+    if (waiting(p, w)) join(buckets, w);
+  }
+  NoGradGuard no_grad;
+  for (Bucket& b : buckets) Flight(std::move(b.members)).finish();
 }
 
 Tensor take_waiting_grad(const Tensor& param) {
@@ -79,6 +213,19 @@ Tensor take_waiting_grad(const Tensor& param) {
   Tensor g(impl.grad);
   param.set_grad(Tensor());
   return g;
+}
+
+void set_grad_bucket_bytes(int64_t bytes) { overlap().bucket_bytes = bytes; }
+
+int64_t grad_bucket_bytes() { return overlap().bucket_bytes; }
+
+NoSyncGuard::NoSyncGuard() { ++overlap().no_sync; }
+NoSyncGuard::~NoSyncGuard() { --overlap().no_sync; }
+
+void reduce_when_read(const std::vector<Tensor>& params, bool on) {
+  for (const Tensor& p : params)
+    if (on) overlap().read_only[&p.impl()] = p.impl_ptr();
+    else overlap().read_only.erase(&p.impl());
 }
 
 }  // namespace globe

@@ -1,18 +1,26 @@
-// Settling many parameters' gradients at once: data-parallel reductions in buckets.
+// Data-parallel gradient reductions in buckets, overlapped with the backward pass.
 //
 // A gradient that is a partial sum where its parameter is broadcast (data parallelism) waits
-// unreduced until it is read (docs/DECISIONS.md, "Autograd"). Read one by one, each parameter
-// costs its own all-reduce; settle_grads() reduces every waiting gradient that shares a
-// placement, dtype and layout change with one flat all-reduce per mesh axis, as DDP's buckets do.
-// Optimizers and clip_grad_norm call it before they read gradients. Collective.
+// unreduced (docs/DECISIONS.md, "Autograd"). During backward, as soon as such a gradient is
+// complete (no later node of the pass adds to it) it joins an open bucket of gradients that need
+// the same reduction (placement, dtype, layout change); a bucket that reaches the bucket size
+// starts its all-reduce, non-blocking, at once, and the end of the pass starts the rest. The
+// engine moves reductions in flight on between nodes; reading or adding to a gradient completes
+// them (docs/design.md §11, "Overlap"). Every rank runs the same graph, so buckets start in the same order
+// everywhere. Gradients that still wait when read (overlap off, NoSyncGuard, ZeRO stage 2) are
+// reduced by settle_grads(), again one all-reduce per bucket.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "globe/core/tensor.h"
 
 namespace globe {
 
+// Completes reductions in flight, then reduces every gradient of `params` that still waits, one
+// flat all-reduce per group that shares a reduction. Optimizers and clip_grad_norm call it before
+// they read gradients. Collective.
 void settle_grads(const std::vector<Tensor>& params);
 
 // The gradient of `param` as backward left it when its reduction waits (partial_sum where the
@@ -20,5 +28,36 @@ void settle_grads(const std::vector<Tensor>& params);
 // reduces this one into a layout of its choice (ZeRO stage 2: a reduce-scatter, not an
 // all-reduce). Finishes paused backward passes first; no communication of its own.
 Tensor take_waiting_grad(const Tensor& param);
+
+// Bytes of gradients a bucket collects before its reduction starts (default 4 MiB, env
+// GLOBE_BUCKET_MB; bench/RESULTS.md, "Overlap"). 0 turns overlap off: gradients wait until read.
+// Every rank must use the same size.
+void set_grad_bucket_bytes(int64_t bytes);
+int64_t grad_bucket_bytes();
+
+// While one lives, backward passes start no reductions: gradients accumulate unreduced, for one
+// reduction per step (gradient accumulation; DDP's no_sync). The pipeline uses it for every
+// micro-batch's backward but each stage's last.
+class NoSyncGuard {
+ public:
+  NoSyncGuard();
+  ~NoSyncGuard();
+  NoSyncGuard(const NoSyncGuard&) = delete;
+  NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+};
+
+// With `on`, the gradients of `params` are never reduced during backward, only when read: ZeRO
+// stage 2 reduce-scatters them into its update layout instead of all-reducing them.
+void reduce_when_read(const std::vector<Tensor>& params, bool on);
+
+namespace detail {
+// The autograd engine's overlap hooks (globe/autograd/hooks.h), installed with the global layer.
+void grad_ready(const Tensor& leaf);
+void backward_done();
+void progress_reductions();
+void finish_reduction(const Tensor& leaf);  // the flights up to the one holding `leaf`
+void finish_reductions();
+size_t reductions_in_flight();  // started and not yet finished (tests, diagnostics)
+}  // namespace detail
 
 }  // namespace globe

@@ -3,6 +3,7 @@
 #include "globe/autograd/engine.h"
 #include "globe/autograd/hooks.h"
 #include "globe/core/hooks.h"
+#include "globe/global/grad_buckets.h"
 #include "globe/ops/hooks.h"
 
 namespace globe::detail {
@@ -18,6 +19,11 @@ void install_hooks() {
     ops_hooks.fill_like_global = fill_like_global;
     autograd_hooks.grad_to_leaf_layout = grad_to_leaf_layout;
     autograd_hooks.grad_may_wait = grad_may_wait;
+    autograd_hooks.grad_ready = grad_ready;
+    autograd_hooks.backward_done = backward_done;
+    autograd_hooks.progress = progress_reductions;
+    autograd_hooks.finish_reduction = finish_reduction;
+    autograd_hooks.finish_reductions = finish_reductions;
     return true;
   }();
   (void)once;

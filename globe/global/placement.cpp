@@ -53,15 +53,21 @@ std::vector<int64_t> Placement::coord_of(int index) const {
   return c;
 }
 
-std::vector<int> Placement::axis_group(int rank, int64_t axis) const {
+std::vector<int> Placement::axes_group(int rank, const std::vector<int64_t>& axes) const {
   const auto strides = contiguous_strides(mesh_);
   std::vector<int64_t> c = coord_of(index_of(rank));
+  int64_t count = 1;
+  for (int64_t a : axes) count *= mesh_[size_t(a)];
   std::vector<int> out;
-  for (int64_t k = 0; k < mesh_[axis]; ++k) {
+  for (int64_t k = 0; k < count; ++k) {
+    for (size_t i = axes.size(), rest = size_t(k); i-- > 0;) {  // k in row-major order over `axes`
+      const size_t a = size_t(axes[i]);
+      c[a] = int64_t(rest % size_t(mesh_[a]));
+      rest /= size_t(mesh_[a]);
+    }
     int64_t idx = 0;
-    c[axis] = k;
     for (size_t a = 0; a < mesh_.size(); ++a) idx += c[a] * strides[a];
-    out.push_back(ranks_[idx]);
+    out.push_back(ranks_[size_t(idx)]);
   }
   return out;
 }

@@ -33,7 +33,10 @@ class Placement {
   // Mesh coordinate of the member at row-major `index`.
   std::vector<int64_t> coord_of(int index) const;
   // Ranks that share every mesh coordinate with `rank` except along `axis`, ordered by that axis.
-  std::vector<int> axis_group(int rank, int64_t axis) const;
+  std::vector<int> axis_group(int rank, int64_t axis) const { return axes_group(rank, {axis}); }
+  // The same over several axes (ascending): the ranks whose coordinates differ from `rank`'s only
+  // there, in row-major order of those axes.
+  std::vector<int> axes_group(int rank, const std::vector<int64_t>& axes) const;
   // The first rank (mesh coordinate 0, 0, ...).
   int first() const { return ranks_.front(); }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"
+#include "globe/global/grad_buckets.h"
 #include "globe/ops/ops.h"
 
 namespace globe::pipeline {
@@ -295,11 +297,19 @@ StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn
     return got;
   };
 
+  // Each stage's last action that adds to its parameters' gradients: only there may their
+  // data-parallel reductions start during backward (one reduction per step, not per micro-batch).
+  std::vector<const Action*> last_grad(size_t(S), nullptr);
+  for (const Action& a : schedule_.order())
+    if (a.phase == Phase::backward || a.phase == Phase::weight_grad) last_grad[size_t(a.stage)] = &a;
+
   for (const Action& a : schedule_.order()) {
     const int s = a.stage, k = a.microbatch;
     if (!mine(s) || (!train && a.phase != Phase::forward)) continue;
     const auto ta = Clock::now();
     const Range r = split_range(rows, m, k);
+    std::optional<NoSyncGuard> accumulate;
+    if (&a != last_grad[size_t(s)]) accumulate.emplace();
     try {
       if (a.phase == Phase::forward) {
         Live& l = live[{s, k}];

@@ -208,6 +208,39 @@ TEST(Communicator, LargeReductionsOnTheRing) {
   });
 }
 
+// All-reduces started without waiting, of every size (coded, Open MPI's, the ring), run beside
+// blocking collectives on the same communicator and each other, moved on by test() in any
+// interleaving, and all come out right: the ring's steps are tagged by their collective.
+TEST(Communicator, StartedAllReducesBesideBlockingOnes) {
+  for_each_group([](Communicator& c, const std::string& g) {
+    const int n = c.size();
+    const int64_t factor = int64_t(n) * (n + 1) / 2;
+    for (DType dt : kDtypes) {
+      std::vector<Tensor> started;
+      std::vector<std::vector<int64_t>> want;
+      std::vector<dist::Request> reqs;
+      for (int64_t len : {int64_t(3), int64_t(20001), int64_t(300001), int64_t(5)}) {
+        std::vector<int64_t> mine(static_cast<size_t>(len)), sum(static_cast<size_t>(len));
+        for (int64_t i = 0; i < len; ++i) {
+          mine[size_t(i)] = (c.rank() + 1) * (i % 997);
+          sum[size_t(i)] = factor * (i % 997);
+        }
+        started.push_back(make(mine, dt));
+        want.push_back(sum);
+        reqs.push_back(c.start_all_reduce_sum(started.back()));
+        // A blocking ring all-reduce of the same size in between, and some progress.
+        Tensor now = make(mine, dt);
+        c.all_reduce_sum(now);
+        EXPECT_EQ(values(now), sum) << g << " " << dtype_name(dt) << ": blocking beside started, " << len;
+        for (dist::Request& r : reqs) r.test();
+      }
+      for (size_t k = reqs.size(); k-- > 0;) reqs[k].wait();  // finished in reverse order
+      for (size_t k = 0; k < started.size(); ++k)
+        EXPECT_EQ(values(started[k]), want[k]) << g << " " << dtype_name(dt) << ": started all-reduce " << k;
+    }
+  });
+}
+
 TEST(Communicator, BroadcastFromEveryRoot) {
   for_each_group([](Communicator& c, const std::string& g) {
     for (int root = 0; root < c.size(); ++root)

@@ -17,16 +17,19 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-// (ranks, failing rank, step at which it throws)
-class GlobeRankThrows : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
+// (ranks, failing rank, step at which it throws, where: "" before the step, "after_backward" with
+// its gradient reductions in flight)
+class GlobeRankThrows : public ::testing::TestWithParam<std::tuple<int, int, int, const char*>> {};
 
 TEST_P(GlobeRankThrows, JobStopsAndTheRankIsNamed) {
-  const auto [n, failing, step] = GetParam();
+  const auto [n, failing, step, where] = GetParam();
   TempDir pid_dir;
+  std::vector<std::string> args = {"--nproc_per_node", std::to_string(n), bin_dir() + "/dist_launch_fixture",
+                                   pid_dir.path(), std::to_string(failing), std::to_string(step)};
+  const bool in_flight = std::string(where) == "after_backward";
+  if (in_flight) args.push_back(where);
   // GLOBE_TIMEOUT unset: the surviving ranks would wait 300 s; only the launcher can stop them.
-  const RunResult r = run_launcher({"--nproc_per_node", std::to_string(n), bin_dir() + "/dist_launch_fixture",
-                                    pid_dir.path(), std::to_string(failing), std::to_string(step)},
-                                   {"GLOBE_TIMEOUT=300", "GLOBE_CHECK_CONSISTENCY=1"}, /*deadline_s=*/60);
+  const RunResult r = run_launcher(args, {"GLOBE_TIMEOUT=300", "GLOBE_CHECK_CONSISTENCY=1"}, /*deadline_s=*/60);
   const std::string who = "[rank" + std::to_string(failing) + "] ";
   EXPECT_FALSE(r.hung) << describe(r);
   EXPECT_NE(r.exit_code, 0) << describe(r);
@@ -38,6 +41,8 @@ TEST_P(GlobeRankThrows, JobStopsAndTheRankIsNamed) {
   EXPECT_TRUE(contains(r.err, "[fixture] rank " + std::to_string(failing) + " gives up at step " +
                                   std::to_string(step)))
       << describe(r);
+  // Four parameters, a bucket each: all four reductions were started and none read.
+  if (in_flight) EXPECT_TRUE(contains(r.err, "with 4 gradient reductions in flight")) << describe(r);
   EXPECT_TRUE(contains(r.err, who)) << describe(r);
   // It failed mid-training: earlier steps ran on every rank.
   for (int rank = 0; rank < n; ++rank)
@@ -96,8 +101,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, GlobeRankAbsent,
                                            std::make_tuple("collective", 3, 2)));
 
 INSTANTIATE_TEST_SUITE_P(Cases, GlobeRankThrows,
-                         ::testing::Values(std::make_tuple(2, 1, 3), std::make_tuple(2, 0, 2),
-                                           std::make_tuple(4, 2, 3)));
+                         ::testing::Values(std::make_tuple(2, 1, 3, ""), std::make_tuple(2, 0, 2, ""),
+                                           std::make_tuple(4, 2, 3, ""), std::make_tuple(2, 1, 2, "after_backward"),
+                                           std::make_tuple(4, 3, 1, "after_backward")));
 
 }  // namespace
 }  // namespace launch_test

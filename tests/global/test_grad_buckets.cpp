@@ -1,6 +1,7 @@
 // settle_grads: data-parallel gradients waiting as partial sums are reduced together (one flat
 // all-reduce per bucket) to the same values as reading them one by one, in each parameter's own
-// layout, on ranks outside a placement too.
+// layout, on ranks outside a placement too. Overlap: buckets start their reductions during
+// backward, as their gradients complete, for any bucket size, and change no value.
 #include <gtest/gtest.h>
 
 #include "global_test_util.h"
@@ -10,20 +11,60 @@ namespace {
 
 // Two parameters replicated over every rank and one split, used on a batch split over the ranks:
 // their gradients wait as partial sums (the split one is complete on each rank).
+// (On a 2-D mesh the parameters are broadcast along both axes and the batch split along both:
+// their gradients are partial sums over all four ranks.)
 std::vector<Tensor> make_params(const Placement& p) {
   manual_seed(11);
-  std::vector<Tensor> params = {from_full(randn({6, 4}), p, NdSbp({sbp::broadcast})),
-                                from_full(randn({4}), p, NdSbp({sbp::broadcast})),
-                                from_full(randn({4, 3}), p, NdSbp({sbp::broadcast}))};
+  const NdSbp b = replicated(p.mesh_ndim());
+  std::vector<Tensor> params = {from_full(randn({6, 4}), p, b), from_full(randn({4}), p, b),
+                                from_full(randn({4, 3}), p, b)};
   for (Tensor& t : params) t.set_requires_grad(true);
   return params;
 }
 
 void backward_on_split_batch(const std::vector<Tensor>& w, const Placement& p) {
   manual_seed(12);
-  const Tensor x = from_full(randn({8, 6}), p, NdSbp({sbp::split(0)}));
+  const Tensor x = from_full(randn({8, 6}), p, NdSbp(std::vector<Sbp>(size_t(p.mesh_ndim()), sbp::split(0))));
   sum(matmul(relu(add(matmul(x, w[0]), w[1])), w[2])).backward();
 }
+
+// The same model on one process: the gradients every layout must reproduce.
+std::vector<std::vector<float>> local_grads() {
+  manual_seed(11);
+  std::vector<Tensor> w = {randn({6, 4}), randn({4}), randn({4, 3})};
+  for (Tensor& t : w) t.set_requires_grad(true);
+  manual_seed(12);
+  const Tensor x = randn({8, 6});
+  sum(matmul(relu(add(matmul(x, w[0]), w[1])), w[2])).backward();
+  std::vector<std::vector<float>> out;
+  for (const Tensor& t : w) out.push_back(t.grad().to_vector<float>());
+  return out;
+}
+
+void expect_grads(const std::vector<Tensor>& params, const std::vector<std::vector<float>>& want,
+                  const std::string& what) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor g = params[i].grad();
+    ASSERT_TRUE(g.defined()) << what << ": parameter " << i;
+    EXPECT_EQ(g.sbp(), params[i].sbp()) << what;
+    const auto got = g.to_local().to_vector<float>();
+    ASSERT_EQ(got.size(), want[i].size()) << what;
+    for (size_t j = 0; j < got.size(); ++j)
+      EXPECT_NEAR(got[j], want[i][j], 1e-5 * (1 + std::abs(want[i][j]))) << what << ": parameter " << i << "[" << j << "]";
+  }
+}
+
+// A bucket size for one scope.
+class BucketBytes {
+ public:
+  explicit BucketBytes(int64_t bytes) : old_(grad_bucket_bytes()) { set_grad_bucket_bytes(bytes); }
+  ~BucketBytes() { set_grad_bucket_bytes(old_); }
+
+ private:
+  int64_t old_;
+};
+
+bool gradients_wait() { return dist::world_size() > 1; }
 
 TEST(GradBuckets, SettleTogetherEqualsOneByOne) {
   const Placement p = Placement::all();
@@ -54,6 +95,74 @@ TEST(GradBuckets, RanksOutsideThePlacementTakePart) {
   if (p.contains(dist::world_rank())) {
     EXPECT_GT(a[0].grad().to_local().numel(), 0);
   }
+}
+
+// Sizes: a bucket per gradient (1 byte), two buckets (64 bytes: w2 48 B + w1 16 B, then w0 96 B),
+// everything in one (the default 4 MiB, started when backward ends), and overlap off (0).
+TEST(GradOverlap, EveryBucketSizeGivesTheSameGradients) {
+  const auto want = local_grads();
+  std::vector<Placement> placements = {Placement::all()};
+  if (dist::world_size() == 4) placements.push_back(placement("cpu", {{0, 1}, {2, 3}}));
+  for (const Placement& p : placements) {
+    for (auto [bytes, flights] : {std::pair<int64_t, size_t>{1, 3}, {64, 2}, {int64_t(4) << 20, 1}, {0, 0}}) {
+      const std::string what = p.to_string() + ", bucket " + std::to_string(bytes) + " bytes";
+      BucketBytes size(bytes);
+      const auto w = make_params(p);
+      backward_on_split_batch(w, p);
+      if (gradients_wait()) {
+        // Started during backward, not yet read.
+        EXPECT_EQ(detail::reductions_in_flight(), flights) << what;
+        for (const Tensor& t : w) EXPECT_TRUE(t.impl().grad_unsettled) << what;
+      }
+      expect_grads(w, want, what);
+      EXPECT_EQ(detail::reductions_in_flight(), 0u) << what;
+    }
+  }
+}
+
+// Gradient accumulation: under NoSyncGuard backward starts nothing; the last micro-batch's
+// backward reduces the sum once. Without the guard the values are the same (reduced twice).
+TEST(GradOverlap, AccumulationReducesOnceUnderNoSync) {
+  const Placement p = Placement::all();
+  auto twice = local_grads();
+  for (auto& g : twice)
+    for (float& v : g) v *= 2;
+  const auto w = make_params(p);
+  {
+    NoSyncGuard accumulate;
+    backward_on_split_batch(w, p);
+    EXPECT_EQ(detail::reductions_in_flight(), 0u);
+  }
+  backward_on_split_batch(w, p);
+  if (gradients_wait()) EXPECT_EQ(detail::reductions_in_flight(), 1u);
+  expect_grads(w, twice, "no_sync, then one reduction");
+
+  const auto v = make_params(p);
+  backward_on_split_batch(v, p);
+  backward_on_split_batch(v, p);  // adds to gradients in flight: they land first
+  expect_grads(v, twice, "two reductions");
+}
+
+// A gradient replaced while its reduction is in flight (zero_grad) stays replaced.
+TEST(GradOverlap, ZeroGradWhileInFlightWins) {
+  const Placement p = Placement::all();
+  const auto w = make_params(p);
+  backward_on_split_batch(w, p);
+  for (const Tensor& t : w) t.set_grad(Tensor());
+  settle_grads(w);
+  for (const Tensor& t : w) EXPECT_FALSE(t.grad().defined());
+  EXPECT_EQ(detail::reductions_in_flight(), 0u);
+}
+
+// ZeRO stage 2's parameters are reduced when read, never during backward.
+TEST(GradOverlap, ReduceWhenReadKeepsGradientsWaiting) {
+  const Placement p = Placement::all();
+  const auto w = make_params(p);
+  reduce_when_read(w, true);
+  backward_on_split_batch(w, p);
+  EXPECT_EQ(detail::reductions_in_flight(), 0u);
+  if (gradients_wait()) EXPECT_TRUE(take_waiting_grad(w[0]).defined());
+  reduce_when_read(w, false);
 }
 
 }  // namespace

@@ -126,6 +126,12 @@ TEST(Placement, TwoDimensionalMesh) {
   EXPECT_EQ(r.coord_of(3), (std::vector<int64_t>{0, 1, 1}));
   EXPECT_EQ(r.axis_group(1, 1), (std::vector<int>{1, 3}));
   EXPECT_EQ(r.to_string(), "placement(cpu, [[[0, 1], [2, 3]]])");
+  // axes_group: several axes at once, row-major over them (a data-parallel reduction over both).
+  EXPECT_EQ(p.axes_group(2, {0, 1}), (std::vector<int>{3, 1, 0, 2}));
+  EXPECT_EQ(p.axes_group(2, {1}), p.axis_group(2, 1));
+  EXPECT_EQ(p.axes_group(1, {}), (std::vector<int>{1}));
+  EXPECT_EQ(r.axes_group(3, {0, 2}), (std::vector<int>{2, 3}));
+  EXPECT_EQ(r.axes_group(0, {1, 2}), (std::vector<int>{0, 1, 2, 3}));
 }
 
 TEST(Placement, MeshPlacementOfAnyDimensions) {

@@ -5,6 +5,8 @@
 // the same run. 1 process (nothing to split), 2 and 4 ranks; a 2 x 2 data x tensor mesh on 4.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <cmath>
 #include <filesystem>
 
@@ -105,7 +107,9 @@ TEST(Zero, StagesGiveTheReplicatedLossesAndSplitTheState) {
 }
 
 TEST(Zero, ShardedStateCheckpointLoadsWithAndWithoutZero) {
-  const std::string dir = "/tmp/globe-test-zero-" + std::to_string(world());
+  // One directory per job: the bucket-size variants of this test run beside it (CTest -j).
+  const char* bucket = std::getenv("GLOBE_BUCKET_MB");
+  const std::string dir = "/tmp/globe-test-zero-" + std::to_string(world()) + (bucket ? std::string("-b") + bucket : "");
   if (dist::world_rank() == 0) std::filesystem::remove_all(dir);
   // The uninterrupted run: 6 steps at stage 1.
   Trained whole;
