@@ -38,7 +38,10 @@ Storage::Storage(size_t n, bool zero) : nbytes(n) {
   detail::count_allocation(int64_t(nbytes));
 }
 
+Storage::Storage(void* d, size_t n, std::shared_ptr<void> o) : data(d), nbytes(n), owner(std::move(o)) {}
+
 Storage::~Storage() {
+  if (owner) return;  // released with the owner
   detail::count_allocation(-int64_t(nbytes));
   std::free(data);
 }
@@ -84,6 +87,17 @@ Tensor allocate(const Shape& shape, DType dtype, bool zero) {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) { return allocate(shape, dtype, true); }
 Tensor Tensor::uninitialized(const Shape& shape, DType dtype) { return allocate(shape, dtype, false); }
+
+Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner) {
+  for (int64_t d : shape) GLOBE_CHECK(d >= 0, "[from_external] negative extent in shape ", shape_str(shape));
+  GLOBE_CHECK(owner != nullptr, "[from_external] needs the owner of the memory");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = dtype;
+  impl->strides = contiguous_strides(shape);
+  impl->storage = std::make_shared<Storage>(data, numel_of(shape) * itemsize(dtype), std::move(owner));
+  return Tensor(std::move(impl));
+}
 
 Tensor Tensor::view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();

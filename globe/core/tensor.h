@@ -26,11 +26,15 @@ class NdSbp;        // globe/core/sbp.h
 // A 64-byte aligned buffer, zero-filled unless `zero` is false.
 struct Storage {
   explicit Storage(size_t nbytes, bool zero = true);
+  // Memory Globe does not own (a numpy array's buffer): `owner` keeps it alive and is released
+  // with the storage; not counted by memory_stats().
+  Storage(void* data, size_t nbytes, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   void* data = nullptr;
   size_t nbytes = 0;
+  std::shared_ptr<void> owner;  // set for memory owned elsewhere
 };
 
 struct TensorImpl {
@@ -71,6 +75,9 @@ class Tensor {
   static Tensor empty(const Shape& shape, DType dtype = kFloat32);
   // Same, contents undefined: for kernels that write every element.
   static Tensor uninitialized(const Shape& shape, DType dtype = kFloat32);
+  // A contiguous local tensor over memory owned by `owner` (no copy): writes through either side
+  // are seen by the other, as torch.from_numpy's.
+  static Tensor from_external(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner);
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl().shape; }

@@ -9,6 +9,8 @@ Run several ranks with `python3 -m globe.launch --nproc_per_node 2 script.py` (o
 `globe-launch --nproc_per_node 2 python3 script.py`). Errors from the core arrive as globe.Error
 with the core's message.
 """
+import sys as _sys
+
 import numpy as _np
 
 from . import _globe
@@ -19,7 +21,7 @@ from ._globe import (Error, Placement, Tensor, add, arange, argmax, cat, causal_
                      sigmoid, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype, transpose, uniform,
                      unsqueeze, view, visualize, zeros_like)
 from . import env, nn, optim, pipeline, sbp  # noqa: E402  (after _globe: they use it)
-from .autograd import no_grad
+from .autograd import grad_bucket_bytes, no_grad, no_sync, set_grad_bucket_bytes
 from .sbp import broadcast as _broadcast
 
 float32 = _globe.dtype.float32
@@ -29,8 +31,20 @@ float = float32  # noqa: A001  (OneFlow / PyTorch spelling)
 double = float64
 long = int64
 
+
+
+def _excepthook(kind, value, traceback, _previous=_sys.excepthook):
+    _previous(kind, value, traceback)
+    if env.get_world_size() > 1:  # tell the other ranks and abort, as an uncaught C++ exception does
+        _sys.stdout.flush()
+        _sys.stderr.flush()
+        _globe.die_of_uncaught_exception()
+
+
+_sys.excepthook = _excepthook
+
 __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "randn", "zeros", "ones", "full", "save", "load",
-           "no_grad", "sbp", "nn", "optim", "env", "float32", "float64", "int64"]
+           "no_grad", "no_sync", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "env", "float32", "float64", "int64"]
 
 
 def placement(type="cpu", ranks=None):  # noqa: A002  (OneFlow's keyword)
@@ -83,7 +97,7 @@ def full(size, value, dtype=float32, placement=None, sbp=None, requires_grad=Fal
 def tensor(data, dtype=None, requires_grad=False, placement=None, sbp=None):
     """A tensor from numpy data or (nested) Python numbers; with placement and sbp, this rank's
     `data` is its local tensor of a global one (as Tensor.to_global)."""
-    a = _np.asarray(data)
+    a = _np.array(data)  # a copy, as torch.tensor makes (from_numpy shares)
     if dtype is not None:
         a = a.astype({float32: _np.float32, float64: _np.float64, int64: _np.int64}[dtype])
     elif a.dtype == _np.float64 and not isinstance(data, _np.ndarray):

@@ -1,5 +1,7 @@
 // Checkpoints (save / load with global_dst_rank / global_src_rank, sharded directories) and the
 // process's place in the world.
+#include <exception>
+
 #include "bind.h"
 
 namespace globe::py {
@@ -25,6 +27,13 @@ void bind_io(pyb::module_& m) {
   m.def("rank", &dist::world_rank);
   m.def("world_size", &dist::world_size);
   m.def("set_consistency_checks", &dist::set_consistency_checks);
+  // An uncaught Python exception on one rank of several ends the rank the way an uncaught C++
+  // exception does: the others are told, then it aborts (globe/dist/runtime.cpp). Exiting
+  // normally instead would finalise MPI while the others wait in collectives for it.
+  m.def("die_of_uncaught_exception", [] { std::terminate(); });
+  m.def("set_grad_bucket_bytes", &set_grad_bucket_bytes, pyb::arg("bytes"));
+  m.def("grad_bucket_bytes", &grad_bucket_bytes);
+  pyb::class_<NoSyncGuard>(m, "_NoSyncGuard").def(pyb::init<>());
 }
 
 }  // namespace globe::py

@@ -8,9 +8,11 @@ namespace globe::py {
 namespace {
 
 DType dtype_of_numpy(const pyb::dtype& dt) {
-  if (dt.is(pyb::dtype::of<float>())) return kFloat32;
-  if (dt.is(pyb::dtype::of<double>())) return kFloat64;
-  if (dt.is(pyb::dtype::of<int64_t>())) return kInt64;
+  if (dt.byteorder() != '>') {  // native (or not applicable)
+    if (dt.kind() == 'f' && dt.itemsize() == 4) return kFloat32;
+    if (dt.kind() == 'f' && dt.itemsize() == 8) return kFloat64;
+    if (dt.kind() == 'i' && dt.itemsize() == 8) return kInt64;
+  }
   throw Error("[tensor] numpy dtype " + std::string(pyb::str(static_cast<pyb::handle>(dt))) +
               " is not supported: use float32, float64 or int64");
 }
@@ -35,18 +37,27 @@ pyb::array local_array(const Tensor& t) {
   return pyb::array(numpy_dtype(t.dtype()), shape, strides, t.raw_data(), owner);
 }
 
-// A numpy array (any dtype numpy can cast to one of ours) as a new local tensor.
+// A numpy array as a local tensor. A writeable C-contiguous float32, float64 or int64 array is
+// shared, not copied (torch.from_numpy): the tensor keeps the array alive, and writes through
+// either are seen by the other. Anything else (other dtypes numpy can cast to ours, strided or
+// read-only arrays) is copied once into a new array first.
 Tensor from_numpy(const pyb::array& a_in) {
   pyb::array a = a_in;
   const pyb::dtype dt = a.dtype();
   if (dt.kind() == 'f' && dt.itemsize() != 4 && dt.itemsize() != 8) a = a_in.attr("astype")("float32");
   if (dt.kind() == 'i' || dt.kind() == 'u' || dt.kind() == 'b') a = a_in.attr("astype")("int64");
+  if (a.dtype().byteorder() == '>') a = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
   const DType t = dtype_of_numpy(a.dtype());
-  a = pyb::array::ensure(a, pyb::array::c_style);
+  const bool shareable = (a.flags() & pyb::array::c_style) && a.writeable() && a.attr("flags").attr("aligned").cast<bool>();
+  if (!shareable) a = a.attr("copy")("C");
   Shape shape(a.shape(), a.shape() + a.ndim());
-  Tensor out = Tensor::empty(shape, t);
-  std::memcpy(out.raw_data(), a.data(), size_t(out.numel()) * itemsize(t));
-  return out;
+  // The owner holds a reference to the array; dropping it needs the GIL.
+  auto* held = new pyb::object(a);
+  std::shared_ptr<void> owner(held, [](void* p) {
+    pyb::gil_scoped_acquire gil;
+    delete static_cast<pyb::object*>(p);
+  });
+  return Tensor::from_external(a.mutable_data(), shape, t, std::move(owner));
 }
 
 }  // namespace

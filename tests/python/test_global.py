@@ -77,3 +77,29 @@ def test_mixing_local_and_global_is_an_error_on_every_rank():
     x = flow.randn(4, 4, placement=all_ranks(), sbp=flow.sbp.split(0))
     with pytest.raises(flow.Error, match="mixes local and global"):
         flow.add(x, flow.randn(4, 4))
+
+
+def test_no_sync_accumulates_and_reduces_once():
+    """Two backward calls, the first under no_sync, give twice the gradient of one; so do two
+    without it (one reduction each). Tiny buckets: a reduction per gradient, started in backward."""
+    flow.manual_seed(3)
+    x = flow.randn(8, 4, placement=all_ranks(), sbp=flow.sbp.split(0))
+    grads = []
+    old = flow.grad_bucket_bytes()
+    flow.set_grad_bucket_bytes(1)
+    try:
+        for calls in (1, 2, 2):
+            flow.manual_seed(0)
+            fc = nn.Linear(4, 3)
+            fc.to_global(placement=all_ranks(), sbp=flow.sbp.broadcast)
+            for k in range(calls):
+                if calls == 2 and k == 0 and len(grads) == 1:
+                    with flow.no_sync():
+                        flow.sum(fc(x)).backward()
+                else:
+                    flow.sum(fc(x)).backward()
+            grads.append(fc.weight.grad.numpy())
+    finally:
+        flow.set_grad_bucket_bytes(old)
+    np.testing.assert_allclose(grads[1], 2 * grads[0], rtol=1e-6)
+    np.testing.assert_allclose(grads[2], 2 * grads[0], rtol=1e-6)

@@ -123,3 +123,27 @@ def test_errors_carry_the_cores_message():
         flow.add(flow.randn(2), flow.randn(3))
     with pytest.raises(flow.Error, match='runs on "cpu"'):
         flow.placement("cuda", ranks=[0])
+
+
+def test_from_numpy_shares_memory_where_it_can():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = flow.from_numpy(a)
+    a[0, 0] = 42.0
+    assert t.numpy()[0, 0] == 42.0  # the same memory, both ways
+    t.numpy()[1, 2] = -1.0
+    assert a[1, 2] == -1.0
+    del a
+    assert t.numpy().tolist() == [[42.0, 1.0, 2.0], [3.0, 4.0, -1.0]]  # the tensor keeps the array alive
+    # Copied: strided, read-only, other dtypes; and flow.tensor always copies (as torch.tensor).
+    s = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+    ro = np.arange(4, dtype=np.float64)
+    ro.setflags(write=False)
+    i32 = np.arange(3, dtype=np.int32)
+    made = [flow.from_numpy(s), flow.from_numpy(ro), flow.from_numpy(i32)]
+    c = np.ones(3, dtype=np.float32)
+    made.append(flow.tensor(c))
+    s[0, 0], i32[0], c[0] = 7, 7, 7
+    assert made[0].numpy()[0, 0] == 0 and made[2].numpy()[0] == 0 and made[3].numpy()[0] == 1
+    assert made[1].numpy().tolist() == [0.0, 1.0, 2.0, 3.0] and made[2].dtype == flow.int64
+    big = np.arange(3, dtype=">f4")
+    assert flow.from_numpy(big).numpy().tolist() == [0.0, 1.0, 2.0]
