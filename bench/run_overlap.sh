@@ -29,7 +29,10 @@ wait_quiet
 for round in $(seq "$ROUNDS"); do
   one=$($BIN/bench_mlp "${ARGS[@]}" | field samples_per_s_global_median)
   # Two independent single processes at once (no communication).
-  $BIN/bench_mlp "${ARGS[@]}" > /tmp/overlap_a.$$ & $BIN/bench_mlp "${ARGS[@]}" > /tmp/overlap_b.$$; wait
+  $BIN/bench_mlp "${ARGS[@]}" > /tmp/overlap_a.$$ &
+  other=$!
+  $BIN/bench_mlp "${ARGS[@]}" > /tmp/overlap_b.$$
+  wait "$other"  # not a bare wait: that would wait for the log's tee too
   pair=$(python3 -c "print($(field samples_per_s_global_median < /tmp/overlap_a.$$) + $(field samples_per_s_global_median < /tmp/overlap_b.$$))")
   rm -f /tmp/overlap_a.$$ /tmp/overlap_b.$$
   line="round $round: 1 process $(printf %.0f "$one") samples/s; 2 independent processes $(python3 -c "print(f'{$pair / (2 * $one):.3f}')") of 2x"
