@@ -21,10 +21,23 @@ void bind_optim(pyb::module_& m) {
            pyb::arg("params"), pyb::arg("lr") = 0.01, pyb::arg("momentum") = 0.0, pyb::arg("dampening") = 0.0,
            pyb::arg("weight_decay") = 0.0, pyb::arg("nesterov") = false);
   auto adam = [](bool decoupled, double default_wd) {
-    return [decoupled, default_wd](std::vector<Tensor> params, double lr, std::pair<double, double> betas, double eps,
+    // `params`: tensors, or torch's parameter groups [{"params": [...], "weight_decay": wd}, ...]
+    // (a group without "weight_decay" takes the optimizer's).
+    return [decoupled, default_wd](const pyb::list& params, double lr, std::pair<double, double> betas, double eps,
                                    pyb::object weight_decay) {
       const double wd = weight_decay.is_none() ? default_wd : weight_decay.cast<double>();
-      return std::make_shared<Adam>(std::move(params), AdamOptions{lr, betas.first, betas.second, eps, wd}, decoupled);
+      const AdamOptions o{lr, betas.first, betas.second, eps, wd};
+      if (params.empty() || !pyb::isinstance<pyb::dict>(params[0]))
+        return std::make_shared<Adam>(params.cast<std::vector<Tensor>>(), o, decoupled);
+      std::vector<ParamGroup> groups;
+      for (const pyb::handle& g : params) {
+        if (!pyb::isinstance<pyb::dict>(g)) throw pyb::type_error("params: every parameter group must be a dict");
+        const pyb::dict d = g.cast<pyb::dict>();
+        if (!d.contains("params")) throw pyb::value_error("params: a parameter group needs \"params\"");
+        groups.push_back({d["params"].cast<std::vector<Tensor>>(),
+                          d.contains("weight_decay") ? d["weight_decay"].cast<double>() : wd});
+      }
+      return std::make_shared<Adam>(groups, o, decoupled);
     };
   };
   pyb::class_<Adam, Optimizer, std::shared_ptr<Adam>>(m, "Adam")

@@ -1,5 +1,6 @@
 """The Python editions of the tutorial programs print what the C++ programs print: run with
 `python3 -m globe.launch` on 1 and 2 ranks, against build/bin/<program> (GLOBE_BUILD_DIR)."""
+import json
 import os
 import subprocess
 import sys
@@ -29,6 +30,28 @@ def test_python_edition_prints_the_cpp_losses(program, losses, ranks, tmp_path):
               os.path.join(ROOT, "examples", "python", program + ".py")], tmp_path)
     assert py == cpp
     assert py.count(" loss ") == losses
+
+
+@pytest.mark.parametrize("ranks, layout", [(1, []), (2, ["--dp", "2"]), (2, ["--tp", "2"]),
+                                           (4, ["--dp", "2", "--tp", "2"])])
+def test_gpt_in_python_trains_the_cpp_programs_losses(ranks, layout, tmp_path):
+    """examples/python/gpt.py (page 07) against build/bin/gpt: the same losses, bit for bit, on
+    every data x tensor layout (same seed, same batches, same op order)."""
+    if not os.path.isdir("/usr/share/games/fortunes"):
+        pytest.skip("the corpus (apt-get install fortunes: scripts/setup.sh) is missing")
+    flags = ["--steps", "3", "--warmup", "0", "--log-every", "0"] + layout
+    launch = [os.path.join(BUILD, "bin", "globe-launch"), "--nproc_per_node", str(ranks), "--no-prefix"]
+    run(launch + [os.path.join(BUILD, "bin", "gpt"), "--val-batches", "0", "--losses-out",
+                  str(tmp_path / "cpp.json")] + flags, tmp_path)
+    py = run([sys.executable, "-m", "globe.launch", "--nproc_per_node", str(ranks), "--no-prefix",
+              os.path.join(ROOT, "examples", "python", "gpt.py"), "--losses-out", str(tmp_path / "py.json")] + flags,
+             tmp_path)
+    assert "globe GPT (Python) 834304 params" in py, py
+    with open(tmp_path / "cpp.json") as f:
+        cpp_losses = json.load(f)
+    with open(tmp_path / "py.json") as f:
+        py_losses = json.load(f)
+    assert len(py_losses) == 3 and py_losses == cpp_losses
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 4])

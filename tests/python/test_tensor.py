@@ -147,3 +147,24 @@ def test_from_numpy_shares_memory_where_it_can():
     assert made[1].numpy().tolist() == [0.0, 1.0, 2.0, 3.0] and made[2].dtype == flow.int64
     big = np.arange(3, dtype=">f4")
     assert flow.from_numpy(big).numpy().tolist() == [0.0, 1.0, 2.0]
+
+
+def test_adamw_parameter_groups_as_torch():
+    """torch's parameter groups: each group's weight_decay; the same updates as one optimizer per group."""
+    def make():
+        flow.manual_seed(0)
+        w, b = flow.randn(3, 2, requires_grad=True), flow.randn(2, requires_grad=True)
+        flow.sum(flow.matmul(flow.ones(4, 3), w) + b).backward()
+        return w, b
+    w, b = make()
+    flow.optim.AdamW([{"params": [w], "weight_decay": 0.5}, {"params": [b]}], lr=0.1, weight_decay=0.0).step()
+    w2, b2 = make()
+    flow.optim.AdamW([w2], lr=0.1, weight_decay=0.5).step()
+    flow.optim.AdamW([b2], lr=0.1, weight_decay=0.0).step()
+    np.testing.assert_array_equal(w.numpy(), w2.numpy())
+    np.testing.assert_array_equal(b.numpy(), b2.numpy())
+    w3, _ = make()
+    flow.optim.AdamW([w3], lr=0.1, weight_decay=0.0).step()
+    assert not np.array_equal(w.numpy(), w3.numpy())  # the group's decay was applied
+    with pytest.raises(ValueError, match="params"):
+        flow.optim.AdamW([{"weight_decay": 0.1}])
