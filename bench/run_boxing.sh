@@ -52,6 +52,12 @@ for line in open(sys.argv[1]):
     rows.setdefault((d["case"], d["bytes"]), []).append(d)
 for (case, size), ds in rows.items():
     mib = size / 1048576
+    if "mpi_GBps" not in ds[0]:  # the 4-byte latency case: microseconds, not bandwidth
+        us = statistics.median(d["globe_fp_us"] for d in ds)
+        mpi_us = statistics.median(d["mpi_us"] for d in ds)
+        print(f"{case:30s} {size:5.0f} B    globe {us:6.2f} us  MPI_Allreduce {mpi_us:6.2f} us  ratio MPI/globe "
+              f"{statistics.median(d['mpi_over_globe_fp'] for d in ds):.3f}")
+        continue
     mpi = statistics.median(d["mpi_GBps"] for d in ds)
     if "globe_GBps" not in ds[0]:
         print(f"{case:30s} {mib:5.0f} MiB  {ds[0]['mpi_op']:24s} {mpi:6.2f} GB/s")

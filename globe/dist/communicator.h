@@ -57,6 +57,11 @@ class Communicator {
   // (recv_counts[s] elements) from member s.
   virtual void all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts, const Tensor& recv,
                             const std::vector<int64_t>& recv_counts) = 0;
+  // An all-to-all of separate tensors: this member's send[s] arrives in member s's recv[rank()]
+  // (same element count). send[rank()] and recv[rank()] are not touched: the caller moves its own
+  // piece, so nothing is packed for it. Each tensor contiguous; they may be views into the
+  // caller's buffers (a received piece lands where it belongs).
+  virtual void exchange(const std::vector<Tensor>& send, const std::vector<Tensor>& recv) = 0;
   // Member `root`'s `t` to everyone, in place.
   virtual void broadcast(const Tensor& t, int root) = 0;
   virtual Request isend(const Tensor& t, int peer, int tag) = 0;

@@ -179,6 +179,10 @@ constexpr int kDivergeTag = 0x5d;  // on check_comm_: "my op history", after fin
 // costs less than a second, concurrent collective); above, a side check reduces it beside.
 constexpr int64_t kCodedMaxBytes = 64 << 10;
 constexpr int64_t kRingMinBytes = 256 << 10;  // below this Open MPI's all-reduce is as fast
+// Point-to-point collectives on ring_comm_ tag their messages by sequence number, in two ranges:
+// ring all-reduce steps and exchanges.
+constexpr int kRingTags = 8192;  // MPI_TAG_UB is at least 32767
+constexpr int kRingTagBase = 1024, kExchangeTagBase = kRingTagBase + kRingTags;
 
 }  // namespace
 
@@ -551,8 +555,6 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
     return true;
   }
 
-  static constexpr int kRingTagBase = 1024, kRingTags = 16384;  // MPI_TAG_UB is at least 32767
-
   MpiCommunicator& c_;
   Tensor t_, scratch_;
   const uint64_t seq_;
@@ -624,6 +626,61 @@ void MpiCommunicator::all_to_all_v(const Tensor& send, const std::vector<int64_t
             "all_to_all");
   finish_side(side, "all_to_all", true);  // first: with a rank in another collective this one never ends
   wait(req, "all_to_all");
+}
+
+// Point-to-point on the ring communicator, tagged by the collective's number (as the ring
+// all-reduce), beside a side check; each receive checks its count.
+void MpiCommunicator::exchange(const std::vector<Tensor>& send, const std::vector<Tensor>& recv) {
+  ++seq_;
+  const int p = size();
+  GLOBE_CHECK(int(send.size()) == p && int(recv.size()) == p, "[exchange] ", send.size(), " send and ", recv.size(),
+              " receive tensors for ", p, " members");
+  Side side = start_side(fingerprints());
+  const int tag = kExchangeTagBase + int(seq_ % kRingTags);
+  std::vector<MPI_Request> reqs(size_t(2 * p), MPI_REQUEST_NULL);
+  for (int s = 0; s < p; ++s) {
+    if (s == rank_) continue;
+    const Tensor& r = recv[size_t(s)];
+    check_mpi(MPI_Irecv(ptr(r, "exchange"), as_count(r.numel(), "exchange"), mpi_type(r.dtype()), s, tag, ring_comm_,
+                        &reqs[size_t(2 * s)]),
+              "exchange");
+  }
+  for (int k = 1; k < p; ++k) {  // rank+1 first, so that not every member sends to member 0 first
+    const int s = (rank_ + k) % p;
+    const Tensor& t = send[size_t(s)];
+    check_mpi(MPI_Isend(ptr(t, "exchange"), as_count(t.numel(), "exchange"), mpi_type(t.dtype()), s, tag, ring_comm_,
+                        &reqs[size_t(2 * s + 1)]),
+              "exchange");
+  }
+  // A piece of the wrong size is reported after the exchange and its side check completed, so
+  // that every member leaves the collective and the communicator stays usable.
+  std::string wrong;
+  try {
+    for (int s = 0; s < p; ++s) {
+      if (s == rank_) continue;
+      MPI_Status status;
+      GLOBE_CHECK(poll_until(reqs[size_t(2 * s)], deadline_from_now(), &status), "[exchange] collective #", seq_,
+                  " on ranks ", members(), " timed out after ", timeout_seconds(), " s: ", missing_ranks(seq_),
+                  " (GLOBE_TIMEOUT sets the limit)");
+      int count = 0;
+      MPI_Get_count(&status, mpi_type(recv[size_t(s)].dtype()), &count);
+      if (wrong.empty() && (count != recv[size_t(s)].numel() || status.MPI_ERROR == MPI_ERR_TRUNCATE))
+        wrong = "[exchange] rank " + std::to_string(ranks_[s]) + " sent " + std::to_string(count) + " elements where " +
+                std::to_string(recv[size_t(s)].numel()) +
+                " were expected: the ranks disagree about the pieces' shapes";
+    }
+    for (int s = 0; s < p; ++s)
+      if (s != rank_) wait(reqs[size_t(2 * s + 1)], "exchange");
+  } catch (...) {
+    for (MPI_Request& r : reqs)
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Request_free(&r);
+      }
+    throw;
+  }
+  finish_side(side, "exchange", false);
+  GLOBE_CHECK(wrong.empty(), wrong);
 }
 
 void MpiCommunicator::broadcast(const Tensor& t, int root) {

@@ -26,6 +26,7 @@ class MpiCommunicator final : public Communicator {
   void reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) override;
   void all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts, const Tensor& recv,
                     const std::vector<int64_t>& recv_counts) override;
+  void exchange(const std::vector<Tensor>& send, const std::vector<Tensor>& recv) override;
   void broadcast(const Tensor& t, int root) override;
   Request isend(const Tensor& t, int peer, int tag) override;
   Request irecv(const Tensor& t, int peer, int tag) override;

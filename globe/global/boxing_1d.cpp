@@ -101,9 +101,30 @@ Tensor slice_split(const Tensor& local, const Shape& block, int p, int me, int64
   return copy_of(narrow_view(local, d, r.start, r.length));
 }
 
+// Above this many bytes S(i) -> S(j) moves each piece once (exchange); below, one fingerprinted
+// all-to-all of packed buffers costs less than p point-to-point messages.
+constexpr int64_t kExchangeMinBytes = int64_t(64) << 10;
+
 Tensor all_to_all(const Tensor& local, const Shape& block, dist::Communicator& comm, int64_t from_d,
                   int64_t to_d) {
   const int p = comm.size(), me = comm.rank();
+  const Shape target_block = piece_shape(block, to_d, p, me);
+  if (pieces_contiguous(target_block, from_d) && numel_of(block) * int64_t(itemsize(local.dtype())) >= kExchangeMinBytes) {
+    // The pieces arriving from each member are consecutive in the output: they are received in
+    // place; the piece this member keeps is copied straight from its shard; only the pieces sent
+    // are packed, one buffer each (a view when already contiguous).
+    Tensor out = Tensor::uninitialized(target_block, local.dtype());
+    std::vector<Tensor> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p));
+    for (int r = 0; r < p; ++r) {
+      const Range from = split_range(block[from_d], p, r), to = split_range(local.shape()[to_d], p, r);
+      recv[size_t(r)] = narrow_view(out, from_d, from.start, from.length);
+      const Tensor piece = narrow_view(local, to_d, to.start, to.length);
+      if (r == me) copy_into(recv[size_t(r)], piece);
+      else send[size_t(r)] = piece.is_contiguous() ? piece : copy_of(piece);
+    }
+    comm.exchange(send, recv);
+    return out;
+  }
   // Send: my block (split on from_d) cut along to_d, piece r to member r.
   const Shape mine = local.shape();
   Tensor send = pack(kernels::dense(local), to_d, p);

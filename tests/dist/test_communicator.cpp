@@ -241,6 +241,44 @@ TEST(Communicator, StartedAllReducesBesideBlockingOnes) {
   });
 }
 
+// exchange: member r sends member s a piece of s * 10 + r + 1 elements holding r * 1000 + s (the
+// own piece untouched), then a piece whose size the receiver does not expect is an error naming
+// both sizes, and the communicator goes on working.
+TEST(Communicator, ExchangeOfSeparatePieces) {
+  for_each_group([](Communicator& c, const std::string& g) {
+    const int p = c.size(), r = c.rank();
+    for (DType dt : kDtypes) {
+      std::vector<Tensor> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p));
+      for (int s = 0; s < p; ++s) {
+        send[size_t(s)] = make(std::vector<int64_t>(size_t(s * 10 + r + 1), r * 1000 + s), dt);
+        recv[size_t(s)] = make(std::vector<int64_t>(size_t(r * 10 + s + 1), -1), dt);
+      }
+      c.exchange(send, recv);
+      for (int s = 0; s < p; ++s) {
+        const int64_t want = s == r ? -1 : s * 1000 + r;  // this member's own slot is not touched
+        EXPECT_EQ(values(recv[size_t(s)]), std::vector<int64_t>(size_t(r * 10 + s + 1), want))
+            << g << " " << dtype_name(dt) << " from member " << s;
+      }
+    }
+  });
+  if (world() < 2) return;
+  Communicator& c = world_comm();
+  std::vector<Tensor> send(static_cast<size_t>(world())), recv(static_cast<size_t>(world()));
+  for (int s = 0; s < world(); ++s) {
+    send[size_t(s)] = make(std::vector<int64_t>(me() == 1 ? 3 : 2, 7), kInt64);  // member 1 sends 3
+    recv[size_t(s)] = make(std::vector<int64_t>(2, 0), kInt64);
+  }
+  if (me() == 1) {
+    c.exchange(send, recv);  // its own pieces arrive as expected
+  } else {
+    const std::string msg = error_of([&] { c.exchange(send, recv); });
+    EXPECT_NE(msg.find("[exchange] rank 1 sent 3 elements where 2 were expected"), std::string::npos) << msg;
+  }
+  Tensor t = make({1}, kInt64);
+  c.all_reduce_sum(t);
+  EXPECT_EQ(values(t), std::vector<int64_t>{world()});
+}
+
 TEST(Communicator, BroadcastFromEveryRoot) {
   for_each_group([](Communicator& c, const std::string& g) {
     for (int root = 0; root < c.size(); ++root)
