@@ -125,6 +125,16 @@ Layout layout(const std::vector<int64_t>& counts, const char* op) {
   return l;
 }
 
+// Cancels and frees the point-to-point requests still pending (a wait failed: MPI must not write
+// into buffers the caller frees while the error unwinds).
+void cancel_pending(MPI_Request* reqs, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (reqs[i] != MPI_REQUEST_NULL) {
+      MPI_Cancel(&reqs[i]);
+      MPI_Request_free(&reqs[i]);
+    }
+}
+
 // A point-to-point transfer. A receive checks that the message filled its tensor exactly: a peer
 // that sent another size is an error naming both sizes, never a silently half-filled tensor.
 class MpiRequest final : public Request::Impl {
@@ -243,11 +253,7 @@ void MpiCommunicator::wait_both(MPI_Request (&reqs)[2], const char* op, uint64_t
   } catch (...) {
     // Timed out: cancel what is still pending, so MPI never writes into the buffers the caller
     // frees while the error unwinds.
-    for (MPI_Request& r : reqs)
-      if (r != MPI_REQUEST_NULL) {
-        MPI_Cancel(&r);
-        MPI_Request_free(&r);
-      }
+    cancel_pending(reqs, 2);
     throw;
   }
 }
@@ -469,12 +475,7 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
     if (done_) return;
     // Abandoned while unwinding an error: the ring's steps are cancelled; a collective cannot be,
     // so MPI must not be finalised with one pending.
-    if (kind_ == Kind::ring)
-      for (MPI_Request& r : reqs_)
-        if (r != MPI_REQUEST_NULL) {
-          MPI_Cancel(&r);
-          MPI_Request_free(&r);
-        }
+    if (kind_ == Kind::ring) cancel_pending(reqs_, 2);
     if ((kind_ != Kind::ring && !data_done_) || !side_.code.empty()) mark_broken("an all-reduce in flight was abandoned");
   }
   bool test() override { return advance(false); }
@@ -672,11 +673,7 @@ void MpiCommunicator::exchange(const std::vector<Tensor>& send, const std::vecto
     for (int s = 0; s < p; ++s)
       if (s != rank_) wait(reqs[size_t(2 * s + 1)], "exchange");
   } catch (...) {
-    for (MPI_Request& r : reqs)
-      if (r != MPI_REQUEST_NULL) {
-        MPI_Cancel(&r);
-        MPI_Request_free(&r);
-      }
+    cancel_pending(reqs.data(), reqs.size());
     throw;
   }
   finish_side(side, "exchange", false);
