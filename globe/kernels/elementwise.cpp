@@ -1,5 +1,6 @@
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/fast_math.h"
+#include "globe/kernels/vector_clones.h"
 
 #include <algorithm>
 
@@ -90,11 +91,12 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   });
 }
 
-void gelu_tanh_f32(const float* __restrict x, float* __restrict y, int64_t n) {
+GLOBE_VECTOR_CLONES void gelu_tanh_f32(const float* __restrict x, float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh_value(x[i]);
 }
 
-void gelu_tanh_grad_f32(const float* __restrict g, const float* __restrict x, float* __restrict out, int64_t n) {
+GLOBE_VECTOR_CLONES void gelu_tanh_grad_f32(const float* __restrict g, const float* __restrict x, float* __restrict out,
+                                            int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = g[i] * gelu_tanh_slope(x[i]);
 }
 

@@ -4,9 +4,17 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 namespace globe::kernels {
+
+// `cond ? a : b` as bit operations: GCC vectorises the loops around it for every target (a `?:`
+// on floats is vectorised for SSE2 but left as a branch for AVX2, which stops the vectoriser).
+[[gnu::always_inline]] inline float select(bool cond, float a, float b) {
+  const uint32_t m = -uint32_t(cond);
+  return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) | (std::bit_cast<uint32_t>(b) & ~m));
+}
 
 // e^x for x <= 0 (0 below -87, -inf included): Cephes' expf polynomial after x = n ln2 + r,
 // within 2 ulp of expf.
@@ -22,7 +30,8 @@ namespace globe::kernels {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
-  return x0 < -87.0f ? 0.0f : y * std::bit_cast<float>((n + 127) << 23);  // y 2^n; 0 below expf's range
+  const float v = y * std::bit_cast<float>((n + 127) << 23);  // y 2^n
+  return select(x0 < -87.0f, 0.0f, v);                        // 0 below expf's range
 }
 
 // tanh through one exp and no branch (glibc's tanhf goes through expm1f and does not vectorise:
@@ -31,11 +40,13 @@ namespace globe::kernels {
 template <class T>
 [[gnu::always_inline]] inline T tanh_fast(T u) {
   if constexpr (std::is_same_v<T, float>) {
-    const float a = std::fabs(u), u2 = u * u;
-    const float series = u * (1.0f + u2 * (-1.0f / 3 + u2 * (2.0f / 15 + u2 * (-17.0f / 315))));
+    const float a = std::fabs(u);
+    // the series on u clamped to where it is used, so that it stays finite everywhere
+    const float c = u < -0.0625f ? -0.0625f : (u > 0.0625f ? 0.0625f : u), c2 = c * c;
+    const float series = c * (1.0f + c2 * (-1.0f / 3 + c2 * (2.0f / 15 + c2 * (-17.0f / 315))));
     const float e = exp_nonpositive(-2.0f * a);
     const float t = std::copysign((1.0f - e) / (1.0f + e), u);
-    return a < 0.0625f ? series : t;
+    return select(a < 0.0625f, series, t);
   } else {
     return std::tanh(u);
   }

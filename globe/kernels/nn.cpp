@@ -6,6 +6,7 @@
 
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/fast_math.h"
+#include "globe/kernels/vector_clones.h"
 
 namespace globe::kernels {
 
@@ -15,7 +16,7 @@ namespace {
 // loop (exp_nonpositive, as x - max <= 0), their sum in double. Returns
 // false when a row is entirely -inf: the general loop then redoes every row (giving that row the
 // NaNs torch gives).
-bool softmax_rows_f32(const float* src, float* dst, int64_t rows, int64_t n, bool log) {
+GLOBE_VECTOR_CLONES bool softmax_rows_f32(const float* src, float* dst, int64_t rows, int64_t n, bool log) {
   for (int64_t o = 0; o < rows; ++o) {
     const float* __restrict x = src + o * n;
     float* __restrict y = dst + o * n;

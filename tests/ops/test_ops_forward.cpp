@@ -146,6 +146,38 @@ TEST(OpsForward, GeluTanhKnownValues) {
                 {-0.15880800939172324, 0.0, 0.8411919906082768, 1.954597694087775}, 1e-15);
 }
 
+// The float32 kernels behind tanh, GELU (tanh form) and softmax use a vectorised exp and tanh
+// (fast_math.h; an AVX2 copy where the CPU has it): over a sweep from tiny to huge magnitudes, both
+// signs, they stay within a few float ulps of the double-precision functions (tanh relative,
+// GELU relative or about x's ulp), keep +-inf, -inf -> 0 in exp and NaN, and tanh's series near 0
+// is continuous with the exp form.
+TEST(OpsForward, FastFloatMathOverTheRange) {
+  std::vector<double> x = {0.0, -0.0, 1e-30, -1e-30, 1e-8, 0.0624, 0.0625, 0.0626, 3.0, 9.5, 20.0, 87.0, 88.5, 1e4, 1e30};
+  for (double v = -12.0; v <= 12.0; v += 0.013) x.push_back(v);
+  const size_t n = x.size();
+  for (size_t i = 0; i < n; ++i) x.push_back(-x[i]);
+  Tensor t = f32(x, {int64_t(x.size())});
+  const std::vector<float> th = tanh(t).to_vector<float>(), ge = gelu_tanh(t).to_vector<float>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = double(float(x[i]));
+    const double want_th = std::tanh(v);
+    const double want_ge = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    EXPECT_NEAR(th[i], want_th, 4e-7 * std::abs(want_th) + 1e-37) << "tanh(" << v << ")";
+    // 0.5 x (1 + tanh(..)): for large negative x, 1 + tanh cancels in float (torch's float GELU
+    // too), so the error there is about x's ulp, not the tiny value's.
+    EXPECT_NEAR(ge[i], want_ge, 1e-6 * std::abs(want_ge) + 1e-7 * std::abs(v) + 1e-37) << "gelu_tanh(" << v << ")";
+  }
+  const float inf = INFINITY, nan = NAN;
+  EXPECT_EQ(tanh(f32(std::vector<double>{inf, -inf}, {2})).to_vector<float>(), (std::vector<float>{1.0f, -1.0f}));
+  EXPECT_TRUE(std::isnan(tanh(f32(std::vector<double>{nan}, {1})).to_vector<float>()[0]));
+  EXPECT_TRUE(std::isnan(gelu_tanh(f32(std::vector<double>{nan}, {1})).to_vector<float>()[0]));
+  // softmax: a -inf (masked) entry gets exactly 0; a row far below its maximum too.
+  const auto sm = softmax(f32(std::vector<double>{0.0, -inf, -100.0, 1.0}, {1, 4}), -1).to_vector<float>();
+  EXPECT_EQ(sm[1], 0.0f);
+  EXPECT_EQ(sm[2], 0.0f);
+  EXPECT_NEAR(sm[0], 1 / (1 + std::exp(1.0)), 1e-7);
+}
+
 TEST(OpsForward, CausalFillMasksAboveTheDiagonal) {
   Tensor x = f32({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {3, 4});
   expect_values(causal_fill(x, -1), {3, 4}, {1, -1, -1, -1, 5, 6, -1, -1, 9, 10, 11, -1}, 0);
