@@ -224,9 +224,12 @@ void MpiCommunicator::wait(MPI_Request& req, const char* op, uint64_t seq) {
   if (poll_until(req, deadline_from_now())) return;
   // The collective cannot be cancelled: this communicator is unusable from here on.
   mark_broken();
-  if (!seq) seq = seq_;
-  GLOBE_FAIL("[", op, "] collective #", seq, " on ranks ", members(), " timed out after ", timeout_seconds(),
-             " s: ", missing_ranks(seq), " (GLOBE_TIMEOUT sets the limit)");
+  GLOBE_FAIL(timed_out(op, seq ? seq : seq_));
+}
+
+std::string MpiCommunicator::timed_out(const char* op, uint64_t seq) {
+  return detail::concat("[", op, "] collective #", seq, " on ranks ", members(), " timed out after ", timeout_seconds(),
+                        " s: ", missing_ranks(seq), " (GLOBE_TIMEOUT sets the limit)");
 }
 
 // Which members are stuck in the same collective: every member that timed out tells the others
@@ -659,10 +662,8 @@ void MpiCommunicator::exchange(const std::vector<Tensor>& send, const std::vecto
   try {
     for (int s = 0; s < p; ++s) {
       if (s == rank_) continue;
-      MPI_Status status;
-      GLOBE_CHECK(poll_until(reqs[size_t(2 * s)], deadline_from_now(), &status), "[exchange] collective #", seq_,
-                  " on ranks ", members(), " timed out after ", timeout_seconds(), " s: ", missing_ranks(seq_),
-                  " (GLOBE_TIMEOUT sets the limit)");
+      MPI_Status status;  // a receive that never comes is cancelled below, not left broken
+      if (!poll_until(reqs[size_t(2 * s)], deadline_from_now(), &status)) GLOBE_FAIL(timed_out("exchange", seq_));
       int count = 0;
       MPI_Get_count(&status, mpi_type(recv[size_t(s)].dtype()), &count);
       if (wrong.empty() && (count != recv[size_t(s)].numel() || status.MPI_ERROR == MPI_ERR_TRUNCATE))

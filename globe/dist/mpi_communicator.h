@@ -44,7 +44,9 @@ class MpiCommunicator final : public Communicator {
   void wait_both(MPI_Request (&reqs)[2], const char* op, uint64_t seq = 0);
   // After a timeout in collective #seq: "ranks [..] did not arrive", learnt from the members stuck alongside.
   std::string missing_ranks(uint64_t seq);
-  // Reduce-scatter (sum) around the ring for large tensors, same reasoning as ring_all_reduce.
+  // The error of collective #seq timing out: the op, its number, the members and who did not arrive.
+  std::string timed_out(const char* op, uint64_t seq);
+  // Reduce-scatter (sum) around the ring for large tensors, for the reason the all-reduce's ring exists.
   void ring_reduce_scatter(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts);
   std::string members() const;
 

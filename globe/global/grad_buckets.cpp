@@ -5,7 +5,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <tuple>
 
 #include "globe/autograd/engine.h"
 #include "globe/core/grad_mode.h"
@@ -22,11 +21,17 @@ struct Waiting {
   Tensor param, grad, local;  // local: the gradient's shard on this rank
 };
 
-// Gradients that share a reduction: the same placement, dtype and layout change.
-using Key = std::tuple<size_t, DType, std::string, std::string>;  // placement hash, dtype, from, to
+// Gradients that share a reduction: the same placement, dtype and layout change. Compared, never
+// ordered or formatted: grad_ready builds one per gradient on every backward pass.
+struct Key {
+  size_t placement;  // hash
+  DType dtype;
+  NdSbp from, to;
+  bool operator==(const Key&) const = default;
+};
 
 Key key_of(const Tensor& param, const Tensor& grad) {
-  return {param.placement().hash(), grad.dtype(), grad.sbp().to_string(), param.sbp().to_string()};
+  return {param.placement().hash(), grad.dtype(), grad.sbp(), param.sbp()};
 }
 
 // A waiting gradient of `param` that a bucket can reduce, or nothing.
@@ -57,7 +62,7 @@ class Flight {
     if (!pl.contains(me)) return;  // empty shards: nothing to send or wait for
     int64_t n = 0;
     for (const Waiting& w : members_) n += w.local.numel();
-    flat_ = Tensor::empty({n}, first.grad.dtype());
+    flat_ = Tensor::uninitialized({n}, first.grad.dtype());  // every element copied in below
     for (size_t i = 0, at = 0; i < members_.size(); at += size_t(members_[i++].local.numel()))
       kernels::copy_into(piece(i, int64_t(at)), members_[i].local);
     std::vector<int64_t> axes;

@@ -32,7 +32,6 @@ double = float64
 long = int64
 
 
-
 def _excepthook(kind, value, traceback, _previous=_sys.excepthook):
     _previous(kind, value, traceback)
     if env.get_world_size() > 1:  # tell the other ranks and abort, as an uncaught C++ exception does

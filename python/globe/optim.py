@@ -7,12 +7,9 @@ def SGD(params, lr=0.01, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov
 
 
 def _groups(params):
-    """Tensors, or torch's parameter groups: [{"params": [...], "weight_decay": wd}, ...]."""
-    params = list(params)
-    for g in params:
-        if isinstance(g, dict) and "params" not in g:
-            raise ValueError(f"params: a parameter group needs \"params\", got the keys {sorted(g)}")
-    return [dict(g, params=list(g["params"])) if isinstance(g, dict) else g for g in params]
+    """Tensors, or torch's parameter groups: [{"params": [...], "weight_decay": wd}, ...] (each
+    group's params made a list; the binding checks the groups)."""
+    return [dict(g, params=list(g["params"])) if isinstance(g, dict) and "params" in g else g for g in params]
 
 
 def Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):  # noqa: N802
