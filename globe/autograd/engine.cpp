@@ -111,14 +111,22 @@ class GraphTask {
     return false;
   }
 
-  // ready_[i]: the leaves whose gradient is complete once node i has run (its last user).
+  // ready_[i]: the leaves whose gradient is complete once node i has run (its last user), in the
+  // order of that node's inputs. The order must not depend on addresses: every rank hands the
+  // gradients to the bucket reductions in it, and the ranks' buckets must agree.
   void find_last_uses() {
-    std::unordered_map<TensorImpl*, std::pair<size_t, Tensor>> last;
+    std::unordered_map<TensorImpl*, size_t> last;
     for (size_t i = 0; i < order_.size(); ++i)
       for (const Tensor& in : order_[i]->inputs())
-        if (in.requires_grad() && !in.grad_fn()) last[&in.impl()] = {i, in};
+        if (in.requires_grad() && !in.grad_fn()) last[&in.impl()] = i;
     ready_.resize(order_.size());
-    for (auto& [impl, use] : last) ready_[use.first].push_back(use.second);
+    for (size_t i = 0; i < order_.size(); ++i)
+      for (const Tensor& in : order_[i]->inputs()) {
+        auto it = last.find(&in.impl());
+        if (it == last.end() || it->second != i) continue;
+        ready_[i].push_back(in);
+        last.erase(it);  // a leaf used twice by one node is announced once
+      }
   }
   void announce_ready(size_t i) {
     if (i < ready_.size())

@@ -120,6 +120,33 @@ TEST(GradOverlap, EveryBucketSizeGivesTheSameGradients) {
   }
 }
 
+// Gradients complete together (one node using several parameters) join the buckets in the
+// node's input order on every rank, whatever their addresses: here each rank allocates the
+// parameters in its own order, with a rank-dependent gap, and one cat uses them all.
+TEST(GradOverlap, ParametersOfOneNodeJoinInInputOrder) {
+  const Placement p = Placement::all();
+  const int n = 8, me = dist::world_rank();
+  std::vector<Tensor> params(n), padding;
+  for (int k = 0; k < n; ++k) {
+    const int i = me % 2 ? n - 1 - k : k;
+    padding.push_back(Tensor::uninitialized({(me + 1) * (k + 1) * 7}, DType::float32));
+    params[size_t(i)] = from_full(full({i + 1}, double(i)), p, replicated(1));
+    params[size_t(i)].set_requires_grad(true);
+  }
+  manual_seed(13);
+  const Tensor weights = from_full(randn({n * (n + 1) / 2}), p, sbp::broadcast);
+  // Every rank sums its part of the batch: the gradients wait as partial sums.
+  const Tensor batch = from_full(ones({int64_t(dist::world_size()) * 2}), p, sbp::split(0));
+  sum(cat(params, 0) * weights * sum(batch)).backward();
+  const auto w = weights.to_local().to_vector<float>();
+  int64_t at = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto got = params[size_t(i)].grad().to_local().to_vector<float>();
+    ASSERT_EQ(int64_t(got.size()), i + 1);
+    for (float g : got) EXPECT_NEAR(g, 2.0f * float(dist::world_size()) * w[size_t(at++)], 1e-5) << "parameter " << i;
+  }
+}
+
 // Gradient accumulation: under NoSyncGuard backward starts nothing; the last micro-batch's
 // backward reduces the sum once. Without the guard the values are the same (reduced twice).
 TEST(GradOverlap, AccumulationReducesOnceUnderNoSync) {
@@ -134,7 +161,7 @@ TEST(GradOverlap, AccumulationReducesOnceUnderNoSync) {
     EXPECT_EQ(detail::reductions_in_flight(), 0u);
   }
   backward_on_split_batch(w, p);
-  if (gradients_wait()) EXPECT_EQ(detail::reductions_in_flight(), 1u);
+  if (gradients_wait()) { EXPECT_EQ(detail::reductions_in_flight(), 1u); }
   expect_grads(w, twice, "no_sync, then one reduction");
 
   const auto v = make_params(p);
@@ -161,7 +188,7 @@ TEST(GradOverlap, ReduceWhenReadKeepsGradientsWaiting) {
   reduce_when_read(w, true);
   backward_on_split_batch(w, p);
   EXPECT_EQ(detail::reductions_in_flight(), 0u);
-  if (gradients_wait()) EXPECT_TRUE(take_waiting_grad(w[0]).defined());
+  if (gradients_wait()) { EXPECT_TRUE(take_waiting_grad(w[0]).defined()); }
   reduce_when_read(w, false);
 }
 
