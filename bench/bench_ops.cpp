@@ -1,6 +1,8 @@
 // Op-level costs on one thread:
 //   * matmul 1024x1024x1024 float32 through globe::matmul vs raw cblas_sgemm on the same input
 //     buffers, interleaved, median of --reps runs each after --warmup runs (GFLOP/s and the ratio);
+//   * Linear with bias, forward + backward: the one op (bias added in the GEMM's output pass, its
+//     gradient one column sum) against matmul_nt then add, at GPT's MLP shape and at bench_mlp's;
 //   * dispatch cost of tiny ops (add of two 16-element tensors, 16x16 matmul), with and without
 //     requires_grad (ns per op, median over --reps batches of --iters calls).
 //   build/bin/bench_ops [--n 1024] [--reps 15] [--warmup 10] [--iters 100000] [--threads 1]
@@ -79,6 +81,48 @@ void bench_matmul(int64_t n, int reps, int warmup, int threads) {
   std::printf("RESULT %s\n", res.dump().c_str());
 }
 
+// Linear's forward and backward at x [rows, in], weight [out, in], bias [out]: linear() (one op)
+// against the same sum written as two (matmul_nt, then add), interleaved, median of `reps` each.
+void bench_linear(int64_t rows, int64_t in, int64_t out, int reps, int warmup) {
+  manual_seed(8);
+  Tensor x = randn({rows, in}), w = randn({out, in}) * 0.05, b = randn({out});
+  for (Tensor* t : {&x, &w, &b}) t->set_requires_grad(true);
+  const Tensor dy = randn({rows, out});
+  auto step = [&](bool fused) {
+    for (Tensor* t : {&x, &w, &b}) t->set_grad(Tensor());
+    const Tensor y = fused ? linear(x, w, b) : add(matmul_nt(x, w), b);
+    sum(y * dy).backward();
+    g_sink = b.grad().data<float>()[0];
+    return y;
+  };
+  for (int i = 0; i < warmup; ++i) {
+    step(true);
+    step(false);
+  }
+  std::vector<double> t_fused, t_two;
+  for (int r = 0; r < reps; ++r) {
+    for (bool fused : {r % 2 == 0, r % 2 != 0}) {
+      const double t0 = bench::now_s();
+      step(fused);
+      (fused ? t_fused : t_two).push_back(bench::now_s() - t0);
+    }
+  }
+  // Same values both ways (the sum's order differs, so not bit for bit).
+  const auto y1 = step(true).to_vector<float>(), gb1 = b.grad().to_vector<float>();
+  const auto y2 = step(false).to_vector<float>(), gb2 = b.grad().to_vector<float>();
+  double maxdiff = 0;
+  for (size_t i = 0; i < y1.size(); ++i) maxdiff = std::max(maxdiff, double(std::fabs(y1[i] - y2[i])));
+  for (size_t i = 0; i < gb1.size(); ++i) maxdiff = std::max(maxdiff, double(std::fabs(gb1[i] - gb2[i])));
+  const double fused_ms = 1e3 * bench::median(t_fused), two_ms = 1e3 * bench::median(t_two);
+  nlohmann::json res = {{"bench", "linear_bias"}, {"rows", rows}, {"in", in}, {"out", out}, {"reps", reps},
+                        {"fused_ms_median", fused_ms}, {"two_ops_ms_median", two_ms},
+                        {"speedup_fused", two_ms / fused_ms}, {"max_abs_diff", maxdiff}};
+  std::printf("linear+bias fwd+bwd [%lld, %lld] -> %lld: one op %.3f ms, matmul_nt + add %.3f ms, %.3fx "
+              "(max |diff| %g)\n",
+              (long long)rows, (long long)in, (long long)out, fused_ms, two_ms, two_ms / fused_ms, maxdiff);
+  std::printf("RESULT %s\n", res.dump().c_str());
+}
+
 // Median ns per call of fn over `reps` batches of `iters` calls.
 template <class Fn>
 double ns_per_op(Fn&& fn, int reps, int iters) {
@@ -120,6 +164,8 @@ int main(int argc, char** argv) {
   const int threads = int(f["threads"]);
   bench::set_threads(threads);
   bench_matmul(f["n"], int(f["reps"]), int(f["warmup"]), threads);
+  bench_linear(1024, 128, 512, 4 * int(f["reps"]), int(f["warmup"]));  // GPT's c_fc (16 x 64 tokens)
+  bench_linear(64, 1024, 1024, 4 * int(f["reps"]), int(f["warmup"]));  // bench_mlp's layer
   bench_tiny("tiny_add", {16}, {16}, false, int(f["reps"]), int(f["iters"]));
   bench_tiny("tiny_matmul", {16, 16}, {16, 16}, true, int(f["reps"]), int(f["iters"]) / 4);
   return 0;

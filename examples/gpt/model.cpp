@@ -67,9 +67,9 @@ Block::Block(const Config& c) : ln_1({c.embd}), ln_2({c.embd}), attn(c), mlp(c),
 Tensor Block::forward(const Tensor& x) {  // x [B, T, E]
   using namespace globe;
   const int64_t B = x.shape()[0], T = x.shape()[1], E = x.shape()[2], H = heads_, D = E / H;
-  // q, k, v in one batched product: [1, B*T, E] @ [3, E, E]^T -> [3, B*T, E], + bias [3, 1, E]
+  // q, k, v in one batched product: [1, B*T, E] @ [3, E, E]^T + bias [3, 1, E] -> [3, B*T, E]
   const Tensor h = unsqueeze(reshape(tp_region_input(ln_1(x)), {B * T, E}), 0);
-  const Tensor qkv = matmul_nt(h, attn.c_attn.weight) + unsqueeze(attn.c_attn.bias, 1);
+  const Tensor qkv = matmul_nt(h, attn.c_attn.weight, unsqueeze(attn.c_attn.bias, 1));
   // one of them as heads: [B*T, E] -> [B, T, H, D] -> [B, H, T, D]
   auto heads = [&](int64_t i) { return transpose(reshape(squeeze(narrow(qkv, 0, i, 1), 0), {B, T, H, D}), 1, 2); };
   const Tensor q = heads(0), k = heads(1), v = heads(2);

@@ -65,9 +65,9 @@ class Block(nn.Module):
         B, T, E = x.shape
         H = self.heads
         D = E // H
-        # q, k, v in one product: [1, B*T, E] @ [3, E, E]^T -> [3, B*T, E], + bias [3, 1, E]
+        # q, k, v in one product: [1, B*T, E] @ [3, E, E]^T + bias [3, 1, E] -> [3, B*T, E]
         h = flow.unsqueeze(flow.reshape(tp_region_input(self.ln_1(x)), [B * T, E]), 0)
-        qkv = flow.matmul_nt(h, self.attn.c_attn.weight) + flow.unsqueeze(self.attn.c_attn.bias, 1)
+        qkv = flow.matmul_nt(h, self.attn.c_attn.weight, flow.unsqueeze(self.attn.c_attn.bias, 1))
 
         def heads(i):  # [B*T, E] -> [B, T, H, D] -> [B, H, T, D]
             return flow.transpose(flow.reshape(flow.squeeze(flow.narrow(qkv, 0, i, 1), 0), [B, T, H, D]), 1, 2)

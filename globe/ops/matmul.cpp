@@ -1,5 +1,5 @@
 // matmul: [..., n, k] @ [..., k, m] -> [..., n, m], batch dims broadcast; matmul_nt and linear take
-// b stored transposed ([..., m, k]).
+// b stored transposed ([..., m, k]) and an optional bias added inside the GEMM.
 #include "globe/kernels/matmul.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
@@ -20,13 +20,18 @@ Tensor swap_last_dims(const Tensor& t) {
 
 // a @ b, or a @ b^T with transpose_b (b stored [..., m, k], as Linear's weight [out, in]): the
 // attribute, not b's strides, says so, so every rank of a global op decides alike and the
-// weight's gradient comes out in its own storage order with no transposing copy.
+// weight's gradient comes out in its own storage order with no transposing copy. With has_bias a
+// third input, broadcastable to the product's shape, is added in the GEMM's own output pass.
 class Matmul final : public Op {
  public:
-  explicit Matmul(bool transpose_b) : transpose_b_(transpose_b) {}
-  std::string name() const override { return transpose_b_ ? "matmul_nt" : "matmul"; }
+  Matmul(bool transpose_b, bool has_bias) : transpose_b_(transpose_b), has_bias_(has_bias) {}
+  std::string name() const override {
+    return std::string(transpose_b_ ? "matmul_nt" : "matmul") + (has_bias_ ? "_bias" : "");
+  }
   // Rows of a -> rows of out; columns of b -> columns of out; the inner dim split on both gives
   // partial products; batch dims split alike on both (or on one side when the other broadcasts).
+  // The bias follows the output as an operand of add would: split where the output is and the
+  // bias has that dim, broadcast where it lacks it, partial where the output is partial.
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     const int64_t na = int64_t(in[0].shape.size()), nb = int64_t(in[1].shape.size());
     const Shape out = infer(in).shape;
@@ -46,6 +51,18 @@ class Matmul final : public Op {
       else if (a_full) s.push_back({{sbp::split(da), sbp::broadcast}, sbp::split(d)});
       else if (b_full) s.push_back({{sbp::broadcast, sbp::split(db)}, sbp::split(d)});
     }
+    if (has_bias_) {
+      const Shape& bias = in[2].shape;
+      for (SbpSignature& sig : s) {
+        Sbp follow = sbp::partial_sum;
+        if (sig.output.is_split()) {
+          const int64_t k = sig.output.dim - (no - int64_t(bias.size()));
+          follow = k >= 0 && bias[k] == out[sig.output.dim] ? sbp::split(k) : sbp::broadcast;
+        }
+        sig.inputs.push_back(follow);
+      }
+      // (B, B, P) is not listed: every rank would add the whole product to its piece of the bias.
+    }
     return s;
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
@@ -63,13 +80,21 @@ class Matmul final : public Op {
     Shape out = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), name().c_str());
     out.push_back(a[a.size() - 2]);
     out.push_back(b_cols);
+    if (has_bias_) {
+      GLOBE_CHECK(in[2].dtype == in[0].dtype, "[", name(), "] bias dtype ", dtype_name(in[2].dtype),
+                  " differs from the product's ", dtype_name(in[0].dtype));
+      GLOBE_CHECK(in[2].shape.size() <= out.size() && broadcast_shapes(in[2].shape, out, name().c_str()) == out,
+                  "[", name(), "] bias ", shape_str(in[2].shape), " does not broadcast to the product's shape ",
+                  shape_str(out));
+    }
     return {out, in[0].dtype};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    return kernels::matmul(in[0], transpose_b_ ? swap_last_dims(in[1]) : in[1], args.out.shape);
+    return kernels::matmul(in[0], transpose_b_ ? swap_last_dims(in[1]) : in[1], args.out.shape,
+                           has_bias_ ? in[2] : Tensor());
   }
   // Shapes without transpose_b: a [..., n, k], b [..., k, m], g [..., n, m];
-  // with it: b [..., m, k].
+  // with it: b [..., m, k]. bias: any shape that broadcasts to g's.
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>& needs) const override {
     const Tensor &a = in[0], &b = in[1];
@@ -86,11 +111,14 @@ class Matmul final : public Op {
         gb = sum_to(transpose_b_ ? matmul(transpose(g, -1, -2), a) : matmul(transpose(a, -1, -2), g), b.shape());
       }
     }
-    return {ga, gb};
+    std::vector<Tensor> grads = {ga, gb};
+    // the bias's: g summed over the dims it was broadcast along
+    if (has_bias_) grads.push_back(needs[2] ? sum_to(g, in[2].shape()) : Tensor());
+    return grads;
   }
 
  private:
-  bool transpose_b_;
+  bool transpose_b_, has_bias_;
 };
 
 }  // namespace
@@ -101,10 +129,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (a.dim() == 1 && b.dim() == 1) return reshape(matmul(unsqueeze(a, 0), unsqueeze(b, 1)), {});
   if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
   if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
-  return apply_op<Matmul>({a, b}, /*transpose_b=*/false);
+  return apply_op<Matmul>({a, b}, /*transpose_b=*/false, /*has_bias=*/false);
 }
 
-Tensor matmul_nt(const Tensor& a, const Tensor& b) { return apply_op<Matmul>({a, b}, /*transpose_b=*/true); }
+Tensor matmul_nt(const Tensor& a, const Tensor& b, const Tensor& bias) {
+  if (!bias.defined()) return apply_op<Matmul>({a, b}, /*transpose_b=*/true, /*has_bias=*/false);
+  return apply_op<Matmul>({a, b, bias}, /*transpose_b=*/true, /*has_bias=*/true);
+}
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   GLOBE_CHECK(weight.dim() == 2, "[linear] weight must be [out_features, in_features], got ", describe(weight));
@@ -112,8 +143,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
               " does not end in in_features=", weight.shape()[1], " of weight ", describe(weight));
   GLOBE_CHECK(!bias.defined() || bias.shape() == Shape{weight.shape()[0]}, "[linear] bias ", describe(bias),
               " is not [out_features=", weight.shape()[0], "]");
-  Tensor y = x.dim() == 1 ? squeeze(matmul_nt(unsqueeze(x, 0), weight), 0) : matmul_nt(x, weight);
-  return bias.defined() ? add(y, bias) : y;
+  return x.dim() == 1 ? squeeze(matmul_nt(unsqueeze(x, 0), weight, bias), 0) : matmul_nt(x, weight, bias);
 }
 
 }  // namespace globe

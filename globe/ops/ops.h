@@ -76,8 +76,9 @@ Tensor operator/(double s, const Tensor& a);
 // [..., n, k] @ [..., k, m] -> [..., n, m]; batch dims broadcast; 2-D uses one BLAS gemm.
 Tensor matmul(const Tensor& a, const Tensor& b);
 // a @ b^T with b stored [..., m, k]: [..., n, k] x [..., m, k] -> [..., n, m], no transposing copy
-// forward or backward (b's gradient comes out [..., m, k] too).
-Tensor matmul_nt(const Tensor& a, const Tensor& b);
+// forward or backward (b's gradient comes out [..., m, k] too). A defined `bias` (broadcastable to
+// [..., n, m]) is added in the GEMM's own output pass: one op, one pass over the output.
+Tensor matmul_nt(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor());
 // x @ weight^T + bias, as torch.nn.functional.linear: x [..., in], weight [out, in], bias [out] or
 // undefined -> [..., out].
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());

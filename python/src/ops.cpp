@@ -57,7 +57,7 @@ void bind_ops(pyb::module_& m) {
            {"gelu_tanh", &gelu_tanh}, {"tanh", &tanh}, {"sigmoid", &sigmoid}, {"contiguous", &contiguous}})
     m.def(name, fn);
   m.def("matmul", &matmul);
-  m.def("matmul_nt", &matmul_nt);
+  m.def("matmul_nt", &matmul_nt, pyb::arg("a"), pyb::arg("b"), pyb::arg("bias") = Tensor());
   m.def("to_dtype", &to_dtype, pyb::arg("input"), pyb::arg("dtype"));
   m.def("zeros_like", &zeros_like);
   m.def("ones_like", &ones_like);

@@ -55,6 +55,13 @@ std::vector<OpCase> cases() {
       {"matmul_nt", {F({5, 4}), F({3, 4})}, [](V x) { return matmul_nt(x[0], x[1]); }},
       {"matmul_nt_batched", {F({2, 5, 4}), F({2, 3, 4})}, [](V x) { return matmul_nt(x[0], x[1]); }},
       {"linear", {F({2, 5, 4}), F({3, 4}), F({3})}, [](V x) { return linear(x[0], x[1], x[2]); }},
+      {"linear_2d", {F({5, 4}), F({3, 4}), F({3})}, [](V x) { return linear(x[0], x[1], x[2]); }},
+      {"linear_1d", {F({4}), F({3, 4}), F({3})}, [](V x) { return linear(x[0], x[1], x[2]); }},
+      {"matmul_nt_bias_batched", {F({2, 5, 4}), F({2, 3, 4}), F({2, 1, 3})},
+       [](V x) { return matmul_nt(x[0], x[1], x[2]); }},
+      // GPT's q, k, v: one input against three stacked weights, a bias per weight
+      {"matmul_nt_bias_stacked", {F({1, 5, 4}), F({3, 2, 4}), F({3, 1, 2})},
+       [](V x) { return matmul_nt(x[0], x[1], x[2]); }},
       {"matmul_batched", {F({2, 5, 4}), F({2, 4, 3})}, [](V x) { return matmul(x[0], x[1]); }},
       {"matmul_shared_rhs", {F({3, 5, 4}), F({4, 3})}, [](V x) { return matmul(x[0], x[1]); }},
       {"sum_all", {F({5, 3})}, [](V x) { return sum(x[0]); }},
