@@ -84,8 +84,16 @@ void copy_into(const Tensor& dst, const Tensor& src) {
                       [&](const StridedRun<2>& r) {
                         D* d = pd + r.offset[0];
                         const S* s = ps + r.offset[1];
-                        for (int64_t i = 0; i < r.count; ++i)
-                          d[i * r.stride[0]] = static_cast<D>(s[i * r.stride[1]]);
+                        // The common runs as loops the compiler vectorises: dense, and a value
+                        // repeated (a broadcast source, such as a bias filling a GEMM's output).
+                        if (r.stride[0] == 1 && r.stride[1] == 1) {
+                          for (int64_t i = 0; i < r.count; ++i) d[i] = static_cast<D>(s[i]);
+                        } else if (r.stride[0] == 1 && r.stride[1] == 0) {
+                          std::fill(d, d + r.count, static_cast<D>(*s));
+                        } else {
+                          for (int64_t i = 0; i < r.count; ++i)
+                            d[i * r.stride[0]] = static_cast<D>(s[i * r.stride[1]]);
+                        }
                       });
     });
   });

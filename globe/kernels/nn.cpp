@@ -24,8 +24,7 @@ GLOBE_VECTOR_CLONES bool softmax_rows_f32(const float* src, float* dst, int64_t 
     for (int64_t j = 0; j < n; ++j) mx = x[j] > mx ? x[j] : mx;
     if (mx == -INFINITY) return false;
     for (int64_t j = 0; j < n; ++j) y[j] = exp_nonpositive(x[j] - mx);
-    double total = 0;
-    for (int64_t j = 0; j < n; ++j) total += y[j];
+    const double total = lane_sum(n, [&](int64_t j) { return double(y[j]); });
     if (log) {
       const float lse = mx + float(std::log(total));
       for (int64_t j = 0; j < n; ++j) y[j] = x[j] - lse;
@@ -88,9 +87,7 @@ Tensor softmax_backward_last(const Tensor& y_in, const Tensor& g_in) {
       const T* yr = py + r * n;
       const T* gr = pg + r * n;
       T* o = po + r * n;
-      double dot = 0;
-      for (int64_t j = 0; j < n; ++j) dot += double(gr[j]) * double(yr[j]);
-      const T d = T(dot);
+      const T d = T(lane_sum(n, [&](int64_t j) { return double(gr[j]) * double(yr[j]); }));
       for (int64_t j = 0; j < n; ++j) o[j] = yr[j] * (gr[j] - d);
     }
   });
@@ -101,13 +98,49 @@ namespace {
 
 // Mean and 1 / sqrt(var + eps) of one row, in double.
 template <class T>
-std::pair<double, double> row_moments(const T* x, int64_t n, double eps) {
-  double sum = 0;
-  for (int64_t j = 0; j < n; ++j) sum += double(x[j]);
-  const double mean = sum / double(n);
-  double sq = 0;
-  for (int64_t j = 0; j < n; ++j) sq += (double(x[j]) - mean) * (double(x[j]) - mean);
+inline __attribute__((always_inline)) std::pair<double, double> row_moments(const T* x, int64_t n, double eps) {
+  const double mean = lane_sum(n, [&](int64_t j) { return double(x[j]); }) / double(n);
+  const double sq = lane_sum(n, [&](int64_t j) { return (double(x[j]) - mean) * (double(x[j]) - mean); });
   return {mean, 1.0 / std::sqrt(sq / double(n) + eps)};
+}
+
+// Layer norm without its affine part over `rows` rows of n, and its backward
+// (o = rstd * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * rstd).
+template <class T>
+inline __attribute__((always_inline)) void normalize_rows(const T* __restrict x, T* __restrict out, int64_t rows,
+                                                          int64_t n, double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * n;
+    T* o = out + r * n;
+    const auto [mean, rstd] = row_moments(xr, n, eps);
+    const T m = T(mean), s = T(rstd);
+    for (int64_t j = 0; j < n; ++j) o[j] = (xr[j] - m) * s;
+  }
+}
+
+template <class T>
+inline __attribute__((always_inline)) void normalize_rows_backward(const T* __restrict g, const T* __restrict x,
+                                                                   T* __restrict out, int64_t rows, int64_t n,
+                                                                   double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * n;
+    const T* gr = g + r * n;
+    T* o = out + r * n;
+    const auto [mean, rstd] = row_moments(xr, n, eps);
+    const double sg = lane_sum(n, [&](int64_t j) { return double(gr[j]); });
+    const double sgx = lane_sum(n, [&](int64_t j) { return double(gr[j]) * (double(xr[j]) - mean) * rstd; });
+    const T m = T(mean), s = T(rstd), mg = T(sg / double(n)), mgx = T(sgx / double(n));
+    for (int64_t j = 0; j < n; ++j) o[j] = s * (gr[j] - mg - (xr[j] - m) * s * mgx);
+  }
+}
+
+// The float rows compiled for AVX2 too.
+GLOBE_VECTOR_CLONES void normalize_rows_f32(const float* x, float* out, int64_t rows, int64_t n, double eps) {
+  normalize_rows(x, out, rows, n, eps);
+}
+GLOBE_VECTOR_CLONES void normalize_rows_backward_f32(const float* g, const float* x, float* out, int64_t rows,
+                                                     int64_t n, double eps) {
+  normalize_rows_backward(g, x, out, rows, n, eps);
 }
 
 }  // namespace
@@ -118,12 +151,10 @@ Tensor normalize_last(const Tensor& x_in, double eps) {
   const int64_t n = x.shape().back(), rows = n == 0 ? 0 : x.numel() / n;
   visit_floating(x.dtype(), "layer_norm", [&](auto tag) {
     using T = decltype(tag);
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* xr = x.data<T>() + r * n;
-      T* o = out.data<T>() + r * n;
-      const auto [mean, rstd] = row_moments(xr, n, eps);
-      const T m = T(mean), s = T(rstd);
-      for (int64_t j = 0; j < n; ++j) o[j] = (xr[j] - m) * s;
+    if constexpr (std::is_same_v<T, float>) {
+      normalize_rows_f32(x.data<T>(), out.data<T>(), rows, n, eps);
+    } else {
+      normalize_rows(x.data<T>(), out.data<T>(), rows, n, eps);
     }
   });
   return out;
@@ -135,18 +166,10 @@ Tensor normalize_last_backward(const Tensor& g_in, const Tensor& x_in, double ep
   const int64_t n = x.shape().back(), rows = n == 0 ? 0 : x.numel() / n;
   visit_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
     using T = decltype(tag);
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* xr = x.data<T>() + r * n;
-      const T* gr = g.data<T>() + r * n;
-      T* o = out.data<T>() + r * n;
-      const auto [mean, rstd] = row_moments(xr, n, eps);
-      double sg = 0, sgx = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        sg += double(gr[j]);
-        sgx += double(gr[j]) * (double(xr[j]) - mean) * rstd;
-      }
-      const T m = T(mean), s = T(rstd), mg = T(sg / double(n)), mgx = T(sgx / double(n));
-      for (int64_t j = 0; j < n; ++j) o[j] = s * (gr[j] - mg - (xr[j] - m) * s * mgx);
+    if constexpr (std::is_same_v<T, float>) {
+      normalize_rows_backward_f32(g.data<T>(), x.data<T>(), out.data<T>(), rows, n, eps);
+    } else {
+      normalize_rows_backward(g.data<T>(), x.data<T>(), out.data<T>(), rows, n, eps);
     }
   });
   return out;
