@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/fast_math.h"
@@ -104,73 +105,120 @@ inline __attribute__((always_inline)) std::pair<double, double> row_moments(cons
   return {mean, 1.0 / std::sqrt(sq / double(n) + eps)};
 }
 
-// Layer norm without its affine part over `rows` rows of n, and its backward
-// (o = rstd * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * rstd).
+// Layer norm over `rows` rows of n: o = xhat * w + b; its backward for x, with gw = g * w:
+// o = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), xhat = (x - mean) * rstd; and the weight's
+// gradient, acc[j] += g * xhat over the rows. Without an affine part w is ones and b zeros.
 template <class T>
-inline __attribute__((always_inline)) void normalize_rows(const T* __restrict x, T* __restrict out, int64_t rows,
+inline __attribute__((always_inline)) void normalize_rows(const T* __restrict x, const T* __restrict w,
+                                                          const T* __restrict b, T* __restrict out, int64_t rows,
                                                           int64_t n, double eps) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     T* o = out + r * n;
     const auto [mean, rstd] = row_moments(xr, n, eps);
     const T m = T(mean), s = T(rstd);
-    for (int64_t j = 0; j < n; ++j) o[j] = (xr[j] - m) * s;
+    for (int64_t j = 0; j < n; ++j) o[j] = (xr[j] - m) * s * w[j] + b[j];
   }
 }
 
 template <class T>
 inline __attribute__((always_inline)) void normalize_rows_backward(const T* __restrict g, const T* __restrict x,
-                                                                   T* __restrict out, int64_t rows, int64_t n,
-                                                                   double eps) {
+                                                                   const T* __restrict w, T* __restrict out,
+                                                                   int64_t rows, int64_t n, double eps) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     const T* gr = g + r * n;
     T* o = out + r * n;
     const auto [mean, rstd] = row_moments(xr, n, eps);
-    const double sg = lane_sum(n, [&](int64_t j) { return double(gr[j]); });
-    const double sgx = lane_sum(n, [&](int64_t j) { return double(gr[j]) * (double(xr[j]) - mean) * rstd; });
+    const double sg = lane_sum(n, [&](int64_t j) { return double(gr[j]) * double(w[j]); });
+    const double sgx =
+        lane_sum(n, [&](int64_t j) { return double(gr[j]) * double(w[j]) * (double(xr[j]) - mean) * rstd; });
     const T m = T(mean), s = T(rstd), mg = T(sg / double(n)), mgx = T(sgx / double(n));
-    for (int64_t j = 0; j < n; ++j) o[j] = s * (gr[j] - mg - (xr[j] - m) * s * mgx);
+    for (int64_t j = 0; j < n; ++j) o[j] = s * (gr[j] * w[j] - mg - (xr[j] - m) * s * mgx);
+  }
+}
+
+template <class T>
+inline __attribute__((always_inline)) void normalize_rows_weight_grad(const T* __restrict g, const T* __restrict x,
+                                                                      double* __restrict acc, int64_t rows, int64_t n,
+                                                                      double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * n;
+    const T* gr = g + r * n;
+    const auto [mean, rstd] = row_moments(xr, n, eps);
+    for (int64_t j = 0; j < n; ++j) acc[j] += double(gr[j]) * ((double(xr[j]) - mean) * rstd);
   }
 }
 
 // The float rows compiled for AVX2 too.
-GLOBE_VECTOR_CLONES void normalize_rows_f32(const float* x, float* out, int64_t rows, int64_t n, double eps) {
-  normalize_rows(x, out, rows, n, eps);
+GLOBE_VECTOR_CLONES void normalize_rows_f32(const float* x, const float* w, const float* b, float* out, int64_t rows,
+                                            int64_t n, double eps) {
+  normalize_rows(x, w, b, out, rows, n, eps);
 }
-GLOBE_VECTOR_CLONES void normalize_rows_backward_f32(const float* g, const float* x, float* out, int64_t rows,
-                                                     int64_t n, double eps) {
-  normalize_rows_backward(g, x, out, rows, n, eps);
+GLOBE_VECTOR_CLONES void normalize_rows_backward_f32(const float* g, const float* x, const float* w, float* out,
+                                                     int64_t rows, int64_t n, double eps) {
+  normalize_rows_backward(g, x, w, out, rows, n, eps);
+}
+GLOBE_VECTOR_CLONES void normalize_rows_weight_grad_f32(const float* g, const float* x, double* acc, int64_t rows,
+                                                        int64_t n, double eps) {
+  normalize_rows_weight_grad(g, x, acc, rows, n, eps);
+}
+
+// The affine parameter `t` ([n]) as a dense array, or `fill` n times when it is undefined.
+template <class T>
+std::vector<T> affine_or(const Tensor& t, int64_t n, T fill) {
+  if (!t.defined()) return std::vector<T>(size_t(n), fill);
+  const Tensor d = dense(t);
+  return std::vector<T>(d.data<T>(), d.data<T>() + n);
 }
 
 }  // namespace
 
-Tensor normalize_last(const Tensor& x_in, double eps) {
+Tensor normalize_last(const Tensor& x_in, double eps, const Tensor& weight, const Tensor& bias) {
   const Tensor x = dense(x_in);
   Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
   const int64_t n = x.shape().back(), rows = n == 0 ? 0 : x.numel() / n;
   visit_floating(x.dtype(), "layer_norm", [&](auto tag) {
     using T = decltype(tag);
+    const std::vector<T> w = affine_or(weight, n, T(1)), b = affine_or(bias, n, T(0));
     if constexpr (std::is_same_v<T, float>) {
-      normalize_rows_f32(x.data<T>(), out.data<T>(), rows, n, eps);
+      normalize_rows_f32(x.data<T>(), w.data(), b.data(), out.data<T>(), rows, n, eps);
     } else {
-      normalize_rows(x.data<T>(), out.data<T>(), rows, n, eps);
+      normalize_rows(x.data<T>(), w.data(), b.data(), out.data<T>(), rows, n, eps);
     }
   });
   return out;
 }
 
-Tensor normalize_last_backward(const Tensor& g_in, const Tensor& x_in, double eps) {
+Tensor normalize_last_backward(const Tensor& g_in, const Tensor& x_in, double eps, const Tensor& weight) {
   const Tensor g = dense(g_in), x = dense(x_in);
   Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
   const int64_t n = x.shape().back(), rows = n == 0 ? 0 : x.numel() / n;
   visit_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
     using T = decltype(tag);
+    const std::vector<T> w = affine_or(weight, n, T(1));
     if constexpr (std::is_same_v<T, float>) {
-      normalize_rows_backward_f32(g.data<T>(), x.data<T>(), out.data<T>(), rows, n, eps);
+      normalize_rows_backward_f32(g.data<T>(), x.data<T>(), w.data(), out.data<T>(), rows, n, eps);
     } else {
-      normalize_rows_backward(g.data<T>(), x.data<T>(), out.data<T>(), rows, n, eps);
+      normalize_rows_backward(g.data<T>(), x.data<T>(), w.data(), out.data<T>(), rows, n, eps);
     }
+  });
+  return out;
+}
+
+Tensor normalize_last_weight_grad(const Tensor& g_in, const Tensor& x_in, double eps) {
+  const Tensor g = dense(g_in), x = dense(x_in);
+  const int64_t n = x.shape().back(), rows = n == 0 ? 0 : x.numel() / n;
+  Tensor out = Tensor::uninitialized({n}, x.dtype());
+  std::vector<double> acc(size_t(n), 0.0);
+  visit_floating(x.dtype(), "layer_norm_weight_grad", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float>) {
+      normalize_rows_weight_grad_f32(g.data<T>(), x.data<T>(), acc.data(), rows, n, eps);
+    } else {
+      normalize_rows_weight_grad(g.data<T>(), x.data<T>(), acc.data(), rows, n, eps);
+    }
+    for (int64_t j = 0; j < n; ++j) out.data<T>()[j] = T(acc[size_t(j)]);
   });
   return out;
 }

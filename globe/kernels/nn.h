@@ -9,11 +9,14 @@ namespace globe::kernels {
 Tensor softmax(const Tensor& a, int64_t dim, bool log);
 // Softmax's backward along the last dim from its output y: y * (g - sum(g * y)), one pass per row.
 Tensor softmax_backward_last(const Tensor& y, const Tensor& g);
-// Layer norm without its affine part, over the last dim: (x - mean) / sqrt(var + eps) per row
-// (biased variance, sums in double).
-Tensor normalize_last(const Tensor& x, double eps);
-// Its backward: rstd * (g - mean(g) - xhat * mean(g * xhat)), mean and rstd recomputed from x.
-Tensor normalize_last_backward(const Tensor& g, const Tensor& x, double eps);
+// Layer norm over the last dim, in one pass per row: xhat = (x - mean) / sqrt(var + eps) (biased
+// variance, sums in double), then * weight and + bias ([n] each) where they are defined.
+Tensor normalize_last(const Tensor& x, double eps, const Tensor& weight = Tensor(), const Tensor& bias = Tensor());
+// Its backward for x, with gw = g * weight (g where weight is undefined):
+// rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), mean and rstd recomputed from x.
+Tensor normalize_last_backward(const Tensor& g, const Tensor& x, double eps, const Tensor& weight = Tensor());
+// The weight's gradient: g * xhat summed over the rows -> [n].
+Tensor normalize_last_weight_grad(const Tensor& g, const Tensor& x, double eps);
 // weight [V, D], indices [...] -> [..., D]. A table holding only rows [first, first + rows) of a
 // `vocab`-row table returns zeros for indices it does not hold (vocab-parallel embedding).
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t first = 0, int64_t vocab = -1);

@@ -40,47 +40,100 @@ class SoftmaxBackwardLast final : public Op {
   }
 };
 
-// Layer norm's backward without the affine part (x, g -> dx), mean and rstd recomputed per row.
+// Row signatures of an op whose first `n_rows` inputs are [..., n] and the rest [n] vectors
+// (layer norm's weight and bias), which stay B: split along any dim but the last.
+std::vector<SbpSignature> row_signatures_with_vectors(size_t n_rows, size_t n_vectors, int64_t nd) {
+  std::vector<SbpSignature> s = row_signatures(n_rows, nd);
+  for (SbpSignature& sig : s) sig.inputs.insert(sig.inputs.end(), n_vectors, sbp::broadcast);
+  return s;
+}
+
+// Layer norm's backward for x: (g, x[, weight]) -> dx, mean and rstd recomputed per row; linear
+// in g.
 class NormalizeLastBackward final : public Op {
  public:
-  explicit NormalizeLastBackward(double eps) : eps_(eps) {}
+  NormalizeLastBackward(double eps, bool has_weight) : eps_(eps), has_weight_(has_weight) {}
   std::string name() const override { return "layer_norm_backward"; }
   bool differentiable() const override { return false; }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
-    return row_signatures(2, int64_t(in[0].shape.size()), 0);
+    std::vector<SbpSignature> s = row_signatures_with_vectors(2, has_weight_ ? 1 : 0, int64_t(in[0].shape.size()));
+    sbp_rules::add_partial_at(s, in.size(), 0);
+    return s;
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override { return in[1]; }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::normalize_last_backward(in[0], in[1], eps_);
+    return kernels::normalize_last_backward(in[0], in[1], eps_, has_weight_ ? in[2] : Tensor());
+  }
+
+ private:
+  double eps_;
+  bool has_weight_;
+};
+
+// Layer norm's weight gradient: (g, x) -> sum over rows of g * xhat, [n]. Rows split give
+// partial sums; linear in g.
+class NormalizeLastWeightGrad final : public Op {
+ public:
+  explicit NormalizeLastWeightGrad(double eps) : eps_(eps) {}
+  std::string name() const override { return "layer_norm_weight_grad"; }
+  bool differentiable() const override { return false; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    std::vector<SbpSignature> s;
+    for (int64_t i = 0; i + 1 < int64_t(in[0].shape.size()); ++i)
+      s.push_back({{sbp::split(i), sbp::split(i)}, sbp::partial_sum});
+    sbp_rules::add_partial_at(s, 2, 0);
+    return s;
+  }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override { return {{in[1].shape.back()}, in[1].dtype}; }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return kernels::normalize_last_weight_grad(in[0], in[1], eps_);
   }
 
  private:
   double eps_;
 };
 
-// Layer norm over the last dim without the affine part, one fused kernel (the composite form is
-// nine ops forward and more backward); any layout split along the other dims.
+// Layer norm over the last dim with its affine part, one fused kernel (the composite form is
+// nine ops forward and more backward): inputs x[, weight][, bias], weight and bias [n] and B; any
+// layout of x split along the other dims.
 class NormalizeLast final : public Op {
  public:
-  explicit NormalizeLast(double eps) : eps_(eps) {}
+  NormalizeLast(double eps, bool has_weight, bool has_bias) : eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
   std::string name() const override { return "layer_norm"; }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
-    return row_signatures(1, int64_t(in[0].shape.size()));
+    return row_signatures_with_vectors(1, in.size() - 1, int64_t(in[0].shape.size()));
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     GLOBE_CHECK(is_floating(in[0].dtype), "[layer_norm] expects a floating tensor, got ", dtype_name(in[0].dtype));
+    for (size_t i = 1; i < in.size(); ++i)
+      GLOBE_CHECK(in[i].dtype == in[0].dtype && in[i].shape == Shape{in[0].shape.back()}, "[layer_norm] ",
+                  (has_weight_ && i == 1) ? "weight " : "bias ", dtype_name(in[i].dtype), shape_str(in[i].shape),
+                  " does not match the input's last dim: ", dtype_name(in[0].dtype), shape_str(in[0].shape));
     return in[0];
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::normalize_last(in[0], eps_);
+    return kernels::normalize_last(in[0], eps_, weight_of(in), has_bias_ ? in.back() : Tensor());
   }
+  // dx through the normalisation (g scaled by the weight inside the kernel), the weight's
+  // gradient sum(g * xhat), the bias's sum(g), each over the rows.
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
-                          const std::vector<bool>&) const override {
-    return {apply_op<NormalizeLastBackward>({g, in[0]}, eps_)};
+                          const std::vector<bool>& needs) const override {
+    const Tensor& x = in[0];
+    std::vector<Tensor> grads(in.size());
+    if (needs[0]) {
+      std::vector<Tensor> args = {g, x};
+      if (has_weight_) args.push_back(in[1]);
+      grads[0] = apply_op<NormalizeLastBackward>(args, eps_, has_weight_);
+    }
+    if (has_weight_ && needs[1]) grads[1] = apply_op<NormalizeLastWeightGrad>({g, x}, eps_);
+    if (has_bias_ && needs.back()) grads.back() = sum_to(g, in.back().shape());
+    return grads;
   }
 
  private:
+  Tensor weight_of(const std::vector<Tensor>& in) const { return has_weight_ ? in[1] : Tensor(); }
   double eps_;
+  bool has_weight_, has_bias_;
 };
 
 class Softmax final : public Op {
@@ -194,16 +247,20 @@ class CausalFill final : public Op {
     const int64_t nd = x.dim();
     const int64_t r0 = args.in_block_starts.empty() ? 0 : args.in_block_starts[0][size_t(nd - 2)];
     const int64_t c0 = args.in_block_starts.empty() ? 0 : args.in_block_starts[0][size_t(nd - 1)];
+    // One pass: each row's kept head copied, its tail filled.
+    const Tensor xd = kernels::dense(x);
     Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
-    kernels::copy_into(out, x);
     const int64_t rows = x.shape()[size_t(nd - 2)], cols = x.shape()[size_t(nd - 1)];
     const int64_t mats = rows * cols == 0 ? 0 : out.numel() / (rows * cols);
     visit_floating(x.dtype(), "causal_fill", [&](auto tag) {
       using T = decltype(tag);
-      T* p = out.data<T>();
-      for (int64_t b = 0; b < mats; ++b)
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t j = std::max<int64_t>(0, i + r0 - c0 + 1); j < cols; ++j) p[(b * rows + i) * cols + j] = T(value_);
+      const T* src = xd.data<T>();
+      T* dst = out.data<T>();
+      for (int64_t r = 0; r < mats * rows; ++r) {
+        const int64_t keep = std::clamp<int64_t>(r % rows + r0 - c0 + 1, 0, cols);
+        std::copy(src + r * cols, src + r * cols + keep, dst + r * cols);
+        std::fill(dst + r * cols + keep, dst + (r + 1) * cols, T(value_));
+      }
       return 0;
     });
     return out;
@@ -327,9 +384,10 @@ Tensor layer_norm(const Tensor& a, const Shape& normalized_shape, const Tensor& 
   std::vector<int64_t> dims;
   for (int64_t i = a.dim() - k; i < a.dim(); ++i) dims.push_back(i);
   if (k == 1) {
-    Tensor y = apply_op<NormalizeLast>({a}, eps);
-    if (weight.defined()) y = mul(y, weight);
-    return bias.defined() ? add(y, bias) : y;
+    std::vector<Tensor> in = {a};
+    if (weight.defined()) in.push_back(weight);
+    if (bias.defined()) in.push_back(bias);
+    return apply_op<NormalizeLast>(in, eps, weight.defined(), bias.defined());
   }
   // Several normalised dims: composite, every step a differentiable op, so the backward follows
   // (and so do global layouts split along non-normalised dims).

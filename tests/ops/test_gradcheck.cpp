@@ -270,6 +270,9 @@ std::vector<OpCase> op_cases() {
        [](const Leaves& x) {
          return layer_norm(x[0], {3, 4}, x[1], x[2]);
        }},
+      {"layer_norm_weight_only",
+       {{2, 3, 4}, {4}},
+       [](const Leaves& x) { return layer_norm(x[0], {4}, x[1], Tensor()); }},
       {"layer_norm_plain",
        {{2, 5}},
        [](const Leaves& x) { return layer_norm(x[0], {5}, Tensor(), Tensor()); }},
