@@ -1,8 +1,8 @@
 // Op-level costs on one thread:
 //   * matmul 1024x1024x1024 float32 through globe::matmul vs raw cblas_sgemm on the same input
 //     buffers, interleaved, median of --reps runs each after --warmup runs (GFLOP/s and the ratio);
-//   * Linear with bias, forward + backward: the one op (bias added in the GEMM's output pass, its
-//     gradient one column sum) against matmul_nt then add, at GPT's MLP shape and at bench_mlp's;
+//   * Linear with bias, forward and forward + backward: the one op (bias added in the GEMM's output
+//     pass) against matmul_nt then add, at GPT's MLP shape and at bench_mlp's;
 //   * dispatch cost of tiny ops (add of two 16-element tensors, 16x16 matmul), with and without
 //     requires_grad (ns per op, median over --reps batches of --iters calls).
 //   build/bin/bench_ops [--n 1024] [--reps 15] [--warmup 10] [--iters 100000] [--threads 1]
@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include <cstdio>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -81,46 +82,54 @@ void bench_matmul(int64_t n, int reps, int warmup, int threads) {
   std::printf("RESULT %s\n", res.dump().c_str());
 }
 
-// Linear's forward and backward at x [rows, in], weight [out, in], bias [out]: linear() (one op)
-// against the same sum written as two (matmul_nt, then add), interleaved, median of `reps` each.
+// Linear at x [rows, in], weight [out, in], bias [out]: linear() (one op) against the same sum
+// written as two (matmul_nt, then add), the forward alone and forward + backward, interleaved,
+// median of `reps` each. The backward starts from sum(y * dy), the same two ops on both sides.
 void bench_linear(int64_t rows, int64_t in, int64_t out, int reps, int warmup) {
   manual_seed(8);
   Tensor x = randn({rows, in}), w = randn({out, in}) * 0.05, b = randn({out});
   for (Tensor* t : {&x, &w, &b}) t->set_requires_grad(true);
   const Tensor dy = randn({rows, out});
-  auto step = [&](bool fused) {
+  auto step = [&](bool fused, bool backward) {
     for (Tensor* t : {&x, &w, &b}) t->set_grad(Tensor());
+    std::optional<NoGradGuard> no_grad;
+    if (!backward) no_grad.emplace();
     const Tensor y = fused ? linear(x, w, b) : add(matmul_nt(x, w), b);
-    sum(y * dy).backward();
-    g_sink = b.grad().data<float>()[0];
+    if (backward) sum(y * dy).backward();
+    g_sink = y.data<float>()[0];
     return y;
   };
-  for (int i = 0; i < warmup; ++i) {
-    step(true);
-    step(false);
-  }
-  std::vector<double> t_fused, t_two;
-  for (int r = 0; r < reps; ++r) {
-    for (bool fused : {r % 2 == 0, r % 2 != 0}) {
-      const double t0 = bench::now_s();
-      step(fused);
-      (fused ? t_fused : t_two).push_back(bench::now_s() - t0);
+  nlohmann::json res = {{"bench", "linear_bias"}, {"rows", rows}, {"in", in}, {"out", out}, {"reps", reps}};
+  std::printf("linear+bias [%lld, %lld] -> %lld, one op vs matmul_nt + add:", (long long)rows, (long long)in,
+              (long long)out);
+  for (bool backward : {false, true}) {
+    for (int i = 0; i < warmup; ++i) {
+      step(true, backward);
+      step(false, backward);
     }
+    std::vector<double> t_fused, t_two;
+    for (int r = 0; r < reps; ++r) {
+      for (bool fused : {r % 2 == 0, r % 2 != 0}) {
+        const double t0 = bench::now_s();
+        step(fused, backward);
+        (fused ? t_fused : t_two).push_back(bench::now_s() - t0);
+      }
+    }
+    const double fused_ms = 1e3 * bench::median(t_fused), two_ms = 1e3 * bench::median(t_two);
+    const std::string key = backward ? "fwd_bwd" : "fwd";
+    res[key + "_fused_ms_median"] = fused_ms;
+    res[key + "_two_ops_ms_median"] = two_ms;
+    res[key + "_speedup_fused"] = two_ms / fused_ms;
+    std::printf(" %s %.3f / %.3f ms (%.3fx)", backward ? "fwd+bwd" : "fwd", fused_ms, two_ms, two_ms / fused_ms);
   }
   // Same values both ways (the sum's order differs, so not bit for bit).
-  const auto y1 = step(true).to_vector<float>(), gb1 = b.grad().to_vector<float>();
-  const auto y2 = step(false).to_vector<float>(), gb2 = b.grad().to_vector<float>();
+  const auto y1 = step(true, true).to_vector<float>(), gb1 = b.grad().to_vector<float>();
+  const auto y2 = step(false, true).to_vector<float>(), gb2 = b.grad().to_vector<float>();
   double maxdiff = 0;
   for (size_t i = 0; i < y1.size(); ++i) maxdiff = std::max(maxdiff, double(std::fabs(y1[i] - y2[i])));
   for (size_t i = 0; i < gb1.size(); ++i) maxdiff = std::max(maxdiff, double(std::fabs(gb1[i] - gb2[i])));
-  const double fused_ms = 1e3 * bench::median(t_fused), two_ms = 1e3 * bench::median(t_two);
-  nlohmann::json res = {{"bench", "linear_bias"}, {"rows", rows}, {"in", in}, {"out", out}, {"reps", reps},
-                        {"fused_ms_median", fused_ms}, {"two_ops_ms_median", two_ms},
-                        {"speedup_fused", two_ms / fused_ms}, {"max_abs_diff", maxdiff}};
-  std::printf("linear+bias fwd+bwd [%lld, %lld] -> %lld: one op %.3f ms, matmul_nt + add %.3f ms, %.3fx "
-              "(max |diff| %g)\n",
-              (long long)rows, (long long)in, (long long)out, fused_ms, two_ms, two_ms / fused_ms, maxdiff);
-  std::printf("RESULT %s\n", res.dump().c_str());
+  res["max_abs_diff"] = maxdiff;
+  std::printf(" (max |diff| %g)\nRESULT %s\n", maxdiff, res.dump().c_str());
 }
 
 // Median ns per call of fn over `reps` batches of `iters` calls.
