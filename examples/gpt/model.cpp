@@ -1,7 +1,6 @@
 #include "model.h"
 
 #include <cmath>
-#include <limits>
 
 namespace gpt {
 
@@ -73,10 +72,8 @@ Tensor Block::forward(const Tensor& x) {  // x [B, T, E]
   // one of them as heads: [B*T, E] -> [B, T, H, D] -> [B, H, T, D]
   auto heads = [&](int64_t i) { return transpose(reshape(squeeze(narrow(qkv, 0, i, 1), 0), {B, T, H, D}), 1, 2); };
   const Tensor q = heads(0), k = heads(1), v = heads(2);
-  // scores [B, H, T, T], future positions -inf, softmax over keys
-  const Tensor att = softmax(causal_fill(matmul_nt(q, k) * (1.0 / std::sqrt(double(D))),
-                                         -std::numeric_limits<double>::infinity()),
-                             -1);
+  // scores [B, H, T, T] / sqrt(D), softmax over the keys up to each query (one fused op)
+  const Tensor att = causal_softmax(matmul_nt(q, k), 1.0 / std::sqrt(double(D)));
   // [B, H, T, T] @ [B, H, T, D] -> [B, H, T, D] -> [B, T, H, D] -> [B, T, E]
   const Tensor y = reshape(transpose(matmul(att, v), 1, 2), {B, T, E});
   const Tensor a = x + replicated_over_tp(attn.c_proj(y));

@@ -73,8 +73,8 @@ class Block(nn.Module):
             return flow.transpose(flow.reshape(flow.squeeze(flow.narrow(qkv, 0, i, 1), 0), [B, T, H, D]), 1, 2)
 
         q, k, v = heads(0), heads(1), heads(2)
-        # scores [B, H, T, T], future positions -inf, softmax over keys
-        att = flow.softmax(flow.causal_fill(flow.matmul_nt(q, k) * (1.0 / math.sqrt(D)), -math.inf), -1)
+        # scores [B, H, T, T] / sqrt(D), softmax over the keys up to each query (one fused op)
+        att = flow.causal_softmax(flow.matmul_nt(q, k), 1.0 / math.sqrt(D))
         y = flow.reshape(flow.transpose(flow.matmul(att, v), 1, 2), [B, T, E])  # [B, T, E]
         a = x + replicated_over_tp(self.attn.c_proj(y))
         return a + replicated_over_tp(self.mlp.c_proj(flow.gelu_tanh(self.mlp.c_fc(tp_region_input(self.ln_2(a))))))

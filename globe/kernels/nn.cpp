@@ -1,5 +1,6 @@
 #include "globe/kernels/nn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -37,7 +38,60 @@ GLOBE_VECTOR_CLONES bool softmax_rows_f32(const float* src, float* dst, int64_t 
   return true;
 }
 
+// Causal softmax of `rows` contiguous rows of n, matrices of `per` rows whose first row is row
+// `row0` of the logical one: row i keeps columns [0, i + row0 + 1) of x * scale (at least one),
+// the rest are 0. The kept part is computed as softmax_rows_f32 computes a row whose masked
+// entries are -inf, so the two give the same bits.
+template <class T>
+inline __attribute__((always_inline)) void causal_softmax_rows(const T* __restrict src, T* __restrict dst,
+                                                               int64_t rows, int64_t per, int64_t row0, int64_t n,
+                                                               T scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* x = src + r * n;
+    T* y = dst + r * n;
+    const int64_t keep = std::min<int64_t>(n, r % per + row0 + 1);
+    // x * scale rounded and stored first: fused into the subtraction below (an FMA) it would
+    // differ in the last bit from scaling, masking and softmax as three ops.
+    T mx = -INFINITY;
+    for (int64_t j = 0; j < keep; ++j) {
+      y[j] = x[j] * scale;
+      mx = y[j] > mx ? y[j] : mx;
+    }
+    for (int64_t j = 0; j < keep; ++j) {
+      if constexpr (std::is_same_v<T, float>) {
+        y[j] = exp_nonpositive(y[j] - mx);
+      } else {
+        y[j] = std::exp(y[j] - mx);
+      }
+    }
+    for (int64_t j = keep; j < n; ++j) y[j] = T(0);
+    const T inv = T(1.0 / lane_sum(n, [&](int64_t j) { return double(y[j]); }));  // the zeros too: same order
+    for (int64_t j = 0; j < keep; ++j) y[j] *= inv;
+  }
+}
+
+GLOBE_VECTOR_CLONES void causal_softmax_rows_f32(const float* src, float* dst, int64_t rows, int64_t per,
+                                                 int64_t row0, int64_t n, float scale) {
+  causal_softmax_rows(src, dst, rows, per, row0, n, scale);
+}
+
 }  // namespace
+
+Tensor causal_softmax_last(const Tensor& x_in, double scale, int64_t row0) {
+  const Tensor x = dense(x_in);
+  Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
+  const int64_t n = x.shape().back(), per = x.shape()[size_t(x.dim() - 2)];
+  const int64_t rows = n == 0 ? 0 : x.numel() / n;
+  visit_floating(x.dtype(), "causal_softmax", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float>) {
+      causal_softmax_rows_f32(x.data<T>(), out.data<T>(), rows, per, row0, n, T(scale));
+    } else {
+      causal_softmax_rows(x.data<T>(), out.data<T>(), rows, per, row0, n, T(scale));
+    }
+  });
+  return out;
+}
 
 Tensor softmax(const Tensor& a_in, int64_t dim, bool log) {
   Tensor a = dense(a_in);
@@ -75,7 +129,7 @@ Tensor softmax(const Tensor& a_in, int64_t dim, bool log) {
   return out;
 }
 
-Tensor softmax_backward_last(const Tensor& y_in, const Tensor& g_in) {
+Tensor softmax_backward_last(const Tensor& y_in, const Tensor& g_in, double scale) {
   const Tensor y = dense(y_in), g = dense(g_in);
   Tensor out = Tensor::uninitialized(y.shape(), y.dtype());
   const int64_t n = y.shape().back(), rows = n == 0 ? 0 : y.numel() / n;
@@ -89,7 +143,12 @@ Tensor softmax_backward_last(const Tensor& y_in, const Tensor& g_in) {
       const T* gr = pg + r * n;
       T* o = po + r * n;
       const T d = T(lane_sum(n, [&](int64_t j) { return double(gr[j]) * double(yr[j]); }));
-      for (int64_t j = 0; j < n; ++j) o[j] = yr[j] * (gr[j] - d);
+      if (scale == 1.0) {
+        for (int64_t j = 0; j < n; ++j) o[j] = yr[j] * (gr[j] - d);
+      } else {
+        const T c = T(scale);
+        for (int64_t j = 0; j < n; ++j) o[j] = c * (yr[j] * (gr[j] - d));
+      }
     }
   });
   return out;

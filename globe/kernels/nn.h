@@ -7,8 +7,13 @@ namespace globe::kernels {
 
 // Softmax (or log-softmax) along `dim`, numerically stable (max subtracted).
 Tensor softmax(const Tensor& a, int64_t dim, bool log);
-// Softmax's backward along the last dim from its output y: y * (g - sum(g * y)), one pass per row.
-Tensor softmax_backward_last(const Tensor& y, const Tensor& g);
+// Softmax's backward along the last dim from its output y: scale * y * (g - sum(g * y)), one pass
+// per row (scale: the factor the softmax's input was multiplied by, as in causal_softmax_last).
+Tensor softmax_backward_last(const Tensor& y, const Tensor& g, double scale = 1.0);
+// Softmax over the last dim of x * scale with the future masked: x [..., rows, n] holds rows
+// row0, row0 + 1, ... of the logical matrices, and row i keeps columns 0..i (as causal_fill with
+// -inf, then softmax). One pass per row; masked entries are 0.
+Tensor causal_softmax_last(const Tensor& x, double scale, int64_t row0 = 0);
 // Layer norm over the last dim, in one pass per row: xhat = (x - mean) / sqrt(var + eps) (biased
 // variance, sums in double), then * weight and + bias ([n] each) where they are defined.
 Tensor normalize_last(const Tensor& x, double eps, const Tensor& weight = Tensor(), const Tensor& bias = Tensor());

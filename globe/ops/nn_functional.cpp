@@ -26,9 +26,11 @@ std::vector<SbpSignature> row_signatures(size_t n_inputs, int64_t nd, int partia
   return s;
 }
 
-// Softmax's backward over the last dim, one fused pass per row: dx = y * (g - sum(g * y)).
+// Softmax's backward over the last dim, one fused pass per row: dx = scale * y * (g - sum(g * y))
+// (scale: what the softmax's input was multiplied by, 1 for softmax itself).
 class SoftmaxBackwardLast final : public Op {
  public:
+  explicit SoftmaxBackwardLast(double scale = 1.0) : scale_(scale) {}
   std::string name() const override { return "softmax_backward"; }
   bool differentiable() const override { return false; }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
@@ -36,8 +38,11 @@ class SoftmaxBackwardLast final : public Op {
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override { return in[0]; }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::softmax_backward_last(in[0], in[1]);
+    return kernels::softmax_backward_last(in[0], in[1], scale_);
   }
+
+ private:
+  double scale_;
 };
 
 // Row signatures of an op whose first `n_rows` inputs are [..., n] and the rest [n] vectors
@@ -165,6 +170,36 @@ class Softmax final : public Op {
  private:
   int64_t dim_;
   bool log_;
+};
+
+// Softmax over the last dim of x * scale, columns after each row's own index masked (Megatron's
+// fused scale-mask-softmax for causal attention): one pass forward, one backward, where scale,
+// causal_fill and softmax take three each. Any layout split along a dim but the last; a shard of
+// rows learns which rows it holds from its block start.
+class CausalSoftmax final : public Op {
+ public:
+  explicit CausalSoftmax(double scale) : scale_(scale) {}
+  std::string name() const override { return "causal_softmax"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    GLOBE_CHECK(is_floating(in[0].dtype) && in[0].shape.size() >= 2, "[causal_softmax] expects a floating tensor of ",
+                "2 or more dims [..., rows, cols], got ", dtype_name(in[0].dtype), shape_str(in[0].shape));
+    return in[0];
+  }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    return row_signatures(1, int64_t(in[0].shape.size()));
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
+    const size_t rows_dim = size_t(in[0].dim() - 2);
+    const int64_t row0 = args.in_block_starts.empty() ? 0 : args.in_block_starts[0][rows_dim];
+    return kernels::causal_softmax_last(in[0], scale_, row0);
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor& y, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {apply_op<SoftmaxBackwardLast>({y, g}, scale_)};  // masked entries: y = 0, so dx = 0
+  }
+
+ private:
+  double scale_;
 };
 
 class EmbeddingBackward final : public Op {
@@ -364,6 +399,8 @@ class Pick final : public Op {
 Tensor pick(const Tensor& x, const Tensor& index) { return apply_op<Pick>({x, index}); }
 
 Tensor causal_fill(const Tensor& x, double value) { return apply_op<CausalFill>({x}, value); }
+
+Tensor causal_softmax(const Tensor& scores, double scale) { return apply_op<CausalSoftmax>({scores}, scale); }
 
 Tensor softmax(const Tensor& a, int64_t dim) { return apply_op<Softmax>({a}, dim_of(a, dim, "softmax"), false); }
 Tensor log_softmax(const Tensor& a, int64_t dim) {

@@ -116,6 +116,9 @@ Tensor softmax(const Tensor& a, int64_t dim);
 // Attention's causal mask: x with x[..., i, j] = value wherever j > i (positions in the whole
 // tensor, whatever the layout); the gradient is zero there.
 Tensor causal_fill(const Tensor& x, double value);
+// softmax(causal_fill(scores * scale, -inf), -1) as one op (Megatron's fused scale-mask-softmax):
+// scores [..., T_q, T_k], row i attends to columns 0..i. One pass forward and one backward.
+Tensor causal_softmax(const Tensor& scores, double scale = 1.0);
 // x [..., C], int64 index [...] -> x[..., index] (cross-entropy's target logit). On class-split x
 // each rank contributes the entries it holds (a partial sum): the classes are never gathered.
 Tensor pick(const Tensor& x, const Tensor& index);

@@ -89,6 +89,8 @@ std::vector<OpCase> cases() {
       {"softmax1", {F({5, 3})}, [](V x) { return softmax(x[0], 1); }},
       {"causal_fill", {F({2, 5, 5})}, [](V x) { return causal_fill(x[0], -3.0); }},
       {"causal_fill_wide", {F({3, 5})}, [](V x) { return causal_fill(x[0], 0.0); }},
+      {"causal_softmax", {F({2, 5, 5})}, [](V x) { return causal_softmax(x[0], 0.5); }},
+      {"causal_softmax_wide", {F({3, 5})}, [](V x) { return causal_softmax(x[0], 2.0); }},
       // A transformer's attention on [B, H, T, D]: causal softmax(q k^T / sqrt(D)) v.
       {"attention_4d", {F({2, 2, 4, 3}), F({2, 2, 4, 3}), F({2, 2, 4, 3})},
        [](V x) {
@@ -96,6 +98,8 @@ std::vector<OpCase> cases() {
                                   -std::numeric_limits<double>::infinity());
          return matmul(softmax(att, -1), x[2]);
        }},
+      {"attention_4d_fused", {F({2, 2, 4, 3}), F({2, 2, 4, 3}), F({2, 2, 4, 3})},
+       [](V x) { return matmul(causal_softmax(matmul_nt(x[0], x[1]), 1.0 / std::sqrt(3.0)), x[2]); }},
       // [B, T, E] -> [B, H, T, D] and back.
       {"heads_split_merge", {F({2, 4, 6})},
        [](V x) {

@@ -173,7 +173,8 @@ std::vector<OpCase> op_cases() {
       {"gelu_tanh", {{3, 4}}, [](const Leaves& x) { return gelu_tanh(mul(x[0], 2.0)); }},
       {"pick", {{3, 4}}, [](const Leaves& x) { return pick(x[0], from_vector(std::vector<int64_t>{2, 0, 3}, {3})); }},
       {"causal_fill", {{2, 4, 4}}, [](const Leaves& x) { return causal_fill(x[0], -2.0); }},
-      {"causal_softmax", {{3, 3}}, [](const Leaves& x) {
+      {"causal_softmax_fused", {{2, 3, 4}}, [](const Leaves& x) { return causal_softmax(x[0], 0.7); }},
+      {"causal_fill_softmax", {{3, 3}}, [](const Leaves& x) {
          return softmax(causal_fill(x[0], -std::numeric_limits<double>::infinity()), -1);
        }},
       {"tanh", {{3, 4}}, [](const Leaves& x) { return tanh(x[0]); }},

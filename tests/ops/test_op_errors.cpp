@@ -234,6 +234,8 @@ TEST(OpErrors, NnFunctionArguments) {
               AllOf(StartsWith("[layer_norm] weight"), HasSubstr("[2]"), HasSubstr("[2, 3]")));
   EXPECT_THAT(error_of([] { layer_norm(f23, {3}, Tensor(), zeros({3}, kFloat64)); }),
               AllOf(StartsWith("[layer_norm] bias"), HasSubstr("float64")));
+  EXPECT_THAT(error_of([] { causal_softmax(arange(3), 1.0); }),
+              AllOf(StartsWith("[causal_softmax]"), HasSubstr("int64"), HasSubstr("[3]")));
   EXPECT_THAT(error_of([] { dropout(f23, 1.5); }), StartsWith("[dropout]"));
   nn::Linear fc(4, 2);
   EXPECT_THAT(error_of([&] { fc(f23); }), AllOf(StartsWith("[Linear]"), HasSubstr("[2, 3]")));
