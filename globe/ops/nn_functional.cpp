@@ -26,6 +26,13 @@ std::vector<SbpSignature> row_signatures(size_t n_inputs, int64_t nd, int partia
   return s;
 }
 
+// The metadata of an op on a floating [..., rows, cols] tensor that keeps it (the causal ops).
+TensorMeta matrices_meta(const TensorMeta& m, const char* op) {
+  GLOBE_CHECK(is_floating(m.dtype) && m.shape.size() >= 2, "[", op, "] expects a floating tensor of ",
+              "2 or more dims [..., rows, cols], got ", dtype_name(m.dtype), shape_str(m.shape));
+  return m;
+}
+
 // Softmax's backward over the last dim, one fused pass per row: dx = scale * y * (g - sum(g * y))
 // (scale: what the softmax's input was multiplied by, 1 for softmax itself).
 class SoftmaxBackwardLast final : public Op {
@@ -181,9 +188,7 @@ class CausalSoftmax final : public Op {
   explicit CausalSoftmax(double scale) : scale_(scale) {}
   std::string name() const override { return "causal_softmax"; }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    GLOBE_CHECK(is_floating(in[0].dtype) && in[0].shape.size() >= 2, "[causal_softmax] expects a floating tensor of ",
-                "2 or more dims [..., rows, cols], got ", dtype_name(in[0].dtype), shape_str(in[0].shape));
-    return in[0];
+    return matrices_meta(in[0], "causal_softmax");
   }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     return row_signatures(1, int64_t(in[0].shape.size()));
@@ -268,9 +273,7 @@ class CausalFill final : public Op {
   explicit CausalFill(double value) : value_(value) {}
   std::string name() const override { return "causal_fill"; }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    GLOBE_CHECK(is_floating(in[0].dtype) && in[0].shape.size() >= 2, "[causal_fill] expects a floating tensor of ",
-                "2 or more dims [..., rows, cols], got ", dtype_name(in[0].dtype), shape_str(in[0].shape));
-    return in[0];
+    return matrices_meta(in[0], "causal_fill");
   }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     std::vector<SbpSignature> s;
