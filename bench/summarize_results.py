@@ -32,6 +32,9 @@ for d in res["ops"]:
         ratios["matmul_globe_over_sgemm"] = r
         print(f"matmul {d['n']}^3  globe {d['globe_gflops_median']:.1f} GFLOP/s vs raw sgemm "
               f"{d['sgemm_gflops_median']:.1f} GFLOP/s: ratio {r:.3f} (goal >= 0.95: {met(r >= 0.95)})")
+    elif d["bench"] == "linear_bias":
+        print(f"linear+bias [{d['rows']}, {d['in']}] -> {d['out']}  one op / matmul_nt + add: forward "
+              f"{d['fwd_speedup_fused']:.3f}x, forward + backward {d['fwd_bwd_speedup_fused']:.3f}x (report)")
     else:
         print(f"{d['bench']:<11} {d['ns_per_op_no_grad']:.0f} ns/op without grad, "
               f"{d['ns_per_op_requires_grad']:.0f} ns/op with requires_grad")
