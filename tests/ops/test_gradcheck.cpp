@@ -172,6 +172,7 @@ std::vector<OpCase> op_cases() {
       {"gelu", {{3, 4}}, [](const Leaves& x) { return gelu(mul(x[0], 2.0)); }},
       {"gelu_tanh", {{3, 4}}, [](const Leaves& x) { return gelu_tanh(mul(x[0], 2.0)); }},
       {"pick", {{3, 4}}, [](const Leaves& x) { return pick(x[0], from_vector(std::vector<int64_t>{2, 0, 3}, {3})); }},
+      {"matmul_nt_bias", {{2, 3, 4}, {5, 4}, {3, 1}}, [](const Leaves& x) { return matmul_nt(x[0], x[1], x[2]); }},
       {"causal_fill", {{2, 4, 4}}, [](const Leaves& x) { return causal_fill(x[0], -2.0); }},
       {"causal_softmax_fused", {{2, 3, 4}}, [](const Leaves& x) { return causal_softmax(x[0], 0.7); }},
       {"causal_fill_softmax", {{3, 3}}, [](const Leaves& x) {

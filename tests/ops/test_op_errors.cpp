@@ -75,6 +75,17 @@ TEST(OpErrors, MatmulDtypeMismatch) {
               AllOf(StartsWith("[matmul]"), HasSubstr("int64")));
 }
 
+TEST(OpErrors, MatmulBiasMismatch) {
+  EXPECT_THAT(error_of([] { matmul_nt(f23, zeros({4, 3}), zeros({4}, kFloat64)); }),
+              AllOf(StartsWith("[matmul_nt_bias] bias dtype float64"), HasSubstr("float32")));
+  EXPECT_THAT(error_of([] { matmul_nt(f23, zeros({4, 3}), zeros({3})); }),
+              AllOf(StartsWith("[matmul_nt_bias]"), HasSubstr("[3]"), HasSubstr("[2, 4]")));
+  EXPECT_THAT(error_of([] { matmul_nt(f23, zeros({4, 3}), zeros({2, 2, 4})); }),
+              AllOf(StartsWith("[matmul_nt_bias] bias [2, 2, 4]"), HasSubstr("[2, 4]")));
+  EXPECT_THAT(error_of([] { linear(f23, zeros({4, 3}), zeros({3})); }),
+              AllOf(StartsWith("[linear] bias"), HasSubstr("[3]"), HasSubstr("out_features=4")));
+}
+
 TEST(OpErrors, OutOfRangeDims) {
   EXPECT_THAT(error_of([] { sum(f23, {2}); }),
               AllOf(StartsWith("[sum]"), HasSubstr("dim 2"), HasSubstr("[2, 3]")));

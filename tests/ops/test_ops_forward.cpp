@@ -279,6 +279,28 @@ TEST(OpsForward, MatmulBroadcastBatch) {
   EXPECT_THAT(values(d), Pointwise(DoubleNear(1e-12), dref));
 }
 
+// A bias inside the GEMM equals adding it afterwards, on each of the kernel's paths: few rows
+// (the transposed product), one GEMM over a batch's rows, a GEMM per batch entry, and k = 0
+// (the product is zeros, the output the bias), for biases of every broadcast shape.
+TEST(OpsForward, MatmulNtBiasEqualsAddingTheBias) {
+  manual_seed(6);
+  struct Case {
+    Shape a, b, bias;
+  };
+  for (const Case& c : std::vector<Case>{{{2, 4}, {9, 4}, {9}},           // 4n <= m: C^T written
+                                         {{6, 4}, {3, 4}, {6, 1}},        // column bias
+                                         {{2, 6, 4}, {3, 4}, {3}},        // rows of a batch, one GEMM
+                                         {{2, 6, 4}, {2, 3, 4}, {2, 1, 3}},  // a GEMM per entry
+                                         {{3, 6, 4}, {3, 3, 4}, {6, 3}},
+                                         {{2, 5, 0}, {2, 3, 0}, {3}},     // k = 0
+                                         {{5, 0}, {3, 0}, {5, 3}}}) {
+    const Tensor a = randn(c.a, kFloat64), b = randn(c.b, kFloat64), bias = randn(c.bias, kFloat64);
+    const Tensor want = add(matmul_nt(a, b), bias), got = matmul_nt(a, b, bias);
+    ASSERT_EQ(got.shape(), want.shape()) << shape_str(c.a);
+    EXPECT_THAT(values(got), Pointwise(DoubleNear(1e-12), values(want))) << shape_str(c.a) << " bias " << shape_str(c.bias);
+  }
+}
+
 TEST(OpsForward, MatmulTransposedAndNarrowedInputs) {
   manual_seed(5);
   Tensor a = randn({3, 4}, kFloat64), b = randn({5, 4}, kFloat64);
