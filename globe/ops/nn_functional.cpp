@@ -124,7 +124,7 @@ class NormalizeLast final : public Op {
     return in[0];
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::normalize_last(in[0], eps_, weight_of(in), has_bias_ ? in.back() : Tensor());
+    return kernels::normalize_last(in[0], eps_, has_weight_ ? in[1] : Tensor(), has_bias_ ? in.back() : Tensor());
   }
   // dx through the normalisation (g scaled by the weight inside the kernel), the weight's
   // gradient sum(g * xhat), the bias's sum(g), each over the rows.
@@ -143,7 +143,6 @@ class NormalizeLast final : public Op {
   }
 
  private:
-  Tensor weight_of(const std::vector<Tensor>& in) const { return has_weight_ ? in[1] : Tensor(); }
   double eps_;
   bool has_weight_, has_bias_;
 };
