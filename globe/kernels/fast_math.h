@@ -16,12 +16,13 @@ namespace globe::kernels {
   return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) | (std::bit_cast<uint32_t>(b) & ~m));
 }
 
-// e^x for x <= 0 (0 below -87, -inf included): Cephes' expf polynomial after x = n ln2 + r,
-// within 2 ulp of expf.
-[[gnu::always_inline]] inline float exp_nonpositive(float x0) {
-  const float x = x0 < -87.0f ? -87.0f : x0;
-  const int n = int(x * 1.44269504088896341f - 0.5f);  // nearest integer (truncation of a value <= 0)
-  const float nf = float(n);
+// e^x with x clamped to [-87, 88] (so the result is a normal float, never inf): Cephes' expf
+// polynomial after x = n ln2 + r, within 2 ulp of expf there. n is rounded with the 1.5 * 2^23
+// trick rather than std::floor, which is a library call (and no vectorisation) below SSE4.1.
+[[gnu::always_inline]] inline float exp_clamped(float x0) {
+  // the clamp as bit selects: written as ?: GCC evaluated the caller's formula at each bound too
+  const float x = select(x0 < -87.0f, -87.0f, select(x0 > 88.0f, 88.0f, x0));
+  const float nf = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // nearest integer
   const float r = (x - nf * 0.693359375f) + nf * 2.12194440e-4f;
   float y = 1.9875691500e-4f;
   y = y * r + 1.3981999507e-3f;
@@ -30,41 +31,37 @@ namespace globe::kernels {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
-  const float v = y * std::bit_cast<float>((n + 127) << 23);  // y 2^n
-  return select(x0 < -87.0f, 0.0f, v);                        // 0 below expf's range
+  return y * std::bit_cast<float>((int(nf) + 127) << 23);  // y 2^n
 }
 
-// tanh through one exp and no branch (glibc's tanhf goes through expm1f and does not vectorise:
-// it was a quarter of a GPT step). Near 0, where 1 - e cancels, a series (error < 1e-12 there);
-// elsewhere within a few ulp. Double precision keeps std::tanh.
-template <class T>
-[[gnu::always_inline]] inline T tanh_fast(T u) {
-  if constexpr (std::is_same_v<T, float>) {
-    const float a = std::fabs(u);
-    // the series on u clamped to where it is used, so that it stays finite everywhere
-    const float c = u < -0.0625f ? -0.0625f : (u > 0.0625f ? 0.0625f : u), c2 = c * c;
-    const float series = c * (1.0f + c2 * (-1.0f / 3 + c2 * (2.0f / 15 + c2 * (-17.0f / 315))));
-    const float e = exp_nonpositive(-2.0f * a);
-    const float t = std::copysign((1.0f - e) / (1.0f + e), u);
-    return select(a < 0.0625f, series, t);
-  } else {
-    return std::tanh(u);
-  }
-}
+// e^x for x <= 0, 0 below -87 (-inf included): what softmax needs after subtracting the maximum.
+[[gnu::always_inline]] inline float exp_nonpositive(float x) { return select(x < -87.0f, 0.0f, exp_clamped(x)); }
 
-// GELU's tanh approximation (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), and its
-// derivative.
+// GELU's tanh approximation (GPT-2's): 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), and
+// its derivative. They go through 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)), the logistic function of
+// 2u: one exp and one division, no cancellation near 0 and no branch (tanh itself needs a series
+// near 0; that form cost twice as much). float uses exp_clamped; its e^88 cap makes the gate
+// ~1e-38 where it would underflow, which is the 0 the tanh form gives. double keeps std::exp.
 constexpr double kGeluTanhScale = 0.7978845608028654;  // sqrt(2 / pi)
 constexpr double kGeluTanhCubic = 0.044715;
 template <class T>
-[[gnu::always_inline]] inline T gelu_tanh_value(T x) {
-  return T(0.5) * x * (T(1) + tanh_fast(T(kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x)));
+[[gnu::always_inline]] inline T gelu_gate_exp(T x) {  // e^(-2u)
+  const T minus_2u = T(-2 * kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x);
+  if constexpr (std::is_same_v<T, float>) {
+    return exp_clamped(minus_2u);
+  } else {
+    return std::exp(minus_2u);
+  }
 }
 template <class T>
+[[gnu::always_inline]] inline T gelu_tanh_value(T x) {
+  return x / (T(1) + gelu_gate_exp(x));
+}
+// d/dx [x s(x)], s = 1 / (1 + e^(-2u)): s + x s (1 - s) 2 du/dx, du/dx = sqrt(2/pi) (1 + 3 0.044715 x^2)
+template <class T>
 [[gnu::always_inline]] inline T gelu_tanh_slope(T x) {
-  const T t = tanh_fast(T(kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x));
-  return T(0.5) * (T(1) + t) +
-         T(0.5) * x * (T(1) - t * t) * T(kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * x * x);
+  const T s = T(1) / (T(1) + gelu_gate_exp(x));
+  return s * (T(1) + x * (T(1) - s) * T(2 * kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * x * x));
 }
 
 }  // namespace globe::kernels
