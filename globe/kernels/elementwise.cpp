@@ -99,6 +99,10 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   });
 }
 
+GLOBE_VECTOR_CLONES void exp_f32(const float* __restrict x, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = exp_full(x[i]);
+}
+
 GLOBE_VECTOR_CLONES void gelu_tanh_f32(const float* __restrict x, float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh_value(x[i]);
 }

@@ -68,8 +68,10 @@ Tensor map_binary(const Tensor& a, const Tensor& b, const Shape& shape, F f) {
 // `t` itself when contiguous, else a contiguous copy (no autograd: kernels only).
 Tensor dense(const Tensor& t);
 
-// GELU's tanh form on float32, as plain loops over unaliased arrays (vectorised; the generic
-// map_unary / map_binary path leaves these bodies scalar): y = gelu(x), and out = g * gelu'(x).
+// exp and GELU's tanh form on float32, as plain loops over unaliased arrays (vectorised; the
+// generic map_unary / map_binary path leaves these bodies scalar, std::exp a call per element):
+// y = e^x (fast_math.h's exp_full), y = gelu(x), and out = g * gelu'(x).
+void exp_f32(const float* x, float* y, int64_t n);
 void gelu_tanh_f32(const float* x, float* y, int64_t n);
 void gelu_tanh_grad_f32(const float* g, const float* x, float* out, int64_t n);
 

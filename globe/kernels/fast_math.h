@@ -16,12 +16,14 @@ namespace globe::kernels {
   return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) | (std::bit_cast<uint32_t>(b) & ~m));
 }
 
-// e^x with x clamped to [-87, 88] (so the result is a normal float, never inf): Cephes' expf
-// polynomial after x = n ln2 + r, within 2 ulp of expf there. n is rounded with the 1.5 * 2^23
-// trick rather than std::floor, which is a library call (and no vectorisation) below SSE4.1.
-[[gnu::always_inline]] inline float exp_clamped(float x0) {
-  // the clamp as bit selects: written as ?: GCC evaluated the caller's formula at each bound too
-  const float x = select(x0 < -87.0f, -87.0f, select(x0 > 88.0f, 88.0f, x0));
+// e^x as y 2^n with x = n ln2 + r, |r| <= ln2 / 2, y = e^r by Cephes' expf polynomial (within 2 ulp
+// of expf). n is rounded with the 1.5 * 2^23 trick rather than std::floor, which is a library
+// call (and no vectorisation) below SSE4.1. x must be finite and in [-150 ln2, 128 ln2].
+struct ExpParts {
+  float y;
+  int n;
+};
+[[gnu::always_inline]] inline ExpParts exp_parts(float x) {
   const float nf = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // nearest integer
   const float r = (x - nf * 0.693359375f) + nf * 2.12194440e-4f;
   float y = 1.9875691500e-4f;
@@ -31,7 +33,25 @@ namespace globe::kernels {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
-  return y * std::bit_cast<float>((int(nf) + 127) << 23);  // y 2^n
+  return {y, int(nf)};
+}
+[[gnu::always_inline]] inline float pow2(int n) { return std::bit_cast<float>((n + 127) << 23); }  // -126 <= n <= 127
+
+// e^x with x clamped to [-87, 88], so the result is a normal float, never inf or 0. The clamp is
+// bit selects: written as ?: GCC evaluated the caller's formula at each bound too.
+[[gnu::always_inline]] inline float exp_clamped(float x0) {
+  const float x = select(x0 < -87.0f, -87.0f, select(x0 > 88.0f, 88.0f, x0));
+  const ExpParts e = exp_parts(x);
+  return e.y * pow2(e.n);
+}
+
+// e^x over the whole float range, as the exp op computes it: inf above ~88.72, subnormals down to
+// ~-103.3 (2^n applied in two halves so that neither leaves the normal range), 0 below, NaN kept.
+[[gnu::always_inline]] inline float exp_full(float x0) {
+  const float x = select(x0 < -104.0f, -104.0f, select(x0 > 89.0f, 89.0f, x0));
+  const ExpParts e = exp_parts(x);
+  const int half = e.n >> 1;
+  return e.y * pow2(half) * pow2(e.n - half);
 }
 
 // e^x for x <= 0, 0 below -87 (-inf included): what softmax needs after subtracting the maximum.

@@ -21,7 +21,21 @@ GLOBE_VECTOR_CLONES double total_f32(const float* __restrict s, int64_t n) {
   return lane_sum(n, [&](int64_t i) { return double(s[i]); });
 }
 
+GLOBE_VECTOR_CLONES double squares_f32(const float* __restrict s, int64_t n) {
+  return lane_sum(n, [&](int64_t i) { return double(s[i]) * double(s[i]); });
+}
+
 }  // namespace
+
+double sum_of_squares(const Tensor& a_in) {
+  const Tensor a = dense(a_in);
+  return visit_floating(a.dtype(), "sum_of_squares", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float>) return squares_f32(a.data<float>(), a.numel());
+    const T* p = a.data<T>();
+    return lane_sum(a.numel(), [&](int64_t i) { return double(p[i]) * double(p[i]); });
+  });
+}
 
 Tensor sum_to_keepdim(const Tensor& a, const Shape& keep) {
   return visit_dtype(a.dtype(), [&](auto tag) {

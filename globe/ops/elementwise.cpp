@@ -44,6 +44,14 @@ T gelu_slope(T x) {
          x * std::exp(T(-0.5) * x * x) * T(0.5 * M_2_SQRTPI * M_SQRT1_2);
 }
 
+// A float32 kernel kernel(x, y, n) over a contiguous copy of `a` (a itself when contiguous).
+Tensor dense_f32(const Tensor& a, void (*kernel)(const float*, float*, int64_t)) {
+  const Tensor d = kernels::dense(a);
+  Tensor out = Tensor::uninitialized(d.shape(), d.dtype());
+  kernel(d.data<float>(), out.data<float>(), d.numel());
+  return out;
+}
+
 class Unary final : public Op {
  public:
   explicit Unary(UnaryKind kind) : kind_(kind) {}
@@ -65,18 +73,15 @@ class Unary final : public Op {
       const Tensor& a = in[0];
       switch (kind_) {
         case UnaryKind::neg: return map_unary<T, T>(a, [](T x) { return -x; });
-        case UnaryKind::exp: return map_unary<T, T>(a, [](T x) { return std::exp(x); });
+        case UnaryKind::exp:
+          if constexpr (std::is_same_v<T, float>) return dense_f32(a, kernels::exp_f32);
+          return map_unary<T, T>(a, [](T x) { return std::exp(x); });
         case UnaryKind::log: return map_unary<T, T>(a, [](T x) { return std::log(x); });
         case UnaryKind::sqrt: return map_unary<T, T>(a, [](T x) { return std::sqrt(x); });
         case UnaryKind::relu: return map_unary<T, T>(a, [](T x) { return x > T(0) ? x : T(0); });
         case UnaryKind::gelu: return map_unary<T, T>(a, [](T x) { return gelu_value(x); });
         case UnaryKind::gelu_tanh:
-          if constexpr (std::is_same_v<T, float>) {
-            const Tensor d = kernels::dense(a);
-            Tensor out = Tensor::uninitialized(d.shape(), d.dtype());
-            kernels::gelu_tanh_f32(d.data<float>(), out.data<float>(), d.numel());
-            return out;
-          }
+          if constexpr (std::is_same_v<T, float>) return dense_f32(a, kernels::gelu_tanh_f32);
           return map_unary<T, T>(a, [](T x) { return gelu_tanh_value(x); });
         case UnaryKind::tanh: return map_unary<T, T>(a, [](T x) { return std::tanh(x); });
         case UnaryKind::sigmoid:

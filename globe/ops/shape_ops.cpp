@@ -164,7 +164,8 @@ class Expand final : public Op {
   Shape shape_;
 };
 
-// Writes a gradient slice back into zeros of the full extent (backward of narrow).
+// Writes a gradient slice back into zeros of the full extent (backward of narrow). Only the parts
+// outside the slice are zeroed (a narrow of q, k or v out of a fused projection is a third of it).
 class NarrowBackward final : public Op {
  public:
   NarrowBackward(int64_t dim, int64_t start, int64_t full) : dim_(dim), start_(start), full_(full) {}
@@ -179,9 +180,20 @@ class NarrowBackward final : public Op {
     return split_except(int64_t(in[0].shape.size()), dim_);
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    Tensor out = Tensor::empty(args.out.shape, args.out.dtype);
-    Tensor window = Tensor::view_of(out, in[0].shape(), out.strides(), start_ * out.strides()[dim_]);
-    kernels::copy_into(window, in[0]);
+    Tensor out = Tensor::uninitialized(args.out.shape, args.out.dtype);
+    const Tensor zero = Tensor::empty({1}, args.out.dtype);
+    const int64_t length = in[0].shape()[dim_], step = out.strides()[dim_];
+    // [begin, begin + extent) along dim_: the gradient for the window, zeros before and after it
+    auto part = [&](int64_t begin, int64_t extent) {
+      Shape shape = out.shape();
+      shape[dim_] = extent;
+      return Tensor::view_of(out, shape, out.strides(), begin * step);
+    };
+    auto zeros_of = [&](const Tensor& t) { return Tensor::view_of(zero, t.shape(), Shape(t.dim(), 0), 0); };
+    const Tensor before = part(0, start_), after = part(start_ + length, full_ - start_ - length);
+    if (before.numel() > 0) kernels::copy_into(before, zeros_of(before));
+    if (after.numel() > 0) kernels::copy_into(after, zeros_of(after));
+    kernels::copy_into(part(start_, length), in[0]);
     return out;
   }
 

@@ -9,6 +9,7 @@
 #include "globe/global/global_tensor.h"
 #include "globe/global/grad_buckets.h"
 #include "globe/global/op_history.h"
+#include "globe/kernels/reduce.h"
 #include "globe/ops/ops.h"
 
 namespace globe::optim {
@@ -18,20 +19,15 @@ namespace {
 // Sum of squares of this rank's share of `g`: its shard's, divided by the number of ranks that
 // hold the same shard (mesh axes where the layout is broadcast), so that the sum over the world
 // counts every element once. Partial sums are reduced first (squares of summands do not add up).
-double sum_of_squares(const Tensor& local) {
-  const Tensor d = to_dtype(local, kFloat64);
-  return sum(mul(d, d)).item<double>();
-}
-
 double local_share_of_squares(Tensor g) {
-  if (!g.is_global()) return sum_of_squares(g);
+  if (!g.is_global()) return kernels::sum_of_squares(g);
   if (g.sbp().any_partial()) g = box(g, g.placement(), partial_to_broadcast(g.sbp()));
   if (!g.placement().contains(dist::world_rank())) return 0.0;
   double replicas = 1;
   for (size_t a = 0; a < g.sbp().size(); ++a)
     if (g.sbp()[a].is_broadcast()) replicas *= double(g.placement().mesh_shape()[a]);
   const Tensor local = g.to_local();
-  return local.numel() == 0 ? 0.0 : sum_of_squares(local) / replicas;
+  return local.numel() == 0 ? 0.0 : kernels::sum_of_squares(local) / replicas;
 }
 
 }  // namespace

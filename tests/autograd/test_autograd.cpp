@@ -215,6 +215,22 @@ TEST(Autograd, ViewsOfALeafRouteGradientsBack) {
   EXPECT_THAT(values(x.grad()), ElementsAre(1, 3, 3, 1, 3, 3));
 }
 
+// narrow's backward writes zeros around the gradient's window into memory it does not clear as a
+// whole: a window in the middle, at the start and at the end of a dim, after buffers of the same
+// size were filled with non-zero values and freed (so the allocator hands their memory back).
+TEST(Autograd, NarrowGradientIsZeroOutsideTheWindow) {
+  for (auto [start, length] : {std::pair<int64_t, int64_t>{1, 2}, {0, 3}, {2, 2}}) {
+    for (int i = 0; i < 4; ++i) (void)full({3, 4, 64}, 7.0);
+    Tensor x = randn({3, 4, 64}).set_requires_grad();
+    sum(narrow(x, 1, start, length)).backward();
+    const std::vector<float> g = x.grad().to_vector<float>();
+    for (int64_t i = 0; i < int64_t(g.size()); ++i) {
+      const int64_t pos = (i / 64) % 4;
+      EXPECT_EQ(g[size_t(i)], pos >= start && pos < start + length ? 1.0f : 0.0f) << "at " << i;
+    }
+  }
+}
+
 TEST(Autograd, GradEnabledIsRestoredAfterBackward) {
   Tensor x = leaf({1}, {1});
   sum(exp(x)).backward();

@@ -146,10 +146,10 @@ TEST(OpsForward, GeluTanhKnownValues) {
                 {-0.15880800939172324, 0.0, 0.8411919906082768, 1.954597694087775}, 1e-15);
 }
 
-// The float32 kernels behind GELU (tanh form), its derivative and softmax use a vectorised exp
-// (fast_math.h; an AVX2 copy where the CPU has it): over a sweep from tiny to huge magnitudes, both
-// signs, they stay within a few float ulps of the double-precision functions (GELU and its slope
-// relative or about x's ulp), keep -inf -> 0 in exp and NaN. tanh itself is std::tanh.
+// The float32 kernels behind exp, GELU (tanh form), its derivative and softmax use a vectorised
+// exp (fast_math.h; an AVX2 copy where the CPU has it): over a sweep from tiny to huge magnitudes,
+// both signs, they stay within a few float ulps of the double-precision functions (GELU and its
+// slope relative or about x's ulp), keep inf, -inf -> 0 and NaN. tanh itself is std::tanh.
 TEST(OpsForward, FastFloatMathOverTheRange) {
   std::vector<double> x = {0.0, -0.0, 1e-30, -1e-30, 1e-8, 0.0624, 0.0625, 0.0626, 3.0, 9.5, 20.0, 87.0, 88.5, 1e4, 1e30};
   for (double v = -12.0; v <= 12.0; v += 0.013) x.push_back(v);
@@ -175,6 +175,19 @@ TEST(OpsForward, FastFloatMathOverTheRange) {
     }
   }
   const float inf = INFINITY, nan = NAN;
+  // exp over the whole range: down to the subnormals (about x's ulp there) and up to overflow.
+  std::vector<double> ex = {-inf, -120.0, -103.9, -100.0, -87.5, 88.5, 88.7, 88.75, 100.0, inf};
+  for (double v = -104.0; v <= 89.0; v += 0.0371) ex.push_back(v);
+  const std::vector<float> got_exp = exp(f32(ex, {int64_t(ex.size())})).to_vector<float>();
+  for (size_t i = 0; i < ex.size(); ++i) {
+    const double v = double(float(ex[i])), want = std::exp(v);
+    if (want > double(std::numeric_limits<float>::max())) {  // beyond float's range
+      EXPECT_EQ(got_exp[i], inf) << "exp(" << v << ")";
+    } else {
+      EXPECT_NEAR(got_exp[i], want, 3e-7 * want + 2e-45) << "exp(" << v << ")";
+    }
+  }
+  EXPECT_TRUE(std::isnan(exp(f32(std::vector<double>{nan}, {1})).to_vector<float>()[0]));
   EXPECT_EQ(tanh(f32(std::vector<double>{inf, -inf}, {2})).to_vector<float>(), (std::vector<float>{1.0f, -1.0f}));
   EXPECT_TRUE(std::isnan(tanh(f32(std::vector<double>{nan}, {1})).to_vector<float>()[0]));
   EXPECT_TRUE(std::isnan(gelu_tanh(f32(std::vector<double>{nan}, {1})).to_vector<float>()[0]));
