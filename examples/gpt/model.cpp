@@ -69,13 +69,12 @@ Tensor Block::forward(const Tensor& x) {  // x [B, T, E]
   // q, k, v in one batched product: [1, B*T, E] @ [3, E, E]^T + bias [3, 1, E] -> [3, B*T, E]
   const Tensor h = unsqueeze(reshape(tp_region_input(ln_1(x)), {B * T, E}), 0);
   const Tensor qkv = matmul_nt(h, attn.c_attn.weight, unsqueeze(attn.c_attn.bias, 1));
-  // one of them as heads: [B*T, E] -> [B, T, H, D] -> [B, H, T, D]
-  auto heads = [&](int64_t i) { return transpose(reshape(squeeze(narrow(qkv, 0, i, 1), 0), {B, T, H, D}), 1, 2); };
-  const Tensor q = heads(0), k = heads(1), v = heads(2);
-  // scores [B, H, T, T] / sqrt(D), softmax over the keys up to each query (one fused op)
-  const Tensor att = causal_softmax(matmul_nt(q, k), 1.0 / std::sqrt(double(D)));
-  // [B, H, T, T] @ [B, H, T, D] -> [B, H, T, D] -> [B, T, H, D] -> [B, T, E]
-  const Tensor y = reshape(transpose(matmul(att, v), 1, 2), {B, T, E});
+  // as heads (views): [3, B*T, E] -> [3, B, T, H, D] -> [3, B, H, T, D]
+  const Tensor heads = permute(reshape(qkv, {3, B, T, H, D}), {0, 1, 3, 2, 4});
+  // softmax(q k^T / sqrt(D)) over the keys up to each query, times v: one fused op -> [B, H, T, D]
+  const Tensor att = causal_attention(heads, 1.0 / std::sqrt(double(D)));
+  // [B, H, T, D] -> [B, T, H, D] -> [B, T, E] (att is laid out as [B, T, H, D]: no copy)
+  const Tensor y = reshape(transpose(att, 1, 2), {B, T, E});
   const Tensor a = x + replicated_over_tp(attn.c_proj(y));
   // MLP: [B, T, E] -> [B, T, 4E] -> GELU -> [B, T, E]
   return a + replicated_over_tp(mlp.c_proj(gelu_tanh(mlp.c_fc(tp_region_input(ln_2(a))))));

@@ -68,14 +68,11 @@ class Block(nn.Module):
         # q, k, v in one product: [1, B*T, E] @ [3, E, E]^T + bias [3, 1, E] -> [3, B*T, E]
         h = flow.unsqueeze(flow.reshape(tp_region_input(self.ln_1(x)), [B * T, E]), 0)
         qkv = flow.matmul_nt(h, self.attn.c_attn.weight, flow.unsqueeze(self.attn.c_attn.bias, 1))
-
-        def heads(i):  # [B*T, E] -> [B, T, H, D] -> [B, H, T, D]
-            return flow.transpose(flow.reshape(flow.squeeze(flow.narrow(qkv, 0, i, 1), 0), [B, T, H, D]), 1, 2)
-
-        q, k, v = heads(0), heads(1), heads(2)
-        # scores [B, H, T, T] / sqrt(D), softmax over the keys up to each query (one fused op)
-        att = flow.causal_softmax(flow.matmul_nt(q, k), 1.0 / math.sqrt(D))
-        y = flow.reshape(flow.transpose(flow.matmul(att, v), 1, 2), [B, T, E])  # [B, T, E]
+        # as heads (views): [3, B*T, E] -> [3, B, T, H, D] -> [3, B, H, T, D]
+        heads = flow.permute(flow.reshape(qkv, [3, B, T, H, D]), [0, 1, 3, 2, 4])
+        # softmax(q k^T / sqrt(D)) over the keys up to each query, times v: one fused op -> [B, H, T, D]
+        att = flow.causal_attention(heads, 1.0 / math.sqrt(D))
+        y = flow.reshape(flow.transpose(att, 1, 2), [B, T, E])  # [B, T, E]
         a = x + replicated_over_tp(self.attn.c_proj(y))
         return a + replicated_over_tp(self.mlp.c_proj(flow.gelu_tanh(self.mlp.c_fc(tp_region_input(self.ln_2(a))))))
 

@@ -1,10 +1,9 @@
 #include "globe/kernels/matmul.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 
 #include "globe/core/strided.h"
+#include "globe/kernels/blas.h"
 #include "globe/kernels/elementwise.h"
 
 namespace globe::kernels {
@@ -26,19 +25,6 @@ BlasView blas_view(const Tensor& t) {
   if ((rs == 1 || rows == 1) && cs >= std::max<int64_t>(rows, 1)) return {t, CblasTrans, cs};
   Tensor d = dense(t);
   return {d, CblasNoTrans, std::max<int64_t>(cols, 1)};
-}
-
-// c = a @ b, or c += a @ b with `accumulate` (beta = 1: c holds the bias already, and BLAS skips
-// its own pass that would zero c).
-template <class T>
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T* c, bool accumulate) {
-  const T beta = accumulate ? T(1) : T(0);
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, n, m, k, 1.0f, a, lda, b, ldb, beta, c, m);
-  } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, n, m, k, 1.0, a, lda, b, ldb, beta, c, m);
-  }
 }
 
 // `bias` broadcast to `shape` as a view (no copy); with `transposed`, its last two dims swapped
@@ -94,7 +80,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Te
     visit_floating(a.dtype(), "matmul", [&](auto tag) {
       using T = decltype(tag);
       gemm<T>(CblasNoTrans, CblasTrans, m, n, k, static_cast<const T*>(vb.t.raw_data()), vb.ld,
-              static_cast<const T*>(va.t.raw_data()), va.ld, ct.data<T>(), has_bias);
+              static_cast<const T*>(va.t.raw_data()), va.ld, ct.data<T>(), n, has_bias);
     });
     return Tensor::view_of(ct, out_shape, {1, n}, 0);
   }
@@ -108,7 +94,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Te
     visit_floating(a.dtype(), "matmul", [&](auto tag) {
       using T = decltype(tag);
       gemm<T>(va.trans, vb.trans, numel_of(batch) * n, m, k, static_cast<const T*>(va.t.storage()->data) + va.t.offset(),
-              va.ld, static_cast<const T*>(vb.t.storage()->data) + vb.t.offset(), vb.ld, out.data<T>(), has_bias);
+              va.ld, static_cast<const T*>(vb.t.storage()->data) + vb.t.offset(), vb.ld, out.data<T>(), m, has_bias);
     });
     return out;
   }
@@ -121,7 +107,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Te
                     [&](const StridedRun<2>& r) {
                       for (int64_t i = 0; i < r.count; ++i) {
                         gemm<T>(va.trans, vb.trans, n, m, k, pa + r.offset[0] + i * r.stride[0], va.ld,
-                                pb + r.offset[1] + i * r.stride[1], vb.ld, pc, has_bias);
+                                pb + r.offset[1] + i * r.stride[1], vb.ld, pc, m, has_bias);
                         pc += n * m;
                       }
                     });

@@ -8,6 +8,7 @@
 
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/fast_math.h"
+#include "globe/kernels/softmax_rows.h"
 #include "globe/kernels/vector_clones.h"
 
 namespace globe::kernels {
@@ -38,44 +39,12 @@ GLOBE_VECTOR_CLONES bool softmax_rows_f32(const float* src, float* dst, int64_t 
   return true;
 }
 
-// Causal softmax of `rows` contiguous rows of n, matrices of `per` rows whose first row is row
-// `row0` of the logical one: row i keeps columns [0, i + row0 + 1) of x * scale (at least one),
-// the rest are 0. The kept part is computed as softmax_rows_f32 computes a row whose masked
-// entries are -inf, so the two give the same bits.
-template <class T>
-inline __attribute__((always_inline)) void causal_softmax_rows(const T* __restrict src, T* __restrict dst,
-                                                               int64_t rows, int64_t per, int64_t row0, int64_t n,
-                                                               T scale) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* x = src + r * n;
-    T* y = dst + r * n;
-    const int64_t keep = std::min<int64_t>(n, r % per + row0 + 1);
-    // x * scale rounded and stored first: fused into the subtraction below (an FMA) it would
-    // differ in the last bit from scaling, masking and softmax as three ops.
-    T mx = -INFINITY;
-    for (int64_t j = 0; j < keep; ++j) {
-      y[j] = x[j] * scale;
-      mx = y[j] > mx ? y[j] : mx;
-    }
-    for (int64_t j = 0; j < keep; ++j) {
-      if constexpr (std::is_same_v<T, float>) {
-        y[j] = exp_nonpositive(y[j] - mx);
-      } else {
-        y[j] = std::exp(y[j] - mx);
-      }
-    }
-    for (int64_t j = keep; j < n; ++j) y[j] = T(0);
-    const T inv = T(1.0 / lane_sum(n, [&](int64_t j) { return double(y[j]); }));  // the zeros too: same order
-    for (int64_t j = 0; j < keep; ++j) y[j] *= inv;
-  }
-}
+}  // namespace
 
 GLOBE_VECTOR_CLONES void causal_softmax_rows_f32(const float* src, float* dst, int64_t rows, int64_t per,
                                                  int64_t row0, int64_t n, float scale) {
   causal_softmax_rows(src, dst, rows, per, row0, n, scale);
 }
-
-}  // namespace
 
 Tensor causal_softmax_last(const Tensor& x_in, double scale, int64_t row0) {
   const Tensor x = dense(x_in);
@@ -137,19 +106,7 @@ Tensor softmax_backward_last(const Tensor& y_in, const Tensor& g_in, double scal
     using T = decltype(tag);
     const T* py = y.data<T>();
     const T* pg = g.data<T>();
-    T* po = out.data<T>();
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* yr = py + r * n;
-      const T* gr = pg + r * n;
-      T* o = po + r * n;
-      const T d = T(lane_sum(n, [&](int64_t j) { return double(gr[j]) * double(yr[j]); }));
-      if (scale == 1.0) {
-        for (int64_t j = 0; j < n; ++j) o[j] = yr[j] * (gr[j] - d);
-      } else {
-        const T c = T(scale);
-        for (int64_t j = 0; j < n; ++j) o[j] = c * (yr[j] * (gr[j] - d));
-      }
-    }
+    softmax_backward_rows(py, pg, out.data<T>(), rows, n, T(scale));
   });
   return out;
 }

@@ -119,6 +119,11 @@ Tensor causal_fill(const Tensor& x, double value);
 // softmax(causal_fill(scores * scale, -inf), -1) as one op (Megatron's fused scale-mask-softmax):
 // scores [..., T_q, T_k], row i attends to columns 0..i. One pass forward and one backward.
 Tensor causal_softmax(const Tensor& scores, double scale = 1.0);
+// Causal self-attention in one op on packed q, k, v (FlashAttention's qkv-packed form):
+// qkv [3, ..., T, D] (q = qkv[0], k = qkv[1], v = qkv[2]; batch dims such as [B, H]) ->
+// causal_softmax(q k^T, scale) v [..., T, D]. Its gradient is one [3, ..., T, D] tensor, so q, k
+// and v cut from one projection get theirs without padding and summing three.
+Tensor causal_attention(const Tensor& qkv, double scale);
 // x [..., C], int64 index [...] -> x[..., index] (cross-entropy's target logit). On class-split x
 // each rank contributes the entries it holds (a partial sum): the classes are never gathered.
 Tensor pick(const Tensor& x, const Tensor& index);

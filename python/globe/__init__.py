@@ -14,8 +14,8 @@ import sys as _sys
 import numpy as _np
 
 from . import _globe
-from ._globe import (Error, Placement, Tensor, add, arange, argmax, cat, causal_fill, causal_softmax, contiguous,
-                     cross_entropy, describe, div, dropout, embedding, exp, expand, flatten, from_full, from_numpy,
+from ._globe import (Error, Placement, Tensor, add, arange, argmax, cat, causal_attention, causal_fill,
+                     causal_softmax, contiguous, cross_entropy, describe, div, dropout, embedding, exp, expand, flatten, from_full, from_numpy,
                      gather, gelu, gelu_tanh, layer_norm, linear, log, log_softmax, manual_seed, matmul, matmul_nt,
                      max, mean, mse_loss, mul, narrow, neg, ones_like, permute, pick, pow, rand, relu, reshape,
                      scatter_add, sigmoid, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype,

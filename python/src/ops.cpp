@@ -78,6 +78,7 @@ void bind_ops(pyb::module_& m) {
   m.def("pick", &pick, pyb::arg("input"), pyb::arg("index"));
   m.def("causal_fill", &causal_fill, pyb::arg("input"), pyb::arg("value"));
   m.def("causal_softmax", &causal_softmax, pyb::arg("scores"), pyb::arg("scale") = 1.0);
+  m.def("causal_attention", &causal_attention, pyb::arg("qkv"), pyb::arg("scale"));
   m.def("linear", &linear, pyb::arg("x"), pyb::arg("weight"), pyb::arg("bias") = Tensor());
   m.def("sum", [](const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) { return sum(a, dims, keepdim); },
         pyb::arg("input"), pyb::arg("dim") = std::vector<int64_t>{}, pyb::arg("keepdim") = false);

@@ -100,6 +100,14 @@ std::vector<OpCase> cases() {
        }},
       {"attention_4d_fused", {F({2, 2, 4, 3}), F({2, 2, 4, 3}), F({2, 2, 4, 3})},
        [](V x) { return matmul(causal_softmax(matmul_nt(x[0], x[1]), 1.0 / std::sqrt(3.0)), x[2]); }},
+      // The same as one op on packed q, k, v [3, B, H, T, D]; and GPT's form of it: a [3, B*T, E]
+      // projection viewed as heads, the output's heads merged back into [B, T, E].
+      {"causal_attention", {F({3, 2, 2, 4, 3})}, [](V x) { return causal_attention(x[0], 1.0 / std::sqrt(3.0)); }},
+      {"causal_attention_heads", {F({3, 8, 4})},
+       [](V x) {
+         Tensor heads = permute(reshape(x[0], {3, 2, 4, 2, 2}), {0, 1, 3, 2, 4});
+         return reshape(transpose(causal_attention(heads, 0.7), 1, 2), {2, 4, 4});
+       }},
       // [B, T, E] -> [B, H, T, D] and back.
       {"heads_split_merge", {F({2, 4, 6})},
        [](V x) {

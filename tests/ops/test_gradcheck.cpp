@@ -175,6 +175,9 @@ std::vector<OpCase> op_cases() {
       {"matmul_nt_bias", {{2, 3, 4}, {5, 4}, {3, 1}}, [](const Leaves& x) { return matmul_nt(x[0], x[1], x[2]); }},
       {"causal_fill", {{2, 4, 4}}, [](const Leaves& x) { return causal_fill(x[0], -2.0); }},
       {"causal_softmax_fused", {{2, 3, 4}}, [](const Leaves& x) { return causal_softmax(x[0], 0.7); }},
+      {"causal_attention", {{3, 2, 4, 3}}, [](const Leaves& x) { return causal_attention(x[0], 0.6); }},
+      {"causal_attention_heads_view", {{3, 6, 4}},  // q, k, v as heads of a [3, B*T, E] projection
+       [](const Leaves& x) { return causal_attention(permute(reshape(x[0], {3, 2, 3, 2, 2}), {0, 1, 3, 2, 4}), 1.3); }},
       {"causal_fill_softmax", {{3, 3}}, [](const Leaves& x) {
          return softmax(causal_fill(x[0], -std::numeric_limits<double>::infinity()), -1);
        }},

@@ -247,6 +247,12 @@ TEST(OpErrors, NnFunctionArguments) {
               AllOf(StartsWith("[layer_norm] bias"), HasSubstr("float64")));
   EXPECT_THAT(error_of([] { causal_softmax(arange(3), 1.0); }),
               AllOf(StartsWith("[causal_softmax]"), HasSubstr("int64"), HasSubstr("[3]")));
+  EXPECT_THAT(error_of([] { causal_attention(f23, 1.0); }),
+              AllOf(StartsWith("[causal_attention]"), HasSubstr("[3, ..., T, D]"), HasSubstr("[2, 3]")));
+  EXPECT_THAT(error_of([] { causal_attention(zeros({2, 4, 3}), 1.0); }),
+              AllOf(StartsWith("[causal_attention]"), HasSubstr("[2, 4, 3]")));
+  EXPECT_THAT(error_of([] { causal_attention(reshape(arange(12), {3, 2, 2}), 1.0); }),
+              AllOf(StartsWith("[causal_attention]"), HasSubstr("int64")));
   EXPECT_THAT(error_of([] { dropout(f23, 1.5); }), StartsWith("[dropout]"));
   nn::Linear fc(4, 2);
   EXPECT_THAT(error_of([&] { fc(f23); }), AllOf(StartsWith("[Linear]"), HasSubstr("[2, 3]")));
