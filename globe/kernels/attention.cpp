@@ -1,6 +1,7 @@
 #include "globe/kernels/attention.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -34,6 +35,108 @@ void softmax_backward_matrix(const T* p, const T* dp, T* ds, int64_t n, T scale)
   } else {
     softmax_backward_rows(p, dp, ds, n, n, scale);
   }
+}
+
+// Which part of a product attention's causal mask makes zero or unneeded, so that it is skipped:
+// c's entries above the diagonal (j > i: the scores), or, for row i of c, the terms with k > i
+// (a = P or dS: P v, dS k) or k < i (a = P^T or dS^T: P^T gy, dS^T q).
+enum class Skip { nothing, above_diagonal, k_after_row, k_before_row };
+
+// MR rows x 16 columns of c = A B over terms [k0, k1): A(r, k) = a[r * a_rs + k * a_cs], B packed
+// row-major with mp floats a row; the block's 2 MR sums stay in registers (AVX2: 12 of the 16 for
+// MR = 6). Writes the first nr columns.
+template <int64_t MR>
+[[gnu::always_inline]] inline void product_block_f32(const float* a, int64_t a_rs, int64_t a_cs, const float* bp,
+                                                     int64_t mp, int64_t k0, int64_t k1, float* c, int64_t ldc,
+                                                     int64_t nr) {
+  using v8 = float __attribute__((vector_size(32)));
+  v8 lo[MR] = {}, hi[MR] = {};
+  const float* ak = a + k0 * a_cs;
+  const float* bk = bp + k0 * mp;
+  for (int64_t kk = k0; kk < k1; ++kk, ak += a_cs, bk += mp) {
+    v8 b0, b1;
+    std::memcpy(&b0, bk, sizeof b0);
+    std::memcpy(&b1, bk + 8, sizeof b1);
+    for (int64_t r = 0; r < MR; ++r) {
+      const float av = ak[r * a_rs];
+      lo[r] += av * b0;
+      hi[r] += av * b1;
+    }
+  }
+  for (int64_t r = 0; r < MR; ++r) {
+    if (nr == 16) {
+      std::memcpy(c + r * ldc, &lo[r], sizeof lo[r]);
+      std::memcpy(c + r * ldc + 8, &hi[r], sizeof hi[r]);
+    } else {
+      float row[16];
+      std::memcpy(row, &lo[r], sizeof lo[r]);
+      std::memcpy(row + 8, &hi[r], sizeof hi[r]);
+      for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] = row[j];
+    }
+  }
+}
+
+// c [n, m] (leading dim ldc) = A B over k, A(i, k) = a[i * a_rs + k * a_cs], B packed row-major
+// [k, mp] (mp a multiple of 16, zeros past m), in blocks of 6 (then 4, 2, 1) rows x 16 columns,
+// the blocks and terms the mask zeroes skipped. For the small matrices of one head (T and D up to
+// a few hundred) this beats a BLAS call, whose packing and setup dominate there.
+GLOBE_VECTOR_CLONES void small_product_f32(const float* a, int64_t a_rs, int64_t a_cs, const float* bp, int64_t mp,
+                                           int64_t n, int64_t m, int64_t k, float* c, int64_t ldc, Skip skip) {
+  for (int64_t i0 = 0; i0 < n;) {
+    const int64_t left = n - i0, mr = left >= 6 ? 6 : left >= 4 ? 4 : left >= 2 ? 2 : 1, last = i0 + mr - 1;
+    const int64_t k0 = skip == Skip::k_before_row ? std::min(i0, k) : 0;
+    const int64_t k1 = skip == Skip::k_after_row ? std::min(last + 1, k) : k;
+    const float* ai = a + i0 * a_rs;
+    for (int64_t j0 = 0; j0 < m; j0 += 16) {
+      if (skip == Skip::above_diagonal && j0 > last) break;
+      const int64_t nr = std::min<int64_t>(16, m - j0);
+      float* cij = c + i0 * ldc + j0;
+      switch (mr) {
+        case 6: product_block_f32<6>(ai, a_rs, a_cs, bp + j0, mp, k0, k1, cij, ldc, nr); break;
+        case 4: product_block_f32<4>(ai, a_rs, a_cs, bp + j0, mp, k0, k1, cij, ldc, nr); break;
+        case 2: product_block_f32<2>(ai, a_rs, a_cs, bp + j0, mp, k0, k1, cij, ldc, nr); break;
+        default: product_block_f32<1>(ai, a_rs, a_cs, bp + j0, mp, k0, k1, cij, ldc, nr); break;
+      }
+    }
+    i0 += mr;
+  }
+}
+
+// B [k, m] = b (or b^T with `transposed`) copied into rows of mp floats, zeros after m.
+GLOBE_VECTOR_CLONES void pack_rows_f32(const float* b, int64_t ldb, bool transposed, int64_t k, int64_t m, int64_t mp,
+                                       float* out) {
+  if (transposed) {  // b is [m, k]: read along its rows, write down the columns
+    for (int64_t j = 0; j < m; ++j)
+      for (int64_t kk = 0; kk < k; ++kk) out[kk * mp + j] = b[j * ldb + kk];
+  } else {
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t j = 0; j < m; ++j) out[kk * mp + j] = b[kk * ldb + j];
+  }
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t j = m; j < mp; ++j) out[kk * mp + j] = 0.0f;
+}
+
+// c [n, m] = op(a) [n, k] op(b) [k, m] (row-major, `ta` / `tb` saying which are transposed), with
+// the parts `skip` names left out where the small kernel runs (float, one head's sizes); elsewhere
+// one BLAS call computes everything (the skipped parts are zeros or unread).
+template <class T>
+void product(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, const T* a, int64_t lda,
+             const T* b, int64_t ldb, T* c, int64_t ldc, Skip skip, std::vector<T>& pack) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (n <= 512 && m <= 512 && k <= 512) {
+      const bool at = ta == CblasTrans;
+      if (tb == CblasNoTrans && m % 16 == 0) {  // b's rows as they are
+        small_product_f32(a, at ? 1 : lda, at ? lda : 1, b, ldb, n, m, k, c, ldc, skip);
+        return;
+      }
+      const int64_t mp = (m + 15) / 16 * 16;
+      pack.resize(size_t(k * mp));
+      pack_rows_f32(b, ldb, tb == CblasTrans, k, m, mp, pack.data());
+      small_product_f32(a, at ? 1 : lda, at ? lda : 1, pack.data(), mp, n, m, k, c, ldc, skip);
+      return;
+    }
+  }
+  gemm<T>(ta, tb, n, m, k, a, lda, b, ldb, c, ldc);
 }
 
 // `t` if BLAS can read its trailing [rows, cols] blocks as they are (unit stride along the last dim),
@@ -116,15 +219,17 @@ Tensor causal_attention(const Tensor& qkv_in, double scale, Tensor* probs) {
   visit_floating(l.qkv.dtype(), "causal_attention", [&](auto tag) {
     using T = decltype(tag);
     const int64_t n = l.n, nn = n * n, ldy = leading_dim(y);
-    std::vector<T> scores(static_cast<size_t>(nn)), own(probs ? 0 : static_cast<size_t>(nn));
+    std::vector<T> scores(static_cast<size_t>(nn)), own(probs ? 0 : static_cast<size_t>(nn)), pack;
     const T* base = l.qkv.data<T>();
     for (int64_t e = 0; e < l.entries; ++e) {
       const T* q = base + batch_offset(e, l.batch, l.qkv.strides(), 1);
       T* p = probs ? probs->data<T>() + e * nn : own.data();
       T* out = y.data<T>() + batch_offset(e, l.batch, y.strides(), 0);
-      gemm<T>(CblasNoTrans, CblasTrans, n, n, l.d, q, l.ld, q + l.kv, l.ld, scores.data(), n);  // q k^T [T, T]
-      causal_softmax_matrix<T>(scores.data(), p, n, T(scale));
-      gemm<T>(CblasNoTrans, CblasNoTrans, n, l.d, n, p, n, q + 2 * l.kv, l.ld, out, ldy);  // P v [T, D]
+      product<T>(CblasNoTrans, CblasTrans, n, n, l.d, q, l.ld, q + l.kv, l.ld, scores.data(), n,  // q k^T [T, T]
+                 Skip::above_diagonal, pack);
+      causal_softmax_matrix<T>(scores.data(), p, n, T(scale));  // reads each row's kept part only
+      product<T>(CblasNoTrans, CblasNoTrans, n, l.d, n, p, n, q + 2 * l.kv, l.ld, out, ldy,  // P v [T, D]
+                 Skip::k_after_row, pack);
     }
   });
   return y;
@@ -139,8 +244,10 @@ Tensor causal_attention_backward(const Tensor& qkv_in, const Tensor& gy_in, doub
     using T = decltype(tag);
     const int64_t n = l.n, d = l.d, nn = n * n, ldg = leading_dim(gy), ldd = leading_dim(dqkv);
     const int64_t dkv = dqkv.strides()[0];
+    // dP zeroed once: the parts above the diagonal a skipping product never writes stay 0 (P is 0
+    // there, so dS is too)
     std::vector<T> own(probs.defined() ? 0 : static_cast<size_t>(nn)), dp(static_cast<size_t>(nn)),
-        ds(static_cast<size_t>(nn));
+        ds(static_cast<size_t>(nn)), pack;
     const T* base = l.qkv.data<T>();
     for (int64_t e = 0; e < l.entries; ++e) {
       const T* q = base + batch_offset(e, l.batch, l.qkv.strides(), 1);
@@ -149,15 +256,19 @@ Tensor causal_attention_backward(const Tensor& qkv_in, const Tensor& gy_in, doub
       const T* g = gy.data<T>() + batch_offset(e, l.batch, gy.strides(), 0);
       T* dq = dqkv.data<T>() + batch_offset(e, l.batch, dqkv.strides(), 1);
       const T* p = probs.defined() ? probs.data<T>() + e * nn : own.data();
-      if (!probs.defined()) {  // the forward's P again, the same way
-        gemm<T>(CblasNoTrans, CblasTrans, n, n, d, q, l.ld, k, l.ld, dp.data(), n);
-        causal_softmax_matrix<T>(dp.data(), own.data(), n, T(scale));
+      if (!probs.defined()) {  // the forward's P again, the same way (ds as the scores' scratch)
+        product<T>(CblasNoTrans, CblasTrans, n, n, d, q, l.ld, k, l.ld, ds.data(), n, Skip::above_diagonal, pack);
+        causal_softmax_matrix<T>(ds.data(), own.data(), n, T(scale));
       }
-      gemm<T>(CblasNoTrans, CblasTrans, n, n, d, g, ldg, v, l.ld, dp.data(), n);  // dP = gy v^T [T, T]
-      softmax_backward_matrix<T>(p, dp.data(), ds.data(), n, T(scale));         // dS (scale included)
-      gemm<T>(CblasTrans, CblasNoTrans, n, d, n, p, n, g, ldg, dq + 2 * dkv, ldd);        // dV = P^T gy
-      gemm<T>(CblasNoTrans, CblasNoTrans, n, d, n, ds.data(), n, k, l.ld, dq, ldd);       // dQ = dS k
-      gemm<T>(CblasTrans, CblasNoTrans, n, d, n, ds.data(), n, q, l.ld, dq + dkv, ldd);   // dK = dS^T q
+      product<T>(CblasNoTrans, CblasTrans, n, n, d, g, ldg, v, l.ld, dp.data(), n,  // dP = gy v^T [T, T]
+                 Skip::above_diagonal, pack);
+      softmax_backward_matrix<T>(p, dp.data(), ds.data(), n, T(scale));  // dS (scale included)
+      product<T>(CblasTrans, CblasNoTrans, n, d, n, p, n, g, ldg, dq + 2 * dkv, ldd,  // dV = P^T gy
+                 Skip::k_before_row, pack);
+      product<T>(CblasNoTrans, CblasNoTrans, n, d, n, ds.data(), n, k, l.ld, dq, ldd,  // dQ = dS k
+                 Skip::k_after_row, pack);
+      product<T>(CblasTrans, CblasNoTrans, n, d, n, ds.data(), n, q, l.ld, dq + dkv, ldd,  // dK = dS^T q
+                 Skip::k_before_row, pack);
     }
   });
   return dqkv;
