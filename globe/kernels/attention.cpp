@@ -14,6 +14,10 @@ namespace globe::kernels {
 
 namespace {
 
+// 8 floats (an AVX2 register; two SSE ones in the baseline copy) and 8 lane indices.
+using v8 = float __attribute__((vector_size(32)));
+using v8i = int32_t __attribute__((vector_size(32)));
+
 GLOBE_VECTOR_CLONES void softmax_backward_rows_f32(const float* y, const float* g, float* out, int64_t rows,
                                                    int64_t n, float scale) {
   softmax_backward_rows(y, g, out, rows, n, scale);
@@ -49,7 +53,6 @@ template <int64_t MR>
 [[gnu::always_inline]] inline void product_block_f32(const float* a, int64_t a_rs, int64_t a_cs, const float* bp,
                                                      int64_t mp, int64_t k0, int64_t k1, float* c, int64_t ldc,
                                                      int64_t nr) {
-  using v8 = float __attribute__((vector_size(32)));
   v8 lo[MR] = {}, hi[MR] = {};
   const float* ak = a + k0 * a_cs;
   const float* bk = bp + k0 * mp;
@@ -102,11 +105,45 @@ GLOBE_VECTOR_CLONES void small_product_f32(const float* a, int64_t a_rs, int64_t
   }
 }
 
+// Transposes the 8 x 8 block r[0..7] (rows) in place: interleave pairs of rows, then pairs of
+// pairs, then swap 128-bit halves (AVX2's unpack / shuffle / permute sequence, spelled portably).
+[[gnu::always_inline]] inline void transpose_8x8(v8 r[8]) {
+  const v8i lo32 = {0, 8, 1, 9, 4, 12, 5, 13}, hi32 = {2, 10, 3, 11, 6, 14, 7, 15};
+  const v8i lo64 = {0, 1, 8, 9, 4, 5, 12, 13}, hi64 = {2, 3, 10, 11, 6, 7, 14, 15};
+  const v8i lo128 = {0, 1, 2, 3, 8, 9, 10, 11}, hi128 = {4, 5, 6, 7, 12, 13, 14, 15};
+  v8 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shuffle(r[i], r[i + 1], lo32);
+    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi32);
+  }
+  for (int i = 0; i < 8; i += 4) {  // u[i + c]: column c (and c + 4) of rows i..i+3
+    u[i] = __builtin_shuffle(t[i], t[i + 2], lo64);
+    u[i + 1] = __builtin_shuffle(t[i], t[i + 2], hi64);
+    u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], lo64);
+    u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], hi64);
+  }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = __builtin_shuffle(u[c], u[c + 4], lo128);
+    r[c + 4] = __builtin_shuffle(u[c], u[c + 4], hi128);
+  }
+}
+
 // B [k, m] = b (or b^T with `transposed`) copied into rows of mp floats, zeros after m.
 GLOBE_VECTOR_CLONES void pack_rows_f32(const float* b, int64_t ldb, bool transposed, int64_t k, int64_t m, int64_t mp,
                                        float* out) {
-  if (transposed) {  // b is [m, k]: read along its rows, write down the columns
-    for (int64_t j = 0; j < m; ++j)
+  if (transposed) {  // b is [m, k]: 8 x 8 blocks transposed in registers, the edges one by one
+    const int64_t m8 = m / 8 * 8, k8 = k / 8 * 8;
+    for (int64_t j = 0; j < m8; j += 8) {
+      for (int64_t kk = 0; kk < k8; kk += 8) {
+        v8 r[8];
+        for (int64_t a = 0; a < 8; ++a) std::memcpy(&r[a], b + (j + a) * ldb + kk, sizeof r[a]);
+        transpose_8x8(r);
+        for (int64_t c = 0; c < 8; ++c) std::memcpy(out + (kk + c) * mp + j, &r[c], sizeof r[c]);
+      }
+      for (int64_t kk = k8; kk < k; ++kk)
+        for (int64_t a = 0; a < 8; ++a) out[kk * mp + j + a] = b[(j + a) * ldb + kk];
+    }
+    for (int64_t j = m8; j < m; ++j)
       for (int64_t kk = 0; kk < k; ++kk) out[kk * mp + j] = b[j * ldb + kk];
   } else {
     for (int64_t kk = 0; kk < k; ++kk)

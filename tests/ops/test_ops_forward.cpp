@@ -214,9 +214,9 @@ TEST(OpsForward, CausalFillMasksAboveTheDiagonal) {
 // causal_attention(qkv, s) is causal_softmax(q k^T, s) v, and its gradient the composite's, on
 // contiguous input, on GPT's heads view of a [3, B*T, E] projection (whose output's transpose back
 // to [B, T, H, D] is contiguous), without batch dims, with one position, with the last dim strided
-// (copied for BLAS), with sizes that fill the float kernel's 6 x 16 blocks and leave tails (T 37,
-// D 32), and with T past that kernel's limit (BLAS). The backward from the forward's saved
-// probabilities and the one recomputing them give the same bits.
+// (copied for BLAS), with sizes that fill the float kernel's 6 x 16 blocks and 8 x 8 transposes
+// and leave tails (T 37 and D 32; T 19 and D 12), and with T past that kernel's limit (BLAS). The
+// backward from the forward's saved probabilities and the one recomputing them give the same bits.
 TEST(OpsForward, CausalAttentionIsSoftmaxOfScoresTimesValues) {
   manual_seed(11);
   for (DType dt : {kFloat32, kFloat64}) {
@@ -225,7 +225,7 @@ TEST(OpsForward, CausalAttentionIsSoftmaxOfScoresTimesValues) {
                                         permute(reshape(randn({3, 10, 6}, dt), {3, 2, 5, 3, 2}), {0, 1, 3, 2, 4}),
                                         randn({3, 6, 5}, dt), randn({3, 2, 1, 4}, dt),
                                         transpose(randn({3, 2, 4, 6}, dt), -1, -2), randn({3, 1, 2, 37, 32}, dt),
-                                        randn({3, 1, 530, 3}, dt)};
+                                        randn({3, 1, 19, 12}, dt), randn({3, 1, 530, 3}, dt)};
     for (const Tensor& x_in : inputs) {
       const double scale = 0.45;
       auto part = [](const Tensor& x, int64_t i) { return squeeze(narrow(x, 0, i, 1), 0); };
