@@ -23,8 +23,7 @@ GLOBE_VECTOR_CLONES bool softmax_rows_f32(const float* src, float* dst, int64_t 
   for (int64_t o = 0; o < rows; ++o) {
     const float* __restrict x = src + o * n;
     float* __restrict y = dst + o * n;
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < n; ++j) mx = x[j] > mx ? x[j] : mx;
+    const float mx = lane_max(n, -INFINITY, [&](int64_t j) { return x[j]; });
     if (mx == -INFINITY) return false;
     for (int64_t j = 0; j < n; ++j) y[j] = exp_nonpositive(x[j] - mx);
     const double total = lane_sum(n, [&](int64_t j) { return double(y[j]); });

@@ -26,11 +26,8 @@ inline __attribute__((always_inline)) void causal_softmax_rows(const T* __restri
     const int64_t keep = std::min<int64_t>(n, r % per + row0 + 1);
     // x * scale rounded and stored first: fused into the subtraction below (an FMA) it would
     // differ in the last bit from scaling, masking and softmax as three ops.
-    T mx = -INFINITY;
-    for (int64_t j = 0; j < keep; ++j) {
-      y[j] = x[j] * scale;
-      mx = y[j] > mx ? y[j] : mx;
-    }
+    for (int64_t j = 0; j < keep; ++j) y[j] = x[j] * scale;
+    const T mx = lane_max(keep, T(-INFINITY), [&](int64_t j) { return y[j]; });
     for (int64_t j = 0; j < keep; ++j) {
       if constexpr (std::is_same_v<T, float>) {
         y[j] = exp_nonpositive(y[j] - mx);

@@ -32,4 +32,22 @@ inline __attribute__((always_inline)) double lane_sum(int64_t n, Term term) {
   return total;
 }
 
+// The largest of term(0), ..., term(n - 1) (start: `init`), kept in 8 running maxima folded at the
+// end, as lane_sum: `m = t > m ? t : m` over one running value is a chain GCC leaves scalar. The
+// maximum of a set does not depend on the order (NaN terms are skipped either way).
+template <class T, class Term>
+inline __attribute__((always_inline)) T lane_max(int64_t n, T init, Term term) {
+  T lanes[8] = {init, init, init, init, init, init, init, init};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) {
+      const T t = term(i + j);
+      lanes[j] = t > lanes[j] ? t : lanes[j];
+    }
+  T best = init;
+  for (; i < n; ++i) best = term(i) > best ? term(i) : best;
+  for (T v : lanes) best = v > best ? v : best;
+  return best;
+}
+
 }  // namespace globe::kernels
