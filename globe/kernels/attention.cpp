@@ -53,7 +53,8 @@ template <int64_t MR>
 [[gnu::always_inline]] inline void product_block_f32(const float* a, int64_t a_rs, int64_t a_cs, const float* bp,
                                                      int64_t mp, int64_t k0, int64_t k1, float* c, int64_t ldc,
                                                      int64_t nr) {
-  v8 lo[MR] = {}, hi[MR] = {};
+  v8 lo[MR], hi[MR];
+  for (int64_t r = 0; r < MR; ++r) lo[r] = hi[r] = v8{};  // (as `= {}`, GCC zeroed them in memory first)
   const float* ak = a + k0 * a_cs;
   const float* bk = bp + k0 * mp;
   for (int64_t kk = k0; kk < k1; ++kk, ak += a_cs, bk += mp) {
