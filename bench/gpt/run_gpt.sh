@@ -8,7 +8,8 @@
 #             single   globe 1 process vs torch 1 process          goal >= 1.2 x tokens/s
 #             dp2      globe --dp 2 (global batch 32) vs torch DDP --nproc 2 (16 per rank)
 #                                                                  goal >= 1.3 x tokens/s
-#                      (each pair three times, back to back; the median ratio counts)
+#                      (each pair five times, back to back in alternating order; the median
+#                      ratio counts)
 #             tp2, pp2 (m = 8) on 2 ranks (global batch 32): tokens/s, peak bytes and parameter +
 #                      AdamW bytes per rank against dp2's
 #   interop Globe trains 10 steps and exports (--export); the reference loads that file
@@ -52,13 +53,21 @@ torch() { /usr/bin/python3 "$ROOT/bench/gpt/torch_gpt.py" --threads 1 "$@"; }
 globe() { "$BIN/globe-launch" --nproc_per_node "$1" --no-prefix "$BIN/gpt" --threads 1 --log-every 0 "${@:2}"; }
 
 if [[ $CASE == speed || $CASE == all ]]; then
-  # This machine's speed drifts by tens of percent over minutes: each pair runs back to back,
-  # three times, and the summary takes the median of the three ratios.
-  for rep in 1 2 3; do
-    measure torch-single-$rep torch
-    measure globe-single-$rep globe 1
-    measure torch-ddp2-$rep torch --nproc 2
-    measure globe-dp2-$rep globe 2 --batch 32 --dp 2
+  # This machine's speed drifts by tens of percent over minutes: each pair runs back to back, in
+  # alternating order (torch first, then globe first: a steady drift favours neither), five times,
+  # and the summary takes the median of the five ratios.
+  for rep in 1 2 3 4 5; do
+    if (( rep % 2 )); then
+      measure torch-single-$rep torch
+      measure globe-single-$rep globe 1
+      measure torch-ddp2-$rep torch --nproc 2
+      measure globe-dp2-$rep globe 2 --batch 32 --dp 2
+    else
+      measure globe-single-$rep globe 1
+      measure torch-single-$rep torch
+      measure globe-dp2-$rep globe 2 --batch 32 --dp 2
+      measure torch-ddp2-$rep torch --nproc 2
+    fi
   done
   measure globe-tp2 globe 2 --batch 32 --tp 2
   measure globe-pp2 globe 2 --batch 32 --pp 2 --microbatches 8
@@ -84,7 +93,7 @@ for line in open(sys.argv[1]):
 def tps(t): return rows[t]["tokens_per_s_median"] if t in rows else None
 print("\n== summary")
 for g, t, goal in (("globe-single", "torch-single", 1.2), ("globe-dp2", "torch-ddp2", 1.3)):
-    pairs = [(tps(f"{g}-{k}"), tps(f"{t}-{k}")) for k in (1, 2, 3) if tps(f"{g}-{k}") and tps(f"{t}-{k}")]
+    pairs = [(tps(f"{g}-{k}"), tps(f"{t}-{k}")) for k in range(1, 6) if tps(f"{g}-{k}") and tps(f"{t}-{k}")]
     if pairs:
         ratios = sorted(a / b for a, b in pairs)
         r = ratios[len(ratios) // 2]
