@@ -1,10 +1,12 @@
 #include "globe/kernels/attention.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <numeric>
 #include <vector>
 
+#include "globe/core/strided.h"
 #include "globe/kernels/blas.h"
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/softmax_rows.h"
@@ -21,15 +23,6 @@ using v8i = int32_t __attribute__((vector_size(32)));
 GLOBE_VECTOR_CLONES void softmax_backward_rows_f32(const float* y, const float* g, float* out, int64_t rows,
                                                    int64_t n, float scale) {
   softmax_backward_rows(y, g, out, rows, n, scale);
-}
-
-template <class T>
-void causal_softmax_matrix(const T* s, T* p, int64_t n, T scale) {  // [n, n] -> [n, n]
-  if constexpr (std::is_same_v<T, float>) {
-    causal_softmax_rows_f32(s, p, n, n, 0, n, scale);
-  } else {
-    causal_softmax_rows(s, p, n, n, 0, n, scale);
-  }
 }
 
 template <class T>
@@ -177,19 +170,12 @@ void product(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64
   gemm<T>(ta, tb, n, m, k, a, lda, b, ldb, c, ldc);
 }
 
-// `t` if BLAS can read its trailing [rows, cols] blocks as they are (unit stride along the last dim),
-// else a contiguous copy.
-Tensor blas_ready(const Tensor& t) {
-  const int64_t nd = t.dim(), rows = t.shape()[nd - 2], cols = t.shape()[nd - 1];
-  const bool unit = cols <= 1 || t.strides()[nd - 1] == 1;
-  const bool rows_apart = rows <= 1 || t.strides()[nd - 2] >= std::max<int64_t>(cols, 1);
-  return unit && rows_apart ? t : dense(t);
-}
-
-// The leading dim BLAS gets for t's trailing blocks (any value >= cols where there is one row).
-int64_t leading_dim(const Tensor& t) {
-  const int64_t nd = t.dim();
-  return t.shape()[nd - 2] <= 1 ? std::max<int64_t>(t.shape()[nd - 1], 1) : t.strides()[nd - 2];
+// `t` as BLAS reads it untransposed (unit stride along the last dim): blas_view's view where that
+// is how it reads t, else a contiguous copy.
+BlasView rows_view(const Tensor& t) {
+  const BlasView v = blas_view(t);
+  if (v.trans == CblasNoTrans) return v;
+  return {dense(t), CblasNoTrans, std::max<int64_t>(t.shape().back(), 1)};
 }
 
 // A new tensor shaped like `like` whose memory follows like's dim order (largest stride outermost,
@@ -211,103 +197,117 @@ Tensor uninitialized_in_order_of(const Tensor& like) {
   return Tensor::view_of(memory, like.shape(), strides, 0);
 }
 
-// Element offset of batch entry e (row-major over `batch`) in a tensor whose batch dims start at
-// `first` of its strides.
-int64_t batch_offset(int64_t e, const Shape& batch, const Shape& strides, size_t first) {
-  int64_t off = 0;
-  for (size_t i = batch.size(); i-- > 0;) {
-    off += (e % batch[i]) * strides[first + i];
-    e /= batch[i];
-  }
-  return off;
+// Calls fn(offsets) for each entry of `batch`, offsets[k] being operand k's element offset for it
+// (its batch strides in strides[k]).
+template <size_t K, class Fn>
+void for_each_entry(const Shape& batch, const std::array<Shape, K>& strides, Fn&& fn) {
+  for_each_run<K>(batch, strides, {}, [&](const StridedRun<K>& r) {
+    for (int64_t i = 0; i < r.count; ++i) {
+      std::array<int64_t, K> offsets;
+      for (size_t k = 0; k < K; ++k) offsets[k] = r.offset[k] + i * r.stride[k];
+      fn(offsets);
+    }
+  });
+}
+
+// Strides [first, first + count) of t.
+Shape strides_of(const Tensor& t, size_t first, size_t count) {
+  return Shape(t.strides().begin() + int64_t(first), t.strides().begin() + int64_t(first + count));
 }
 
 struct Layout {  // the packed input as BLAS reads it
-  Tensor qkv;
+  BlasView qkv;
   Shape batch;      // the dims between the 3 and [T, D]
   int64_t n, d;     // T, D
-  int64_t ld, kv;   // q's row stride; the distance from q to k (and k to v)
-  int64_t entries;  // batch entries
+  int64_t kv;       // the distance from q to k (and k to v)
+  Shape probs;      // the strides of P [..., T, T] (contiguous) over the batch
 };
 
 Layout layout_of(const Tensor& qkv_in) {
   Layout l;
-  l.qkv = blas_ready(qkv_in);
-  const int64_t nd = l.qkv.dim();
-  l.batch = Shape(l.qkv.shape().begin() + 1, l.qkv.shape().end() - 2);
-  l.n = l.qkv.shape()[size_t(nd - 2)];
-  l.d = l.qkv.shape()[size_t(nd - 1)];
-  l.ld = leading_dim(l.qkv);
-  l.kv = l.qkv.strides()[0];
-  l.entries = numel_of(l.batch);
+  l.qkv = rows_view(qkv_in);
+  const Shape& s = l.qkv.t.shape();
+  l.batch = Shape(s.begin() + 1, s.end() - 2);
+  l.n = s[s.size() - 2];
+  l.d = s.back();
+  l.kv = l.qkv.t.strides()[0];
+  l.probs = contiguous_strides(l.batch);
+  for (int64_t& st : l.probs) st *= l.n * l.n;
   return l;
+}
+
+// P = causal softmax of q k^T * scale [n, n] for one entry, `scores` as scratch (the forward, and
+// the backward when it has no saved P: the same bits either way).
+template <class T>
+void probabilities(const T* q, const T* k, const Layout& l, T scale, T* scores, T* p, std::vector<T>& pack) {
+  product<T>(CblasNoTrans, CblasTrans, l.n, l.n, l.d, q, l.qkv.ld, k, l.qkv.ld, scores, l.n, Skip::above_diagonal,
+             pack);
+  causal_softmax_rows_of(scores, p, l.n, l.n, 0, l.n, scale);  // reads each row's kept part only
 }
 
 }  // namespace
 
 Tensor causal_attention(const Tensor& qkv_in, double scale, Tensor* probs) {
   const Layout l = layout_of(qkv_in);
-  const Tensor q_view = Tensor::view_of(l.qkv, Shape(l.qkv.shape().begin() + 1, l.qkv.shape().end()),
-                                        Shape(l.qkv.strides().begin() + 1, l.qkv.strides().end()), l.qkv.offset());
+  const Tensor& qkv = l.qkv.t;
+  const size_t nb = l.batch.size();
+  const Tensor q_view = Tensor::view_of(qkv, Shape(qkv.shape().begin() + 1, qkv.shape().end()),
+                                        strides_of(qkv, 1, nb + 2), qkv.offset());
   Tensor y = uninitialized_in_order_of(q_view);
   Shape p_shape = l.batch;
   p_shape.insert(p_shape.end(), {l.n, l.n});
-  if (probs) *probs = Tensor::uninitialized(p_shape, l.qkv.dtype());
+  if (probs) *probs = Tensor::uninitialized(p_shape, qkv.dtype());
   if (y.numel() == 0) return y;
-  visit_floating(l.qkv.dtype(), "causal_attention", [&](auto tag) {
+  visit_floating(qkv.dtype(), "causal_attention", [&](auto tag) {
     using T = decltype(tag);
-    const int64_t n = l.n, nn = n * n, ldy = leading_dim(y);
-    std::vector<T> scores(static_cast<size_t>(nn)), own(probs ? 0 : static_cast<size_t>(nn)), pack;
-    const T* base = l.qkv.data<T>();
-    for (int64_t e = 0; e < l.entries; ++e) {
-      const T* q = base + batch_offset(e, l.batch, l.qkv.strides(), 1);
-      T* p = probs ? probs->data<T>() + e * nn : own.data();
-      T* out = y.data<T>() + batch_offset(e, l.batch, y.strides(), 0);
-      product<T>(CblasNoTrans, CblasTrans, n, n, l.d, q, l.ld, q + l.kv, l.ld, scores.data(), n,  // q k^T [T, T]
-                 Skip::above_diagonal, pack);
-      causal_softmax_matrix<T>(scores.data(), p, n, T(scale));  // reads each row's kept part only
-      product<T>(CblasNoTrans, CblasNoTrans, n, l.d, n, p, n, q + 2 * l.kv, l.ld, out, ldy,  // P v [T, D]
-                 Skip::k_after_row, pack);
-    }
+    const int64_t n = l.n, ldy = blas_view(y).ld;
+    std::vector<T> scores(static_cast<size_t>(n * n)), own(probs ? 0 : static_cast<size_t>(n * n)), pack;
+    for_each_entry<3>(l.batch, {strides_of(qkv, 1, nb), strides_of(y, 0, nb), l.probs}, [&](const auto& at) {
+      const T* q = qkv.data<T>() + at[0];
+      T* p = probs ? probs->data<T>() + at[2] : own.data();
+      probabilities<T>(q, q + l.kv, l, T(scale), scores.data(), p, pack);
+      product<T>(CblasNoTrans, CblasNoTrans, n, l.d, n, p, n, q + 2 * l.kv, l.qkv.ld, y.data<T>() + at[1], ldy,
+                 Skip::k_after_row, pack);  // P v [T, D]
+    });
   });
   return y;
 }
 
 Tensor causal_attention_backward(const Tensor& qkv_in, const Tensor& gy_in, double scale, const Tensor& probs) {
   const Layout l = layout_of(qkv_in);
-  const Tensor gy = blas_ready(gy_in);
-  Tensor dqkv = uninitialized_in_order_of(l.qkv);
+  const Tensor& qkv = l.qkv.t;
+  const BlasView gy = rows_view(gy_in);
+  Tensor dqkv = uninitialized_in_order_of(qkv);
   if (dqkv.numel() == 0) return dqkv;
-  visit_floating(l.qkv.dtype(), "causal_attention_backward", [&](auto tag) {
+  visit_floating(qkv.dtype(), "causal_attention_backward", [&](auto tag) {
     using T = decltype(tag);
-    const int64_t n = l.n, d = l.d, nn = n * n, ldg = leading_dim(gy), ldd = leading_dim(dqkv);
+    const int64_t n = l.n, d = l.d, nn = n * n, ld = l.qkv.ld, ldg = gy.ld, ldd = blas_view(dqkv).ld;
     const int64_t dkv = dqkv.strides()[0];
+    const size_t nb = l.batch.size();
     // dP zeroed once: the parts above the diagonal a skipping product never writes stay 0 (P is 0
     // there, so dS is too)
     std::vector<T> own(probs.defined() ? 0 : static_cast<size_t>(nn)), dp(static_cast<size_t>(nn)),
         ds(static_cast<size_t>(nn)), pack;
-    const T* base = l.qkv.data<T>();
-    for (int64_t e = 0; e < l.entries; ++e) {
-      const T* q = base + batch_offset(e, l.batch, l.qkv.strides(), 1);
+    const std::array<Shape, 4> strides = {strides_of(qkv, 1, nb), strides_of(gy.t, 0, nb), strides_of(dqkv, 1, nb),
+                                          l.probs};
+    for_each_entry<4>(l.batch, strides, [&](const auto& at) {
+      const T* q = qkv.data<T>() + at[0];
       const T* k = q + l.kv;
       const T* v = k + l.kv;
-      const T* g = gy.data<T>() + batch_offset(e, l.batch, gy.strides(), 0);
-      T* dq = dqkv.data<T>() + batch_offset(e, l.batch, dqkv.strides(), 1);
-      const T* p = probs.defined() ? probs.data<T>() + e * nn : own.data();
-      if (!probs.defined()) {  // the forward's P again, the same way (ds as the scores' scratch)
-        product<T>(CblasNoTrans, CblasTrans, n, n, d, q, l.ld, k, l.ld, ds.data(), n, Skip::above_diagonal, pack);
-        causal_softmax_matrix<T>(ds.data(), own.data(), n, T(scale));
-      }
-      product<T>(CblasNoTrans, CblasTrans, n, n, d, g, ldg, v, l.ld, dp.data(), n,  // dP = gy v^T [T, T]
+      const T* g = gy.t.data<T>() + at[1];
+      T* dq = dqkv.data<T>() + at[2];
+      const T* p = probs.defined() ? probs.data<T>() + at[3] : own.data();
+      if (!probs.defined()) probabilities<T>(q, k, l, T(scale), ds.data(), own.data(), pack);  // ds: scratch
+      product<T>(CblasNoTrans, CblasTrans, n, n, d, g, ldg, v, ld, dp.data(), n,  // dP = gy v^T [T, T]
                  Skip::above_diagonal, pack);
       softmax_backward_matrix<T>(p, dp.data(), ds.data(), n, T(scale));  // dS (scale included)
       product<T>(CblasTrans, CblasNoTrans, n, d, n, p, n, g, ldg, dq + 2 * dkv, ldd,  // dV = P^T gy
                  Skip::k_before_row, pack);
-      product<T>(CblasNoTrans, CblasNoTrans, n, d, n, ds.data(), n, k, l.ld, dq, ldd,  // dQ = dS k
+      product<T>(CblasNoTrans, CblasNoTrans, n, d, n, ds.data(), n, k, ld, dq, ldd,  // dQ = dS k
                  Skip::k_after_row, pack);
-      product<T>(CblasTrans, CblasNoTrans, n, d, n, ds.data(), n, q, l.ld, dq + dkv, ldd,  // dK = dS^T q
+      product<T>(CblasTrans, CblasNoTrans, n, d, n, ds.data(), n, q, ld, dq + dkv, ldd,  // dK = dS^T q
                  Skip::k_before_row, pack);
-    }
+    });
   });
   return dqkv;
 }

@@ -7,7 +7,18 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "globe/core/tensor.h"
+
 namespace globe::kernels {
+
+// How BLAS reads the trailing 2-D blocks of `t`: transposed or not, and their leading dim; `t`
+// itself where its strides allow either, else a contiguous copy (defined in matmul.cpp).
+struct BlasView {
+  Tensor t;
+  CBLAS_TRANSPOSE trans;
+  int64_t ld;
+};
+BlasView blas_view(const Tensor& t);
 
 // c [n, m] (leading dim ldc) = a [n, k] b [k, m] (each as `ta` / `tb` says), or += with
 // `accumulate` (beta = 1: c holds something to add to, a bias, and BLAS skips its zeroing pass).

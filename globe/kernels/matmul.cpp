@@ -8,15 +8,6 @@
 
 namespace globe::kernels {
 
-namespace {
-
-// How BLAS should read the trailing 2-D block of `t`: transposed or not, and its leading dim.
-struct BlasView {
-  Tensor t;
-  CBLAS_TRANSPOSE trans;
-  int64_t ld;
-};
-
 BlasView blas_view(const Tensor& t) {
   const int64_t nd = t.dim();
   const int64_t rows = t.shape()[nd - 2], cols = t.shape()[nd - 1];
@@ -26,6 +17,8 @@ BlasView blas_view(const Tensor& t) {
   Tensor d = dense(t);
   return {d, CblasNoTrans, std::max<int64_t>(cols, 1)};
 }
+
+namespace {
 
 // `bias` broadcast to `shape` as a view (no copy); with `transposed`, its last two dims swapped
 // (to fill C^T, which the transposed product writes).

@@ -52,11 +52,7 @@ Tensor causal_softmax_last(const Tensor& x_in, double scale, int64_t row0) {
   const int64_t rows = n == 0 ? 0 : x.numel() / n;
   visit_floating(x.dtype(), "causal_softmax", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, float>) {
-      causal_softmax_rows_f32(x.data<T>(), out.data<T>(), rows, per, row0, n, T(scale));
-    } else {
-      causal_softmax_rows(x.data<T>(), out.data<T>(), rows, per, row0, n, T(scale));
-    }
+    causal_softmax_rows_of(x.data<T>(), out.data<T>(), rows, per, row0, n, T(scale));
   });
   return out;
 }

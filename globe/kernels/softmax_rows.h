@@ -64,4 +64,14 @@ inline __attribute__((always_inline)) void softmax_backward_rows(const T* __rest
 void causal_softmax_rows_f32(const float* src, float* dst, int64_t rows, int64_t per, int64_t row0, int64_t n,
                              float scale);
 
+// causal_softmax_rows for any floating T, through the vectorised copy on float.
+template <class T>
+void causal_softmax_rows_of(const T* src, T* dst, int64_t rows, int64_t per, int64_t row0, int64_t n, T scale) {
+  if constexpr (std::is_same_v<T, float>) {
+    causal_softmax_rows_f32(src, dst, rows, per, row0, n, scale);
+  } else {
+    causal_softmax_rows(src, dst, rows, per, row0, n, scale);
+  }
+}
+
 }  // namespace globe::kernels

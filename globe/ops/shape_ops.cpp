@@ -165,7 +165,7 @@ class Expand final : public Op {
 };
 
 // Writes a gradient slice back into zeros of the full extent (backward of narrow). Only the parts
-// outside the slice are zeroed (a narrow of q, k or v out of a fused projection is a third of it).
+// outside the slice are zeroed: the slice itself is written once, by the copy.
 class NarrowBackward final : public Op {
  public:
   NarrowBackward(int64_t dim, int64_t start, int64_t full) : dim_(dim), start_(start), full_(full) {}
