@@ -248,17 +248,21 @@ void print_value(std::ostream& os, double x, bool integral) {
   else os << std::setprecision(5) << x;
 }
 
+// As torch and OneFlow print: every value up to kSummaryThreshold elements; above it, each dim
+// longer than 2 * kEdge shows kEdge values at each end around "...".
+constexpr int64_t kSummaryThreshold = 1000;
+constexpr int64_t kEdge = 3;
+
 void print_values(std::ostream& os, const std::vector<double>& v, const Shape& shape, size_t dim,
-                  int64_t& pos, bool integral, int indent) {
+                  int64_t& pos, bool integral, bool summarize, int indent) {
   if (shape.empty()) {
     print_value(os, v[0], integral);
     return;
   }
   os << "[";
   const int64_t n = shape[dim];
-  constexpr int64_t kEdge = 3;  // elements shown at each end of a long dim
   for (int64_t i = 0; i < n; ++i) {
-    if (n > 2 * kEdge + 1 && i == kEdge) {
+    if (summarize && n > 2 * kEdge && i == kEdge) {
       os << "...";
       int64_t skip = (n - 2 * kEdge) * numel_of(Shape(shape.begin() + dim + 1, shape.end()));
       pos += skip;
@@ -269,7 +273,7 @@ void print_values(std::ostream& os, const std::vector<double>& v, const Shape& s
     if (dim + 1 == shape.size()) {
       print_value(os, v[pos++], integral);
     } else {
-      print_values(os, v, shape, dim + 1, pos, integral, indent + 1);
+      print_values(os, v, shape, dim + 1, pos, integral, summarize, indent + 1);
     }
     if (i + 1 < n) os << (dim + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' '));
   }
@@ -284,7 +288,7 @@ std::string Tensor::to_string() const {
   std::vector<double> v = to_vector<double>();
   int64_t pos = 0;
   os << "tensor(";
-  print_values(os, v, shape(), 0, pos, dtype() == DType::int64, 7);
+  print_values(os, v, shape(), 0, pos, dtype() == DType::int64, numel() > kSummaryThreshold, 7);
   os << ", shape=" << shape_str(shape()) << ", dtype=" << dtype_name(dtype());
   if (is_global()) os << ", " << detail::core_hooks.describe_layout(*this);
   if (requires_grad()) os << ", requires_grad";

@@ -243,14 +243,23 @@ TEST(TensorPrinting, IntegersPrintExactly) {
   EXPECT_THAT(scalar.to_string(), HasSubstr("1234567"));
 }
 
-TEST(TensorPrinting, LongDimsAreElided) {
-  Tensor a = arange(100);
+TEST(TensorPrinting, LongDimsAreElidedOnlyAboveAThousandElements) {
+  // torch's and OneFlow's rule: above 1000 elements each long dim shows 3 values at each end.
+  Tensor a = arange(1001);
   std::string s = a.to_string();
-  EXPECT_THAT(s, HasSubstr("0, 1, 2"));
-  EXPECT_THAT(s, HasSubstr("..."));
-  EXPECT_THAT(s, HasSubstr("97, 98, 99"));
-  EXPECT_THAT(s, Not(HasSubstr("50")));
-  EXPECT_THAT(s, HasSubstr("shape=[100]"));
+  EXPECT_THAT(s, HasSubstr("[0, 1, 2, ..., 998, 999, 1000]"));
+  EXPECT_THAT(s, Not(HasSubstr("500")));
+  EXPECT_THAT(s, HasSubstr("shape=[1001]"));
+  // Up to 1000 elements every value is printed: an 8-wide row shows its 8 values.
+  EXPECT_THAT(arange(8).to_string(), HasSubstr("[0, 1, 2, 3, 4, 5, 6, 7]"));
+  std::string thousand = arange(1000).to_string();
+  EXPECT_THAT(thousand, Not(HasSubstr("...")));
+  EXPECT_THAT(thousand, HasSubstr(", 500, "));
+  // A summarised 2-D tensor elides rows and columns alike: 3 rows at each end.
+  std::string m = reshape(arange(2000), {40, 50}).to_string();
+  EXPECT_THAT(m, HasSubstr("[0, 1, 2, ..., 47, 48, 49]"));
+  EXPECT_THAT(m, HasSubstr("[1950, 1951, 1952, ..., 1997, 1998, 1999]"));
+  EXPECT_THAT(m, Not(HasSubstr("[150, 151")));
 }
 
 TEST(TensorPrinting, NonContiguousPrintsLogicalOrder) {
