@@ -11,6 +11,7 @@
 #include "globe/core/grad_mode.h"
 #include "globe/core/random.h"
 #include "globe/core/tensor.h"
+#include "globe/nn/init.h"
 #include "globe/nn/layers.h"
 #include "globe/nn/module.h"
 #include "globe/nn/parallel_layers.h"

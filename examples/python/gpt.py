@@ -154,7 +154,7 @@ def windows(stream, step, batch, first, rows, block, shift):
 
 def batch_on(mesh, stream, step, batch, block, shift, dp, rank):
     """This rank's rows of the step's batch, as the global [batch, block] tensor split over dp."""
-    coord = mesh.ranks.index(rank) // (len(mesh.ranks) // dp)
+    coord = list(mesh.ranks.flat).index(rank) // (mesh.ranks.size // dp)
     first = sum(batch // dp + (1 if r < batch % dp else 0) for r in range(coord))
     rows = batch // dp + (1 if coord < batch % dp else 0)
     local = flow.from_numpy(windows(stream, step, batch, first, rows, block, shift))

@@ -1,6 +1,7 @@
 #include "globe/core/random.h"
 
 #include <cmath>
+#include <cstdlib>
 
 namespace globe {
 
@@ -19,7 +20,17 @@ std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_
 }
 
 namespace {
-RandomStream g_default{/*seed=*/0x5eed, /*call=*/0};
+constexpr uint64_t kDefaultSeed = 0x5eed;
+RandomStream g_default{kDefaultSeed, /*call=*/0};
+bool g_seeded = false;  // manual_seed called: local streams use the same seed on every rank
+
+// The rank the launcher gave this process (mpirun, PMIx or PMI), 0 when started alone. Read from
+// the environment, so it is known before MPI is initialised (which happens on first use).
+uint64_t launch_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(name); v && *v) return std::strtoull(v, nullptr, 10);
+  return 0;
+}
 
 std::array<uint32_t, 4> block_at(const RandomStream& s, uint64_t index) {
   return philox4x32({uint32_t(index), uint32_t(index >> 32), uint32_t(s.call), uint32_t(s.call >> 32)},
@@ -30,7 +41,10 @@ std::array<uint32_t, 4> block_at(const RandomStream& s, uint64_t index) {
 float to_unit(uint32_t x) { return float(x >> 8) * (1.0f / 16777216.0f); }
 }  // namespace
 
-void manual_seed(uint64_t seed) { g_default = RandomStream{seed, 0}; }
+void manual_seed(uint64_t seed) {
+  g_default = RandomStream{seed, 0};
+  g_seeded = true;
+}
 
 RandomStream next_random_stream() {
   RandomStream s = g_default;
@@ -38,7 +52,20 @@ RandomStream next_random_stream() {
   return s;
 }
 
+RandomStream next_local_random_stream() {
+  RandomStream s = next_random_stream();
+  // The golden-ratio step keeps rank seeds apart; rank 0 keeps the default seed.
+  static const uint64_t rank_seed = kDefaultSeed + launch_rank() * 0x9E3779B97F4A7C15ull;
+  if (!g_seeded) s.seed = rank_seed;
+  return s;
+}
+
 float uniform_at(const RandomStream& s, uint64_t index) { return to_unit(block_at(s, index)[0]); }
+
+uint64_t bits_at(const RandomStream& s, uint64_t index) {
+  const auto b = block_at(s, index);
+  return uint64_t(b[0]) | uint64_t(b[1]) << 32;
+}
 
 float normal_at(const RandomStream& s, uint64_t index) {
   auto b = block_at(s, index);

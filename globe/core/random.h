@@ -20,12 +20,23 @@ struct RandomStream {
   uint64_t call;  // distinguishes successive random ops with the same seed
 };
 
+// Seeds the default generator on this rank; every rank calling it with the same seed (as every
+// rank runs the same program) gives every rank the same stream, local and global alike.
 void manual_seed(uint64_t seed);
-// Reserves the next call number of the default generator.
+// Reserves the next call number of the default generator, for a global random op: its stream is
+// the same on every rank, so its values depend only on the logical position (any layout).
 RandomStream next_random_stream();
+// The same, for a local random op (a tensor of this rank alone). Until manual_seed is called its
+// seed is this rank's: the default seed mixed with the rank the launcher gave the process (rank 0,
+// or a process started alone, keeps the default seed), so unseeded local random tensors differ per
+// rank, as in OneFlow and PyTorch, and repeat from run to run. After manual_seed(s) it is s on
+// every rank. Local and global ops share one call counter.
+RandomStream next_local_random_stream();
 
 // Uniform [0, 1) and standard normal for logical element `index` of stream `s`.
 float uniform_at(const RandomStream& s, uint64_t index);
 float normal_at(const RandomStream& s, uint64_t index);
+// 64 random bits for logical element `index` of stream `s` (randint's source).
+uint64_t bits_at(const RandomStream& s, uint64_t index);
 
 }  // namespace globe

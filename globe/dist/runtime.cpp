@@ -41,7 +41,9 @@ MPI_Comm g_notice_comm = MPI_COMM_NULL;
 constexpr int kNoticeTag = 0x6c0c0;
 std::terminate_handler g_prev_terminate = nullptr;
 
-void terminate_with_notice() {
+// Tells every other rank that this one is going (once), and gives them a moment to say what they
+// were waiting for.
+void notify_peers_of_failure() {
   static bool once = false;
   if (!once && g_notice_comm != MPI_COMM_NULL) {
     once = true;
@@ -62,6 +64,10 @@ void terminate_with_notice() {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
+}
+
+void terminate_with_notice() {
+  notify_peers_of_failure();
   if (g_prev_terminate) g_prev_terminate();
   std::abort();
 }
@@ -198,6 +204,13 @@ Runtime& runtime() {
 }
 
 }  // namespace
+
+void exit_after_failure(int code) {
+  (void)runtime();  // the notice channel is set up with it
+  notify_peers_of_failure();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
 
 int world_rank() { return runtime().rank_; }
 int world_size() { return runtime().size_; }

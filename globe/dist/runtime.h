@@ -43,6 +43,11 @@ std::string waiting_for();
 // for (once), while the job is still being stopped.
 void check_failure_notice();
 
+// Ends this process with `code` after a failure the program has already reported (Python's
+// traceback): the other ranks are told first, as for an uncaught C++ exception, so they stop at
+// once; no abort, no core, no second report. MPI is not finalised (peers may be mid-collective).
+[[noreturn]] void exit_after_failure(int code);
+
 // Marks the process's communication as broken (a collective timed out and cannot be cancelled):
 // MPI is then not finalised at exit, which would wait for the missing peers forever.
 // `why` completes "rank R ends without MPI_Finalize: ..." at exit (default: a timeout).

@@ -81,9 +81,21 @@ Tensor randn(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dty
 }
 
 Tensor rand(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtype) {
+  return uniform(shape, 0.0, 1.0, p, sbp, dtype);
+}
+
+Tensor uniform(const Shape& shape, double low, double high, const Placement& p, const NdSbp& sbp, DType dtype) {
   const RandomStream s = next_random_stream();
   return create(shape, p, sbp, dtype, [&](const Tensor& t, const Block& b) {
-    kernels::fill_uniform(t, s, shape, b.start, 0.0, 1.0);
+    kernels::fill_uniform(t, s, shape, b.start, low, high);
+  });
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, const Placement& p, const NdSbp& sbp) {
+  check_randint_range(low, high);
+  const RandomStream s = next_random_stream();
+  return create(shape, p, sbp, kInt64, [&](const Tensor& t, const Block& b) {
+    kernels::fill_randint(t, s, shape, b.start, low, high);
   });
 }
 

@@ -35,6 +35,9 @@ Block local_block(const Shape& shape, const Placement& placement, const NdSbp& s
 // Creation with a layout. Random values are sharding-invariant (docs/design.md §3).
 Tensor randn(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);
 Tensor rand(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);
+Tensor uniform(const Shape& shape, double low, double high, const Placement& placement, const NdSbp& sbp,
+               DType dtype = kFloat32);
+Tensor randint(int64_t low, int64_t high, const Shape& shape, const Placement& placement, const NdSbp& sbp);
 Tensor zeros(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);
 Tensor ones(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);
 Tensor full(const Shape& shape, double value, const Placement& placement, const NdSbp& sbp,

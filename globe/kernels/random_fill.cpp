@@ -42,6 +42,13 @@ void fill_uniform(const Tensor& out, const RandomStream& s, const Shape& logical
   });
 }
 
+void fill_randint(const Tensor& out, const RandomStream& s, const Shape& logical, const Shape& start,
+                  int64_t low, int64_t high) {
+  int64_t* p = out.data<int64_t>();
+  const uint64_t range = uint64_t(high - low);
+  for_each_logical(out, logical, start, [&](int64_t i, uint64_t g) { p[i] = low + int64_t(bits_at(s, g) % range); });
+}
+
 void fill_dropout_mask(const Tensor& out, const RandomStream& s, const Shape& logical,
                        const Shape& start, double p) {
   visit_floating(out.dtype(), "dropout", [&](auto tag) {

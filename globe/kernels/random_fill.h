@@ -11,6 +11,10 @@ namespace globe::kernels {
 void fill_normal(const Tensor& out, const RandomStream& s, const Shape& logical, const Shape& start);
 void fill_uniform(const Tensor& out, const RandomStream& s, const Shape& logical, const Shape& start,
                   double low, double high);
+// int64 integers in [low, high): low + 64 random bits modulo (high - low) (a bias below 2^-32 for
+// ranges under 2^32).
+void fill_randint(const Tensor& out, const RandomStream& s, const Shape& logical, const Shape& start,
+                  int64_t low, int64_t high);
 // Keep-mask for dropout: 1/(1-p) where uniform >= p, else 0.
 void fill_dropout_mask(const Tensor& out, const RandomStream& s, const Shape& logical,
                        const Shape& start, double p);

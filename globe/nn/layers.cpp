@@ -61,11 +61,11 @@ Tensor Sequential::forward(const Tensor& x) {
 }
 
 Tensor MSELoss::operator()(const Tensor& input, const Tensor& target) const {
-  return mse_loss(input, target);
+  return mse_loss_with(input, target, reduction_);
 }
 
 Tensor CrossEntropyLoss::operator()(const Tensor& logits, const Tensor& target) const {
-  return cross_entropy(logits, target);
+  return cross_entropy_with(logits, target, reduction_);
 }
 
 }  // namespace globe::nn

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "globe/nn/module.h"
+#include "globe/ops/ops.h"
 
 namespace globe::nn {
 
@@ -98,15 +99,24 @@ class Sequential : public UnaryModule {
   std::vector<std::shared_ptr<UnaryModule>> layers_;
 };
 
+// Losses reduce as torch's reduction= says: Reduction::mean (the default), sum or none.
 class MSELoss : public Module {
  public:
+  explicit MSELoss(Reduction reduction = Reduction::mean) : reduction_(reduction) {}
   Tensor operator()(const Tensor& input, const Tensor& target) const;
+
+ private:
+  Reduction reduction_;
 };
 
-// logits [..., C], int64 targets [...] -> mean negative log-likelihood.
+// logits [..., C], int64 targets [...] -> the negative log-likelihood of each target, reduced.
 class CrossEntropyLoss : public Module {
  public:
+  explicit CrossEntropyLoss(Reduction reduction = Reduction::mean) : reduction_(reduction) {}
   Tensor operator()(const Tensor& logits, const Tensor& target) const;
+
+ private:
+  Reduction reduction_;
 };
 
 }  // namespace globe::nn

@@ -32,6 +32,61 @@ void Module::register_modules(
   for (const auto& [name, child] : children) register_module(name, child.get());
 }
 
+std::string Module::kind_of(const std::string& name) const {
+  auto has = [&](const std::vector<Slot>& v) {
+    return std::any_of(v.begin(), v.end(), [&](const Slot& s) { return s.name == name; });
+  };
+  if (has(parameters_)) return "parameter";
+  if (has(buffers_)) return "buffer";
+  for (const auto& [n, child] : children_)
+    if (n == name) return "module";
+  return "";
+}
+
+void Module::set_slot(std::vector<Slot>& slots, const char* kind, const std::string& name, const Tensor& value) {
+  const std::string now = kind_of(name);
+  GLOBE_CHECK(now.empty() || now == kind, "[set_", kind, "] '", name, "' is a ", now, " of this module, not a ", kind);
+  GLOBE_CHECK(value.defined(), "[set_", kind, "] '", name, "' is undefined");
+  for (Slot& s : slots)
+    if (s.name == name) {
+      *s.tensor = value;  // the slot now holds this very tensor: its users see it
+      return;
+    }
+  owned_slots_.push_back(value);
+  slots.push_back({name, &owned_slots_.back()});
+}
+
+void Module::set_parameter(const std::string& name, const Tensor& value) { set_slot(parameters_, "parameter", name, value); }
+
+void Module::set_buffer(const std::string& name, const Tensor& value) { set_slot(buffers_, "buffer", name, value); }
+
+void Module::set_module(const std::string& name, std::shared_ptr<Module> child) {
+  GLOBE_CHECK(child != nullptr, "[set_module] '", name, "' is null");
+  GLOBE_CHECK(child.get() != this, "[set_module] a module cannot contain itself");
+  const std::string now = kind_of(name);
+  GLOBE_CHECK(now.empty() || now == "module", "[set_module] '", name, "' is a ", now, " of this module, not a module");
+  Module* raw = child.get();
+  owned_children_.push_back(std::move(child));
+  for (auto& [n, c] : children_)
+    if (n == name) {
+      Module* old = c;
+      c = raw;
+      // The replaced child is no longer kept alive by this module (unless it still holds it elsewhere).
+      std::erase_if(owned_children_, [&](const std::shared_ptr<Module>& m) {
+        return m.get() == old && std::none_of(children_.begin(), children_.end(), [&](const auto& e) { return e.second == old; });
+      });
+      return;
+    }
+  children_.emplace_back(name, raw);
+}
+
+Tensor Module::get(const std::string& name) const {
+  for (const auto* slots : {&parameters_, &buffers_})
+    for (const Slot& s : *slots)
+      if (s.name == name) return *s.tensor;
+  return Tensor();
+}
+
 void Module::collect(const std::string& prefix, bool params,
                      std::vector<std::pair<std::string, Tensor>>& out) const {
   for (const Slot& s : params ? parameters_ : buffers_) out.emplace_back(prefix + s.name, *s.tensor);

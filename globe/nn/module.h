@@ -10,7 +10,9 @@
 // Modules register pointers to their members, so a module is neither copyable nor movable.
 #pragma once
 
+#include <deque>
 #include <functional>
+#include <memory>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -35,6 +37,20 @@ class Module {
   Tensor& register_buffer(const std::string& name, Tensor& slot);
   Module& register_module(const std::string& name, Module& child);
   void register_modules(std::initializer_list<std::pair<std::string, std::reference_wrapper<Module>>> children);
+
+  // Assignment by name, as an attribute assignment in PyTorch: a registered slot takes the new
+  // tensor (so `set_parameter("weight", other.weight)` ties the two, exactly as assigning the member
+  // `weight = other.weight` does in C++), an unregistered name is added with a slot the module
+  // owns. set_module replaces the child of that name, or adds it, and keeps it alive. A name keeps
+  // its kind: a parameter cannot become a buffer or a module. Python's modules
+  // (python/globe/nn.py) keep their parameters, buffers and children here.
+  void set_parameter(const std::string& name, const Tensor& value);
+  void set_buffer(const std::string& name, const Tensor& value);
+  void set_module(const std::string& name, std::shared_ptr<Module> child);
+  // This module's own parameter or buffer of that name (not its children's); undefined if none.
+  Tensor get(const std::string& name) const;
+  // What `name` is here: "parameter", "buffer", "module" or "" (not registered).
+  std::string kind_of(const std::string& name) const;
 
   // Recursive views, names dotted ("net1.weight"), in registration order.
   std::vector<Tensor> parameters() const;
@@ -88,9 +104,13 @@ class Module {
   };
   void collect(const std::string& prefix, bool params, std::vector<std::pair<std::string, Tensor>>& out) const;
 
+  void set_slot(std::vector<Slot>& slots, const char* kind, const std::string& name, const Tensor& value);
+
   std::vector<Slot> parameters_;
   std::vector<Slot> buffers_;
   std::vector<std::pair<std::string, Module*>> children_;
+  std::deque<Tensor> owned_slots_;                   // slots of names added by set_parameter/set_buffer
+  std::vector<std::shared_ptr<Module>> owned_children_;  // children added by set_module
   bool training_ = true;
 };
 

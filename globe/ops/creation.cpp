@@ -61,7 +61,7 @@ Tensor from_vector(const std::vector<int64_t>& v, const Shape& s) { return from_
 
 Tensor randn(const Shape& shape, DType dtype) {
   Tensor t = Tensor::uninitialized(shape, dtype);
-  kernels::fill_normal(t, next_random_stream(), shape, Shape(shape.size(), 0));
+  kernels::fill_normal(t, next_local_random_stream(), shape, Shape(shape.size(), 0));
   return t;
 }
 
@@ -69,7 +69,18 @@ Tensor rand(const Shape& shape, DType dtype) { return uniform(shape, 0.0, 1.0, d
 
 Tensor uniform(const Shape& shape, double low, double high, DType dtype) {
   Tensor t = Tensor::uninitialized(shape, dtype);
-  kernels::fill_uniform(t, next_random_stream(), shape, Shape(shape.size(), 0), low, high);
+  kernels::fill_uniform(t, next_local_random_stream(), shape, Shape(shape.size(), 0), low, high);
+  return t;
+}
+
+void check_randint_range(int64_t low, int64_t high) {
+  GLOBE_CHECK(high > low, "[randint] high must be greater than low, got low ", low, ", high ", high);
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape) {
+  check_randint_range(low, high);
+  Tensor t = Tensor::uninitialized(shape, kInt64);
+  kernels::fill_randint(t, next_local_random_stream(), shape, Shape(shape.size(), 0), low, high);
   return t;
 }
 

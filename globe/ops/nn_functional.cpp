@@ -442,7 +442,7 @@ Tensor dropout(const Tensor& a, double p, bool training) {
   GLOBE_CHECK(p >= 0.0 && p < 1.0, "[dropout] probability must be in [0, 1), got ", p);
   if (!training || p == 0.0) return a;
   // The mask depends only on the logical position, so every layout drops the same elements.
-  const RandomStream stream = next_random_stream();
+  const RandomStream stream = a.is_global() ? next_random_stream() : next_local_random_stream();
   auto fill = [&](const Tensor& shard, const Shape& start) {
     kernels::fill_dropout_mask(shard, stream, a.shape(), start, p);
   };
@@ -456,11 +456,31 @@ Tensor dropout(const Tensor& a, double p, bool training) {
   return mul(a, mask);
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target) {
+Reduction reduction_of(const std::string& name, const char* op) {
+  if (name == "mean") return Reduction::mean;
+  if (name == "sum") return Reduction::sum;
+  if (name == "none") return Reduction::none;
+  GLOBE_FAIL("[", op, "] reduction must be 'mean', 'sum' or 'none', got '", name, "'");
+}
+
+namespace {
+Tensor reduce_loss(const Tensor& losses, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::mean: return mean(losses);
+    case Reduction::sum: return sum(losses);
+    case Reduction::none: break;
+  }
+  return losses;
+}
+}  // namespace
+
+Tensor mse_loss(const Tensor& input, const Tensor& target) { return mse_loss_with(input, target, Reduction::mean); }
+
+Tensor mse_loss_with(const Tensor& input, const Tensor& target, Reduction reduction) {
   GLOBE_CHECK(input.shape() == target.shape(), "[mse_loss] input ", describe(input), " and target ",
               describe(target), " shapes differ");
   Tensor d = sub(input, target);
-  return mean(mul(d, d));
+  return reduce_loss(mul(d, d), reduction);
 }
 
 namespace {
@@ -489,6 +509,10 @@ Tensor row_max_of_split(const Tensor& x) {
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
+  return cross_entropy_with(logits, target, Reduction::mean);
+}
+
+Tensor cross_entropy_with(const Tensor& logits, const Tensor& target, Reduction reduction) {
   GLOBE_CHECK(logits.dim() >= 1, "[cross_entropy] logits must have a class dim, got ", describe(logits));
   GLOBE_CHECK(target.dtype() == kInt64, "[cross_entropy] target must hold int64 class indices, got ",
               describe(target));
@@ -496,14 +520,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
               "[cross_entropy] logits ", describe(logits), " (classes last) and target ",
               describe(target), " shapes do not match");
   if (!split_last(logits) || logits.sbp().any_partial()) {
-    Tensor logp = log_softmax(logits, -1);
-    return neg(mean(gather(logp, -1, unsqueeze(target, -1))));
+    Tensor picked = gather(log_softmax(logits, -1), -1, unsqueeze(target, -1));
+    return neg(reduce_loss(reduction == Reduction::none ? squeeze(picked, -1) : picked, reduction));
   }
   // Class-split (vocab-parallel) logits: log-sum-exp from per-row maxima and sums of exponentials,
   // minus the target logit picked where it lives. Communication is O(rows), never O(rows x classes).
   const Tensor shifted = sub(logits, row_max_of_split(logits));
   const Tensor lse = log(sum(exp(shifted), {-1}));
-  return mean(sub(lse, pick(shifted, target)));
+  return reduce_loss(sub(lse, pick(shifted, target)), reduction);
 }
 
 }  // namespace globe

@@ -28,6 +28,10 @@ Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape);
 Tensor randn(const Shape& shape, DType dtype = kFloat32);
 Tensor rand(const Shape& shape, DType dtype = kFloat32);
 Tensor uniform(const Shape& shape, double low, double high, DType dtype = kFloat32);
+// int64 integers uniform in [low, high) (torch.randint).
+Tensor randint(int64_t low, int64_t high, const Shape& shape);
+// Checks randint's range, naming the op: high > low.
+void check_randint_range(int64_t low, int64_t high);
 // Same shape, dtype and (for a global tensor) placement and SBP; a partial_sum layout becomes
 // broadcast for ones_like (ones summed over ranks would not be ones).
 Tensor zeros_like(const Tensor& t);
@@ -135,8 +139,17 @@ Tensor layer_norm(const Tensor& a, const Shape& normalized_shape, const Tensor& 
                   const Tensor& bias, double eps = 1e-5);
 // Zeroes elements with probability p and scales the rest by 1/(1-p); identity when !training.
 Tensor dropout(const Tensor& a, double p, bool training = true);
-Tensor mse_loss(const Tensor& input, const Tensor& target);  // mean reduction
-// logits [N, C], target int64 [N] -> mean negative log-likelihood.
+// How a loss reduces its per-element values (torch's reduction=): their mean (the default), their
+// sum, or none (the per-element losses, shaped like the target).
+enum class Reduction { mean, sum, none };
+// "mean", "sum" or "none"; anything else is an error naming `op` and the three.
+Reduction reduction_of(const std::string& name, const char* op);
+// The mean squared error. Each loss has one name (no overloads), so it can be handed on as a
+// function (`pipe.step(x, y, globe::cross_entropy)`); the *_with forms take the reduction.
+Tensor mse_loss(const Tensor& input, const Tensor& target);
+Tensor mse_loss_with(const Tensor& input, const Tensor& target, Reduction reduction);
+// logits [..., C], target int64 [...] -> the mean negative log-likelihood of the targets.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target);
+Tensor cross_entropy_with(const Tensor& logits, const Tensor& target, Reduction reduction);
 
 }  // namespace globe

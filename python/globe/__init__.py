@@ -17,10 +17,10 @@ from . import _globe
 from ._globe import (Error, Placement, Tensor, add, arange, argmax, cat, causal_attention, causal_fill,
                      causal_softmax, contiguous, cross_entropy, describe, div, dropout, embedding, exp, expand, flatten, from_full, from_numpy,
                      gather, gelu, gelu_tanh, layer_norm, linear, log, log_softmax, manual_seed, matmul, matmul_nt,
-                     max, mean, mse_loss, mul, narrow, neg, ones_like, permute, pick, pow, rand, relu, reshape,
+                     max, mean, mse_loss, mul, narrow, neg, ones_like, permute, pick, pow, relu, reshape,
                      scatter_add, sigmoid, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype,
                      transpose, uniform, unsqueeze, view, visualize, zeros_like)
-from . import env, nn, optim, pipeline, sbp  # noqa: E402  (after _globe: they use it)
+from . import env, nn, optim, pipeline, sbp, tensor_methods  # noqa: E402  (after _globe: they use it)
 from .autograd import grad_bucket_bytes, no_grad, no_sync, set_grad_bucket_bytes
 from .sbp import broadcast as _broadcast
 
@@ -33,27 +33,71 @@ long = int64
 
 
 def _excepthook(kind, value, traceback, _previous=_sys.excepthook):
-    _previous(kind, value, traceback)
-    if env.get_world_size() > 1:  # tell the other ranks and abort, as an uncaught C++ exception does
+    _previous(kind, value, traceback)  # the traceback, once, from this rank
+    if env.get_world_size() > 1:  # tell the other ranks (they stop at once) and exit 1, as Python does
         _sys.stdout.flush()
         _sys.stderr.flush()
-        _globe.die_of_uncaught_exception()
+        _globe.exit_after_failure(1)
 
 
 _sys.excepthook = _excepthook
 
-__all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "randn", "zeros", "ones", "full", "save", "load",
+__all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_global", "randn", "zeros", "ones", "full", "save", "load",
            "no_grad", "no_sync", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "env", "float32", "float64", "int64"]
 
 
+class device:  # noqa: N801  (torch.device / flow.device)
+    """device("cpu"), device("cpu:0") or device("cpu", 0). Globe's tensors live on the CPU: "cuda"
+    is an error that says so (a OneFlow program's "cuda" becomes "cpu")."""
+
+    def __init__(self, type="cpu", index=None):  # noqa: A002
+        if isinstance(type, device):
+            type, index = type.type, type.index if index is None else index
+        name, _, idx = str(type).partition(":")
+        if name != "cpu":
+            raise Error(f'[device] "{type}": this build of Globe runs on "cpu"; use "cpu" (and '
+                        f'placement("cpu", ...)) where a OneFlow program says "cuda"')
+        self.type, self.index = name, int(idx) if idx else index
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index or 0) == (other.type, other.index or 0)
+
+    def __hash__(self):
+        return hash((self.type, self.index or 0))
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        return f"device(type='{self.type}'" + ("" if self.index is None else f", index={self.index}") + ")"
+
+
+class cuda:  # noqa: N801  (flow.cuda)
+    """Globe runs on the CPU: no CUDA device is available."""
+
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def device_count():
+        return 0
+
+
 def placement(type="cpu", ranks=None):  # noqa: A002  (OneFlow's keyword)
-    """flow.placement(type, ranks): ranks a list (1-D) or a nested list (a mesh, row-major);
-    None: every rank. Globe runs on "cpu"; "cuda" is an error saying so."""
+    """flow.placement(type, ranks): ranks a list, range or numpy array (1-D), or a nested list /
+    2-D array (a mesh, row-major); None: every rank. Globe runs on "cpu"; "cuda" is an error saying
+    so. placement.all("cpu") is every rank."""
     if type != "cpu":
         raise Error(f'[placement] device type "{type}": this build of Globe runs on "cpu"; '
                     f'use placement("cpu", ranks=...)')
     if ranks is None:
         return Placement.all("cpu")
+    if isinstance(ranks, (range, _np.ndarray)):
+        a = _np.asarray(ranks)
+        return Placement("cpu", [int(r) for r in a.flat], list(a.shape))
     shape, level, flat = [], ranks, list(ranks)
     while isinstance(level, (list, tuple)):  # the mesh: the lengths along the first elements
         shape.append(len(level))
@@ -63,29 +107,52 @@ def placement(type="cpu", ranks=None):  # noqa: A002  (OneFlow's keyword)
     return Placement("cpu", [int(r) for r in flat], shape)
 
 
+placement.all = lambda type="cpu": placement(type)  # noqa: A002  (OneFlow's placement.all)
+# OneFlow's placement.ranks: a numpy array shaped like the mesh.
+Placement.ranks = property(lambda p: _np.array(p.rank_list, dtype=_np.int64).reshape(p.mesh_shape))
+Placement.device_type = property(lambda p: p.type)
+_globe.Sbp.__call__ = lambda self: self  # flow.sbp.broadcast() as well as flow.sbp.broadcast
+
+
 def _shape(size):
     if len(size) == 1 and isinstance(size[0], (list, tuple)):
         return list(size[0])
     return list(size)
 
 
-def _create(fn, size, dtype, placement, sbp, requires_grad):
+def _create(fn, size, dtype, placement, sbp, requires_grad, device=None):
+    if device is not None:
+        globals()["device"](device)  # checks it: "cpu" only
     t = fn(_shape(size), dtype, placement, sbp)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def randn(*size, dtype=float32, placement=None, sbp=None, requires_grad=False):
-    return _create(_globe.randn, size, dtype, placement, sbp, requires_grad)
+def randn(*size, dtype=float32, placement=None, sbp=None, requires_grad=False, device=None):
+    return _create(_globe.randn, size, dtype, placement, sbp, requires_grad, device)
 
 
-def zeros(*size, dtype=float32, placement=None, sbp=None, requires_grad=False):
-    return _create(_globe.zeros, size, dtype, placement, sbp, requires_grad)
+def zeros(*size, dtype=float32, placement=None, sbp=None, requires_grad=False, device=None):
+    return _create(_globe.zeros, size, dtype, placement, sbp, requires_grad, device)
 
 
-def ones(*size, dtype=float32, placement=None, sbp=None, requires_grad=False):
-    return _create(_globe.ones, size, dtype, placement, sbp, requires_grad)
+def ones(*size, dtype=float32, placement=None, sbp=None, requires_grad=False, device=None):
+    return _create(_globe.ones, size, dtype, placement, sbp, requires_grad, device)
+
+
+def rand(*size, dtype=float32, placement=None, sbp=None, requires_grad=False, device=None):
+    return _create(_globe.rand, size, dtype, placement, sbp, requires_grad, device)
+
+
+def randint(low, high=None, size=None, dtype=None, placement=None, sbp=None, device=None):
+    """flow.randint(low=0, high, size): int64 values uniform in [low, high); local, or global with
+    placement= (the same values in any layout, as randn)."""
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    t = _create(lambda shape, _dtype, p, b: _globe.randint(low, high, shape, p, b), (size,), int64, placement, sbp,
+                False, device)
+    return t if dtype is None or dtype == int64 else t.to(dtype)
 
 
 def full(size, value, dtype=float32, placement=None, sbp=None, requires_grad=False):
@@ -93,9 +160,16 @@ def full(size, value, dtype=float32, placement=None, sbp=None, requires_grad=Fal
     return t.requires_grad_(True) if requires_grad else t
 
 
-def tensor(data, dtype=None, requires_grad=False, placement=None, sbp=None):
-    """A tensor from numpy data or (nested) Python numbers; with placement and sbp, this rank's
-    `data` is its local tensor of a global one (as Tensor.to_global)."""
+def tensor(data, dtype=None, requires_grad=False, placement=None, sbp=None, device=None):
+    """A tensor from numpy data or (nested) Python numbers. With placement and sbp, `data` is the
+    whole value of the global tensor, as in OneFlow: rank 0's data is broadcast to the placement
+    and each rank keeps its block of it, so a split(0) tensor of (8, 8) data has shape (8, 8) and
+    each of 2 ranks holds 4 rows (a collective). To put together a global tensor from each rank's
+    piece instead, use local_to_global."""
+    if device is not None:
+        globals()["device"](device)  # checks it: "cpu" only
+    if isinstance(data, Tensor):
+        data = data.numpy()
     a = _np.array(data)  # a copy, as torch.tensor makes (from_numpy shares)
     if dtype is not None:
         a = a.astype({float32: _np.float32, float64: _np.float64, int64: _np.int64}[dtype])
@@ -103,10 +177,22 @@ def tensor(data, dtype=None, requires_grad=False, placement=None, sbp=None):
         a = a.astype(_np.float32)  # Python floats make float32 tensors, as in PyTorch
     t = from_numpy(a)
     if placement is not None:
-        t = t.to_global(placement=placement, sbp=sbp if sbp is not None else _broadcast)
+        t = t.to_global(placement=placement, sbp=_broadcast)  # rank 0's value on every rank
+        if sbp is not None:
+            t = t.to_global(sbp=sbp)  # each rank's block of it: no communication from B
+    elif sbp is not None:
+        raise Error("[tensor] sbp= needs placement= too")
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def local_to_global(local, placement, sbp):
+    """The global tensor whose pieces are each rank's `local` (numpy data or a local tensor): a
+    split(0) of (4, 8) pieces on 2 ranks has shape (8, 8). The same as local.to_global(...)."""
+    if not isinstance(local, Tensor):
+        local = tensor(local)
+    return local.to_global(placement=placement, sbp=sbp)
 
 
 def save(state, path, global_dst_rank=0):
@@ -128,3 +214,21 @@ def _numpy_array(self, dtype=None):
 
 Tensor.__array__ = _numpy_array
 Tensor.__iter__ = lambda self: iter(self.numpy())
+tensor_methods.install()
+# Where a tensor lives: a local one on the CPU; a global one on its placement's device type.
+Tensor.device = property(lambda self: device(self.placement.type if self.is_global else "cpu"))
+
+
+def _cuda(self, *args, **kwargs):
+    device("cuda")  # the error: this build runs on "cpu"
+
+
+Tensor.cuda = _cuda
+
+
+def _tensor_from_args(*args, **kwargs):
+    """flow.Tensor(data) / flow.Tensor(2, 3) as in OneFlow (the binding's constructor calls this): a
+    float32 tensor from data, or an uninitialised (here: zero-filled) one of a shape."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        return tensor(args[0], dtype=float32, **kwargs)
+    return zeros(*args, **kwargs)

@@ -1,12 +1,15 @@
-"""Modules (torch.nn / flow.nn spelling). Module is subclassed in Python: tensors that require
-grad and modules assigned as attributes are registered, in assignment order, under their
-attribute names (the state_dict keys). The layers wrap Globe's C++ layers, so a model built here
-has the C++ model's initial values and losses."""
+"""Modules (torch.nn / flow.nn spelling). Module is subclassed in Python. Its parameters, buffers
+and submodules live in one registry, the C++ module's (globe/nn/module.h), so state_dict,
+load_state_dict, to_global and parameters() are the C++ ones. An attribute assignment registers:
+a leaf tensor that requires grad (a Parameter) as a parameter, a Module as a submodule, in
+assignment order under the attribute name (the state_dict key); assigning to a name already
+registered replaces what it holds, so `b.weight = a.weight` ties the two, as in PyTorch. The
+layers wrap Globe's C++ layers, so a model built here has the C++ model's initial values and
+losses."""
 from collections import OrderedDict
 
 from . import _globe
 from ._globe import Tensor
-from .autograd import no_grad
 
 
 def Parameter(data, requires_grad=True):  # noqa: N802  (flow.nn.Parameter)
@@ -14,20 +17,52 @@ def Parameter(data, requires_grad=True):  # noqa: N802  (flow.nn.Parameter)
     return data.detach().requires_grad_(requires_grad)
 
 
+def _is_parameter(value):
+    return isinstance(value, Tensor) and value.requires_grad and value.is_leaf
+
+
 class Module:
     def __init__(self):
-        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_cpp", _globe.CppModule())
         object.__setattr__(self, "_modules", OrderedDict())
-        object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
-        if "_parameters" not in self.__dict__:
+        if "_cpp" not in self.__dict__:
             raise _globe.Error("[nn.Module] call super().__init__() before assigning attributes")
+        kind = self._cpp.kind_of(name)
         if isinstance(value, Module):
+            self._cpp.set_module(name, value._cpp)  # an error if `name` is a parameter or buffer
             self._modules[name] = value
-        elif isinstance(value, Tensor) and value.requires_grad and value.is_leaf:
-            self._parameters[name] = value
-        object.__setattr__(self, name, value)
+        elif kind == "parameter" or (not kind and _is_parameter(value)):
+            if not _is_parameter(value):
+                raise TypeError(f"cannot assign {type(value).__name__} as parameter '{name}' of "
+                                f"{type(self).__name__}: a Parameter (a leaf tensor that requires grad) is expected")
+            self._cpp.set_parameter(name, value)
+        elif kind == "buffer":
+            if not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign {type(value).__name__} as buffer '{name}' of {type(self).__name__}")
+            self._cpp.set_buffer(name, value)
+        elif kind == "module":
+            raise TypeError(f"cannot assign {type(value).__name__} as submodule '{name}' of "
+                            f"{type(self).__name__}: a Module is expected")
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):  # only for names not found the ordinary way: the registry's
+        d = self.__dict__
+        if "_cpp" in d:
+            if name in d["_modules"]:
+                return d["_modules"][name]
+            t = d["_cpp"].get(name)
+            if t is not None:
+                return t
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def register_buffer(self, name, tensor):
+        self._cpp.set_buffer(name, tensor)
+
+    def register_parameter(self, name, param):
+        self._cpp.set_parameter(name, param)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__}.forward")
@@ -36,44 +71,84 @@ class Module:
         return self.forward(*args, **kwargs)
 
     # ---- parameters and state ----
-    def named_parameters(self, prefix=""):
-        for name, p in self._own_parameters():
+    def named_parameters(self, prefix="", remove_duplicate=True):
+        """Dotted names in registration order; a tied parameter once, under its first name
+        (remove_duplicate=False lists every name, as state_dict does)."""
+        seen = []
+        for name, p in self._cpp.named_parameters():
+            if remove_duplicate and any(p.same(q) for q in seen):
+                continue
+            seen.append(p)
             yield prefix + name, p
-        for name, child in self._modules.items():
-            yield from child.named_parameters(prefix + name + ".")
-
-    def _own_parameters(self):
-        return list(self._parameters.items())
 
     def parameters(self):
-        return [p for _, p in self.named_parameters()]
+        return self._cpp.parameters()
+
+    def named_buffers(self, prefix=""):
+        for name, b in self._cpp.named_buffers():
+            yield prefix + name, b
+
+    def buffers(self):
+        return [b for _, b in self.named_buffers()]
 
     def children(self):
         return list(self._modules.values())
 
+    def named_children(self):
+        return list(self._modules.items())
+
+    def modules(self):
+        yield self
+        for c in self._modules.values():
+            yield from c.modules()
+
     def state_dict(self):
-        return OrderedDict((k, v.detach()) for k, v in self.named_parameters())
+        """Parameters and buffers, detached, every name (tied ones under each)."""
+        return OrderedDict(self._cpp.state_dict())
 
     def load_state_dict(self, state, strict=True):
-        own = OrderedDict(self.named_parameters())
-        missing = [k for k in own if k not in state]
-        unexpected = [k for k in state if k not in own]
-        if strict and (missing or unexpected):
-            raise _globe.Error(f"[load_state_dict] missing keys {missing}, unexpected keys {unexpected}")
-        with no_grad():
-            for k, p in own.items():
-                if k in state:
-                    _globe.copy_(p, state[k])
+        """Copies into the existing parameters; every missing, unexpected or mis-shaped key is
+        listed in the error (strict), and a failed load changes nothing."""
+        missing, unexpected = self._cpp.load_state_dict(dict(state), strict)
         return missing, unexpected
 
-    def zero_grad(self):
-        for p in self.parameters():
-            p.grad = None
+    def zero_grad(self, set_to_none=True):
+        self._cpp.zero_grad()
+
+    def to(self, *args, **kwargs):
+        """to(dtype) converts every floating parameter and buffer in place; to(device) checks the
+        device ("cpu": Globe's tensors live there) and changes nothing."""
+        from . import device  # noqa: PLC0415
+        dtype = kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        for a in args:
+            if isinstance(a, _globe.dtype):
+                dtype = a
+            else:
+                dev = a
+        if dev is not None:
+            device(dev)
+        if dtype is not None:
+            self._cpp.to(dtype)
+        return self
+
+    def cpu(self):
+        return self
+
+    def to_local(self):
+        """Every global parameter and buffer becomes its local piece, in place (OneFlow's
+        module.to_local)."""
+        for _, t in list(self._cpp.named_parameters()) + list(self._cpp.named_buffers()):
+            if t.is_global:
+                _globe.rebind(t, t.to_local().detach().requires_grad_(t.requires_grad))
+        return self
+
+    @property
+    def training(self):
+        return self._cpp.training
 
     def train(self, mode=True):
-        object.__setattr__(self, "training", mode)
-        for c in self._modules.values():
-            c.train(mode)
+        self._cpp.train(mode)
         return self
 
     def eval(self):
@@ -81,46 +156,44 @@ class Module:
 
     # ---- layouts ----
     def to_global(self, placement=None, sbp=None):
-        """Every parameter laid out on `placement` with `sbp` (flow's module.to_global), in place:
-        the same parameter objects, so an optimizer made before keeps working."""
+        """Every parameter and buffer laid out on `placement` with `sbp` (flow's
+        module.to_global; without sbp each keeps its own, local ones becoming broadcast), in
+        place: the same parameter objects, so an optimizer made before keeps working."""
         if placement is None:
             raise _globe.Error("[to_global] a module needs placement=")
-        for _, p in self._own_parameters():
-            layout = sbp if sbp is not None else (p.sbp if p.is_global else _globe.broadcast)
-            _globe.rebind(p, p.to_global(placement=placement, sbp=layout))
-        for c in self._modules.values():
-            c.to_global(placement, sbp)
+        self._cpp.to_global(placement, sbp)
+        return self
+
+    def distribute(self, placement, plan, default_sbp=_globe.broadcast):
+        """The whole module (rank 0's values) laid out by `plan`: {name: sbp}, others default_sbp
+        (tensor-parallel layers from an ordinary initialisation; see Module::distribute)."""
+        self._cpp.distribute(placement, dict(plan), default_sbp)
         return self
 
 
+class init:  # noqa: N801  (torch.nn.init / flow.nn.init: in place, returning the tensor)
+    uniform_ = staticmethod(_globe.init_uniform_)
+    normal_ = staticmethod(_globe.init_normal_)
+    constant_ = staticmethod(_globe.init_constant_)
+    zeros_ = staticmethod(_globe.init_zeros_)
+    ones_ = staticmethod(_globe.init_ones_)
+    xavier_uniform_ = staticmethod(_globe.init_xavier_uniform_)
+    xavier_normal_ = staticmethod(_globe.init_xavier_normal_)
+    kaiming_uniform_ = staticmethod(_globe.init_kaiming_uniform_)
+    kaiming_normal_ = staticmethod(_globe.init_kaiming_normal_)
+    calculate_gain = staticmethod(_globe.init_calculate_gain)
+
+
 class _CppLayer(Module):
-    """A Module over a C++ layer: its parameters are the C++ layer's tensors."""
+    """A Module over a C++ layer: the C++ layer is its registry, so its parameters are the C++
+    layer's tensors and an assignment to one (`head.weight = wte.weight`) is what its forward uses."""
 
     def __init__(self, cpp):
         super().__init__()
         object.__setattr__(self, "_cpp", cpp)
-        for name, p in cpp.named_parameters():
-            object.__setattr__(self, name, p)
-
-    def _own_parameters(self):
-        return list(self._cpp.named_parameters())
 
     def forward(self, x):
         return self._cpp.forward(x)
-
-    def to_global(self, placement=None, sbp=None):
-        self._cpp.to_global(placement, sbp)
-        return self
-
-    def train(self, mode=True):
-        self._cpp.train(mode)
-        return super().train(mode)
-
-    def distribute(self, placement, plan, default_sbp=_globe.broadcast):
-        """The whole layer (rank 0's values) laid out by `plan`: {name: sbp}, others default_sbp
-        (tensor-parallel layers from an ordinary initialisation; see Module::distribute)."""
-        self._cpp.distribute(placement, dict(plan), default_sbp)
-        return self
 
 
 class Linear(_CppLayer):
@@ -182,10 +255,26 @@ class Flatten(Module):
 
 
 class Sequential(Module):
+    """Sequential(m0, m1, ...) names its children "0", "1", ...; Sequential(OrderedDict) uses the
+    dict's names. Anything but a Module is a TypeError."""
+
     def __init__(self, *modules):
         super().__init__()
-        for i, m in enumerate(modules):
-            setattr(self, str(i), m)
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            items = list(modules[0].items())
+        else:
+            items = [(str(i), m) for i, m in enumerate(modules)]
+        for name, m in items:
+            if not isinstance(m, Module):
+                raise TypeError(f"nn.Sequential: '{name}' is a {type(m).__name__}, not a Module "
+                                "(give modules, or one OrderedDict of them)")
+            setattr(self, name, m)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
 
     def forward(self, x):
         for m in self._modules.values():
@@ -193,11 +282,19 @@ class Sequential(Module):
         return x
 
 
-class MSELoss(Module):
+class _Loss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"{type(self).__name__}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        self.reduction = reduction
+
+
+class MSELoss(_Loss):
     def forward(self, input, target):  # noqa: A002
-        return _globe.mse_loss(input, target)
+        return _globe.mse_loss(input, target, self.reduction)
 
 
-class CrossEntropyLoss(Module):
+class CrossEntropyLoss(_Loss):
     def forward(self, logits, target):
-        return _globe.cross_entropy(logits, target)
+        return _globe.cross_entropy(logits, target, self.reduction)

@@ -30,7 +30,8 @@ void bind_io(pyb::module_& m) {
   // An uncaught Python exception on one rank of several ends the rank the way an uncaught C++
   // exception does: the others are told, then it aborts (globe/dist/runtime.cpp). Exiting
   // normally instead would finalise MPI while the others wait in collectives for it.
-  m.def("die_of_uncaught_exception", [] { std::terminate(); });
+  m.def("exit_after_failure", &dist::exit_after_failure, pyb::arg("code"),
+        "tells the other ranks, then exits with `code` (the traceback is already printed)");
   m.def("set_grad_bucket_bytes", &set_grad_bucket_bytes, pyb::arg("bytes"));
   m.def("grad_bucket_bytes", &grad_bucket_bytes);
   pyb::class_<NoSyncGuard>(m, "_NoSyncGuard").def(pyb::init<>());

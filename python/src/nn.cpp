@@ -16,9 +16,28 @@ pyb::list named(const std::vector<std::pair<std::string, Tensor>>& items) {
 
 void bind_nn(pyb::module_& m) {
   using namespace nn;
+  // The registry every Python module keeps its parameters, buffers and children in (nn.py): a
+  // plain Module for a Python-defined one, the C++ layer itself for a wrapped layer.
   pyb::class_<Module, std::shared_ptr<Module>>(m, "CppModule")
+      .def(pyb::init<>())
       .def("named_parameters", [](const Module& mod) { return named(mod.named_parameters()); })
       .def("named_buffers", [](const Module& mod) { return named(mod.named_buffers()); })
+      .def("parameters", &Module::parameters)
+      .def("set_parameter", &Module::set_parameter, pyb::arg("name"), pyb::arg("value"))
+      .def("set_buffer", &Module::set_buffer, pyb::arg("name"), pyb::arg("value"))
+      .def("set_module", &Module::set_module, pyb::arg("name"), pyb::arg("child"))
+      .def("get", [](const Module& mod, const std::string& name) -> pyb::object {
+        Tensor t = mod.get(name);
+        return t.defined() ? pyb::cast(t) : pyb::none();
+      }, pyb::arg("name"))
+      .def("kind_of", &Module::kind_of, pyb::arg("name"))
+      .def("state_dict", [](const Module& mod) { return to_dict(mod.state_dict()); })
+      .def("load_state_dict", [](Module& mod, const pyb::dict& state, bool strict) {
+        auto keys = mod.load_state_dict(to_state_dict(state), strict);
+        return pyb::make_tuple(keys.missing, keys.unexpected);
+      }, pyb::arg("state"), pyb::arg("strict") = true)
+      .def("zero_grad", &Module::zero_grad)
+      .def_property_readonly("training", &Module::is_training)
       .def("to_global", [](Module& mod, const Placement& p, const pyb::object& sbp) {
         if (sbp.is_none()) mod.to_global(p);
         else mod.to_global(p, to_nd_sbp(sbp));
@@ -53,6 +72,20 @@ void bind_nn(pyb::module_& m) {
              return std::make_shared<LayerNorm>(to_shape(shape), eps, affine);
            }),
            pyb::arg("normalized_shape"), pyb::arg("eps") = 1e-5, pyb::arg("elementwise_affine") = true);
+  // torch.nn.init: in place, returning the tensor.
+  namespace ini = nn::init;
+  m.def("init_uniform_", &ini::uniform_, pyb::arg("tensor"), pyb::arg("a") = 0.0, pyb::arg("b") = 1.0);
+  m.def("init_normal_", &ini::normal_, pyb::arg("tensor"), pyb::arg("mean") = 0.0, pyb::arg("std") = 1.0);
+  m.def("init_constant_", &ini::constant_, pyb::arg("tensor"), pyb::arg("val"));
+  m.def("init_zeros_", &ini::zeros_, pyb::arg("tensor"));
+  m.def("init_ones_", &ini::ones_, pyb::arg("tensor"));
+  m.def("init_xavier_uniform_", &ini::xavier_uniform_, pyb::arg("tensor"), pyb::arg("gain") = 1.0);
+  m.def("init_xavier_normal_", &ini::xavier_normal_, pyb::arg("tensor"), pyb::arg("gain") = 1.0);
+  m.def("init_kaiming_uniform_", &ini::kaiming_uniform_, pyb::arg("tensor"), pyb::arg("a") = 0.0,
+        pyb::arg("mode") = "fan_in", pyb::arg("nonlinearity") = "leaky_relu");
+  m.def("init_kaiming_normal_", &ini::kaiming_normal_, pyb::arg("tensor"), pyb::arg("a") = 0.0,
+        pyb::arg("mode") = "fan_in", pyb::arg("nonlinearity") = "leaky_relu");
+  m.def("init_calculate_gain", &ini::calculate_gain, pyb::arg("nonlinearity"), pyb::arg("param") = 0.01);
   m.def("rebind", [](const Tensor& slot, const Tensor& value) { slot.rebind(value); },
         "the tensor `slot` takes `value`'s data and layout in place (parameter identity)");
 }

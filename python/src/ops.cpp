@@ -61,8 +61,18 @@ void bind_ops(pyb::module_& m) {
   m.def("to_dtype", &to_dtype, pyb::arg("input"), pyb::arg("dtype"));
   m.def("zeros_like", &zeros_like);
   m.def("ones_like", &ones_like);
-  m.def("rand", [](const pyb::object& shape, DType dtype) { return rand(to_shape(shape), dtype); },
-        pyb::arg("shape"), pyb::arg("dtype") = kFloat32);
+  creation(m, "rand", [](const Shape& s, DType d) { return rand(s, d); },
+           [](const Shape& s, const Placement& p, const NdSbp& b, DType d) { return rand(s, p, b, d); });
+  m.def("randint", [](int64_t low, int64_t high, const pyb::object& shape, const pyb::object& placement,
+                      const pyb::object& sbp) {
+    if (placement.is_none()) {
+      if (!sbp.is_none()) throw Error("[randint] sbp= needs placement= too");
+      return randint(low, high, to_shape(shape));
+    }
+    return randint(low, high, to_shape(shape), to_placement(placement),
+                   sbp.is_none() ? NdSbp(sbp::broadcast) : to_nd_sbp(sbp));
+  }, pyb::arg("low"), pyb::arg("high"), pyb::arg("shape"), pyb::arg("placement") = pyb::none(),
+        pyb::arg("sbp") = pyb::none());
   m.def("uniform", [](const pyb::object& shape, double low, double high, DType dtype) {
     return uniform(to_shape(shape), low, high, dtype);
   }, pyb::arg("shape"), pyb::arg("low"), pyb::arg("high"), pyb::arg("dtype") = kFloat32);
@@ -96,8 +106,12 @@ void bind_ops(pyb::module_& m) {
   m.def("cat", &cat, pyb::arg("tensors"), pyb::arg("dim") = 0);
   m.def("softmax", &softmax, pyb::arg("input"), pyb::arg("dim"));
   m.def("log_softmax", &log_softmax, pyb::arg("input"), pyb::arg("dim"));
-  m.def("mse_loss", &mse_loss);
-  m.def("cross_entropy", &cross_entropy);
+  m.def("mse_loss", [](const Tensor& input, const Tensor& target, const std::string& reduction) {
+    return mse_loss_with(input, target, reduction_of(reduction, "mse_loss"));
+  }, pyb::arg("input"), pyb::arg("target"), pyb::arg("reduction") = "mean");
+  m.def("cross_entropy", [](const Tensor& logits, const Tensor& target, const std::string& reduction) {
+    return cross_entropy_with(logits, target, reduction_of(reduction, "cross_entropy"));
+  }, pyb::arg("input"), pyb::arg("target"), pyb::arg("reduction") = "mean");
   m.def("embedding", &embedding);
   m.def("layer_norm", [](const Tensor& a, const pyb::object& shape, const pyb::object& w, const pyb::object& b,
                          double eps) {

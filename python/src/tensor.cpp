@@ -72,7 +72,9 @@ void bind_tensor(pyb::module_& m) {
       .def("__repr__", [](const Sbp& s) { return "sbp." + std::string(s.is_split() ? "split(" + std::to_string(s.dim) + ")"
                                                                                     : s.is_broadcast() ? "broadcast" : "partial_sum"); })
       .def("__str__", &Sbp::to_string)
-      .def("__eq__", [](const Sbp& a, const Sbp& b) { return a == b; })
+      .def("__eq__", [](const Sbp& a, const pyb::object& b) { return pyb::isinstance<Sbp>(b) && a == b.cast<Sbp>(); })
+      .def("__ne__", [](const Sbp& a, const pyb::object& b) { return !(pyb::isinstance<Sbp>(b) && a == b.cast<Sbp>()); })
+      .def("__hash__", [](const Sbp& s) { return std::hash<std::string>()(s.to_string()); })
       .def_property_readonly("dim", [](const Sbp& s) -> pyb::object {
         return s.is_split() ? pyb::object(pyb::int_(s.dim)) : pyb::object(pyb::none());
       });
@@ -87,7 +89,8 @@ void bind_tensor(pyb::module_& m) {
         if (i >= s.size()) throw pyb::index_error();
         return s[i];
       })
-      .def("__eq__", [](const NdSbp& a, const NdSbp& b) { return a == b; })
+      .def("__eq__", [](const NdSbp& a, const pyb::object& b) { return pyb::isinstance<NdSbp>(b) && a == b.cast<NdSbp>(); })
+      .def("__ne__", [](const NdSbp& a, const pyb::object& b) { return !(pyb::isinstance<NdSbp>(b) && a == b.cast<NdSbp>()); })
       .def("__repr__", &NdSbp::to_string);
 
   pyb::class_<Placement>(m, "Placement")
@@ -97,12 +100,22 @@ void bind_tensor(pyb::module_& m) {
            pyb::arg("device"), pyb::arg("ranks"), pyb::arg("mesh_shape"))
       .def_static("all", &Placement::all, pyb::arg("device") = "cpu")
       .def_property_readonly("type", &Placement::device)
-      .def_property_readonly("ranks", &Placement::ranks)
+      .def_property_readonly("rank_list", &Placement::ranks)
       .def_property_readonly("mesh_shape", &Placement::mesh_shape)
-      .def("__eq__", [](const Placement& a, const Placement& b) { return a == b; })
+      .def("__eq__", [](const Placement& a, const pyb::object& b) {
+        return pyb::isinstance<Placement>(b) && a == b.cast<Placement>();
+      })
+      .def("__ne__", [](const Placement& a, const pyb::object& b) {
+        return !(pyb::isinstance<Placement>(b) && a == b.cast<Placement>());
+      })
+      .def("__hash__", [](const Placement& p) { return std::hash<std::string>()(p.to_string()); })
       .def("__repr__", &Placement::to_string);
 
   pyb::class_<Tensor>(m, "Tensor")
+      // flow.Tensor(data) and flow.Tensor(*shape): the package's constructor (globe/__init__.py).
+      .def(pyb::init([](const pyb::args& args, const pyb::kwargs& kwargs) {
+        return pyb::module_::import("globe").attr("_tensor_from_args")(*args, **kwargs).cast<Tensor>();
+      }))
       .def_property_readonly("shape", [](const Tensor& t) { return pyb::tuple(pyb::cast(t.shape())); })
       .def_property_readonly("dtype", &Tensor::dtype)
       .def("dim", &Tensor::dim)

@@ -129,6 +129,12 @@ std::vector<OpCase> cases() {
       {"mse_loss", {F({5, 3}), F({5, 3})}, [](V x) { return mse_loss(x[0], x[1]); }},
       {"cross_entropy", {F({5, 4}), I({5}, 4)}, [](V x) { return cross_entropy(x[0], x[1]); }},
       {"cross_entropy_3d", {F({2, 3, 5}), I({2, 3}, 5)}, [](V x) { return cross_entropy(x[0], x[1]); }},
+      // torch's reduction=: the sum, and the per-element losses (class-split logits too).
+      {"mse_loss_sum", {F({5, 3}), F({5, 3})}, [](V x) { return mse_loss_with(x[0], x[1], Reduction::sum); }},
+      {"mse_loss_none", {F({5, 3}), F({5, 3})}, [](V x) { return mse_loss_with(x[0], x[1], Reduction::none); }},
+      {"cross_entropy_sum", {F({5, 4}), I({5}, 4)}, [](V x) { return cross_entropy_with(x[0], x[1], Reduction::sum); }},
+      {"cross_entropy_none_3d", {F({2, 3, 5}), I({2, 3}, 5)},
+       [](V x) { return cross_entropy_with(x[0], x[1], Reduction::none); }},
       {"pick", {F({5, 4}), I({5}, 4)}, [](V x) { return pick(x[0], x[1]); }},
   };
 }

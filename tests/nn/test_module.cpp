@@ -293,6 +293,52 @@ TEST(Module, RegisteringItselfIsAnError) {
   EXPECT_THAT(error_of([&] { s.register_module("me", s); }), StartsWith("[register_module]"));
 }
 
+TEST(Module, SetParameterTiesAfterRegistrationAndTheForwardUsesIt) {
+  // Tying after construction, by name (what Python's `b.weight = a.weight` does): the registered
+  // slot takes the tensor, so b's forward computes with a's weight and the registry lists it once.
+  struct Pair : nn::Module {
+    nn::Linear a{3, 4}, b{3, 4, /*bias=*/false};
+    Pair() { register_modules({{"a", a}, {"b", b}}); }
+  } pair;
+  ASSERT_FALSE(pair.b.weight.same(pair.a.weight));
+  pair.b.set_parameter("weight", pair.a.weight);
+  EXPECT_TRUE(pair.b.weight.same(pair.a.weight));
+  EXPECT_TRUE(pair.b.get("weight").same(pair.a.weight));
+  EXPECT_EQ(pair.parameters().size(), 2u);  // a.weight (= b.weight) and a.bias
+  Tensor x = randn({2, 3});
+  EXPECT_EQ(values(pair.b(x)), values(matmul_nt(x, pair.a.weight)));
+  // The gradient of the tied weight gathers both uses.
+  sum(add(pair.a(x), pair.b(x))).backward();
+  Tensor g = pair.a.weight.grad();
+  EXPECT_EQ(values(g), values(mul(matmul(transpose(ones({2, 4}), 0, 1), x), 2.0)));
+}
+
+TEST(Module, SetParameterBufferAndModuleAddOrReplaceByName) {
+  nn::Module m;
+  m.set_parameter("w", ones({2}).set_requires_grad());
+  m.set_buffer("count", zeros({1}, kInt64));
+  auto child = std::make_shared<nn::Linear>(2, 3);
+  m.set_module("fc", child);
+  EXPECT_THAT(names_of(m.named_parameters()), ElementsAre("w", "fc.weight", "fc.bias"));
+  EXPECT_THAT(names_of(m.named_buffers()), ElementsAre("count"));
+  EXPECT_THAT(m.state_dict().keys(), ElementsAre("w", "fc.weight", "fc.bias", "count"));
+  EXPECT_EQ(m.kind_of("w"), "parameter");
+  EXPECT_EQ(m.kind_of("count"), "buffer");
+  EXPECT_EQ(m.kind_of("fc"), "module");
+  EXPECT_EQ(m.kind_of("nothing"), "");
+  // Replacing the child: the registry follows, and the module keeps the new one alive.
+  m.set_module("fc", std::make_shared<nn::Linear>(2, 5));
+  child.reset();
+  EXPECT_EQ(m.named_parameters()[1].second.shape(), (Shape{5, 2}));
+  EXPECT_EQ(m.named_children().size(), 1u);
+  // A name keeps its kind.
+  EXPECT_THAT(error_of([&] { m.set_buffer("w", zeros({2})); }),
+              AllOf(StartsWith("[set_buffer]"), HasSubstr("'w' is a parameter")));
+  EXPECT_THAT(error_of([&] { m.set_module("count", std::make_shared<nn::ReLU>()); }),
+              AllOf(StartsWith("[set_module]"), HasSubstr("'count' is a buffer")));
+  EXPECT_THAT(error_of([&] { m.set_parameter("fc", ones({1})); }), HasSubstr("'fc' is a module"));
+}
+
 // ---- layers -------------------------------------------------------------------------------------
 
 TEST(Layers, SequentialNamesChildrenByIndex) {

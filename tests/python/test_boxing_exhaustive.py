@@ -51,7 +51,7 @@ def make(whole, placement, layout):
     if layout is P:
         # This rank's term: the whole value split into terms by rank (any split sums back).
         ranks = placement.ranks
-        term = whole / len(ranks) if RANK in ranks else np.zeros_like(whole)
+        term = whole / ranks.size if RANK in ranks else np.zeros_like(whole)
         return flow.tensor(term.astype(np.float64)).to_global(placement=placement, sbp=P)
     return flow.from_full(flow.tensor(whole.astype(np.float64)), placement, layout)
 

@@ -16,10 +16,11 @@ def all_ranks():
 
 def test_placement_spelling():
     p = all_ranks()
-    assert p.ranks == list(range(WORLD)) and p.mesh_shape == [WORLD]
+    assert p.ranks.tolist() == list(range(WORLD)) and p.mesh_shape == [WORLD]  # a numpy array, as OneFlow's
     if WORLD == 4:
         mesh = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
-        assert mesh.mesh_shape == [2, 2] and mesh.ranks == [0, 1, 2, 3]
+        assert mesh.mesh_shape == [2, 2] and mesh.ranks.tolist() == [[0, 1], [2, 3]]
+        assert mesh == flow.placement("cpu", ranks=np.arange(4).reshape(2, 2))
     assert repr(flow.sbp.split(1)) == "sbp.split(1)"
 
 
@@ -103,3 +104,32 @@ def test_no_sync_accumulates_and_reduces_once():
         flow.set_grad_bucket_bytes(old)
     np.testing.assert_allclose(grads[1], 2 * grads[0], rtol=1e-6)
     np.testing.assert_allclose(grads[2], 2 * grads[0], rtol=1e-6)
+
+
+def test_tensor_with_placement_takes_data_as_the_whole_value():
+    # OneFlow's flow.tensor(data, placement=, sbp=): `data` is the whole value (rank 0's, broadcast),
+    # each rank keeps its block. Rank-dependent data shows whose value wins.
+    data = np.arange(64, dtype=np.float32).reshape(8, 8) + 1000 * RANK
+    x = flow.tensor(data, placement=all_ranks(), sbp=flow.sbp.split(0))
+    assert x.shape == (8, 8) and x.to_local().shape == (8 // WORLD, 8)
+    whole = np.arange(64, dtype=np.float32).reshape(8, 8)
+    np.testing.assert_array_equal(x.numpy(), whole)
+    np.testing.assert_array_equal(x.to_local().numpy(), np.split(whole, WORLD)[RANK])
+    b = flow.tensor(data, placement=all_ranks(), sbp=flow.sbp.broadcast)
+    np.testing.assert_array_equal(b.to_local().numpy(), whole)
+    # The pieces spelling: each rank's data is its piece.
+    pieces = flow.local_to_global(data, all_ranks(), flow.sbp.split(0))
+    assert pieces.shape == (8 * WORLD, 8)
+    np.testing.assert_array_equal(pieces.to_local().numpy(), data)
+    with pytest.raises(flow.Error, match=r"\[tensor\] sbp= needs placement="):
+        flow.tensor(data, sbp=flow.sbp.split(0))
+
+
+def test_seeded_local_streams_agree_on_every_rank():
+    # After manual_seed every rank draws the same local stream; a broadcast layout takes rank 0's
+    # values either way, so a data-parallel model starts replicated.
+    flow.manual_seed(9)
+    mine = flow.randn(4)
+    pieces = flow.local_to_global(flow.unsqueeze(mine, 0), all_ranks(), flow.sbp.split(0)).numpy()
+    for r in range(WORLD):
+        np.testing.assert_array_equal(pieces[r], mine.numpy())

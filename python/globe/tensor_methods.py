@@ -1,0 +1,249 @@
+"""Tensor methods under torch's and OneFlow's names and signatures, over Globe's ops: every op has a
+method (x.transpose(0, 1), x.softmax(-1), x.max(dim=1)), a tensor is subscriptable (x[0], x[:, 1:3],
+x[..., None]), and the in-place forms (zero_, fill_, copy_, add_, mul_, ...) write into the tensor,
+refused where autograd would need its old value. Installed on globe.Tensor by the package."""
+import builtins
+import collections
+
+import numpy as _np
+
+from . import _globe
+from ._globe import Error, Tensor
+
+_py_slice = builtins.slice
+
+
+def _sizes(args):
+    """A shape given as *ints or as one sequence (torch accepts both)."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return list(args[0])
+    return list(args)
+
+
+def _dims(dim):
+    if dim is None:
+        return []
+    return list(dim) if isinstance(dim, (list, tuple)) else [dim]
+
+
+# max / min with a dim return (values, indices), as torch and OneFlow do.
+MaxResult = collections.namedtuple("max", ["values", "indices"])
+
+
+def max_(self, dim=None, keepdim=False):  # noqa: A001
+    if dim is None:
+        return _globe.max(self)
+    return MaxResult(_globe.max(self, [dim], keepdim), _globe.argmax(self, dim, keepdim))
+
+
+def argmax(self, dim=None, keepdim=False):
+    if dim is None:
+        return _globe.argmax(_globe.reshape(self, [-1]), 0)
+    return _globe.argmax(self, dim, keepdim)
+
+
+def squeeze(self, dim=None):
+    if dim is not None:
+        return _globe.squeeze(self, dim)
+    out = self
+    for d in reversed(range(self.dim())):
+        if self.shape[d] == 1:
+            out = _globe.squeeze(out, d)
+    return out
+
+
+def expand(self, *sizes):
+    sizes = _sizes(sizes)
+    lead = len(sizes) - self.dim()
+    return _globe.expand(self, [self.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes)])
+
+
+def repeat(self, *sizes):
+    """Tiles the tensor sizes[d] times along each dim d (leading new dims allowed), as torch."""
+    sizes = _sizes(sizes)
+    if len(sizes) < self.dim():
+        raise Error(f"[repeat] {len(sizes)} repeat counts for a tensor of {self.dim()} dims")
+    out = self
+    for _ in range(len(sizes) - self.dim()):
+        out = _globe.unsqueeze(out, 0)
+    for d, n in enumerate(sizes):
+        if n != 1:
+            out = _globe.cat([out] * n, d)
+    return out
+
+
+def split(self, split_size_or_sections, dim=0):
+    n = self.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        lengths = [min(split_size_or_sections, n - s) for s in range(0, n, split_size_or_sections)]
+    else:
+        lengths = list(split_size_or_sections)
+        if sum(lengths) != n:
+            raise Error(f"[split] sections {lengths} do not add up to dim {dim}'s size {n}")
+    out, start = [], 0
+    for length in lengths:
+        out.append(_globe.narrow(self, dim, start, length))
+        start += length
+    return tuple(out)
+
+
+def chunk(self, chunks, dim=0):
+    n = self.shape[dim]
+    return split(self, -(-n // chunks), dim)
+
+
+def to(self, *args, **kwargs):
+    """to(dtype), to(device), to(device, dtype), to(other) or keywords: the same tensor where
+    nothing changes (as torch)."""
+    from . import device as _device  # noqa: PLC0415  (the package's, defined after this module)
+    dtype = kwargs.pop("dtype", None)
+    dev = kwargs.pop("device", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, dev = a.dtype, a.device
+        elif isinstance(a, _globe.dtype):
+            dtype = a
+        else:
+            dev = a
+    if dev is not None:
+        _device(dev)  # "cuda" or a bad name: the device's own error
+    return self if dtype is None or dtype == self.dtype else _globe.to_dtype(self, dtype)
+
+
+def _index(self, key):
+    """Basic indexing: ints (the dim removed), slices with step 1, None (a new dim) and Ellipsis;
+    a 1-D int64 tensor (or list) on the first dim selects rows. Other steps and boolean masks (whose
+    result's shape depends on the values) are refused."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if builtins.sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = builtins.sum(k is not None and k is not Ellipsis for k in key)
+    if used > self.dim():
+        raise IndexError(f"too many indices for a tensor of {self.dim()} dims: {used}")
+    out, d = self, 0
+    for k in key:
+        if k is Ellipsis:
+            d += self.dim() - used
+        elif k is None:
+            out = _globe.unsqueeze(out, d)
+            d += 1
+        elif isinstance(k, (int, _np.integer)):
+            n = out.shape[d]
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for dim {d} with size {n}")
+            out = _globe.squeeze(_globe.narrow(out, d, int(k) % n, 1), d)
+        elif isinstance(k, _py_slice):
+            start, stop, step = k.indices(out.shape[d])
+            if step != 1:
+                raise Error(f"[index] slice step {step}: only step 1 is supported")
+            out = _globe.narrow(out, d, start, builtins.max(stop - start, 0))
+            d += 1
+        elif isinstance(k, (Tensor, list)) and d == 0 and len(key) == 1:
+            idx = k if isinstance(k, Tensor) else _globe.from_numpy(_np.array(k, dtype=_np.int64))
+            if idx.dtype != _globe.dtype.int64:
+                raise Error("[index] indexing by a boolean or floating tensor is not supported (its result's "
+                            "shape depends on the values); use an int64 index tensor, or masked arithmetic")
+            rows = _globe.reshape(out, [out.shape[0], -1])
+            picked = _globe.embedding(rows, idx)
+            return _globe.reshape(picked, list(idx.shape) + list(out.shape[1:]))
+        else:
+            raise Error(f"[index] unsupported index {k!r}: use ints, slices, None, ... or one int64 tensor")
+    return out
+
+
+def _inplace(name, compute):
+    """An in-place method: the result computed from the old value, then written into the tensor.
+    Refused while autograd records and the tensor takes part in it (torch's leaf rule; for other
+    tensors Globe keeps no version counter, so the old value a backward needs would be lost)."""
+    def method(self, *args, **kwargs):
+        if _globe.grad_enabled() and self.requires_grad:
+            what = "a leaf that requires grad" if self.is_leaf else "a tensor autograd may need unchanged"
+            raise Error(f"[{name}] in-place on {what} ({_globe.describe(self)}): do it under "
+                        f"globe.no_grad(), or use the out-of-place form")
+        _globe.copy_(self, compute(self, *args, **kwargs))
+        return self
+    method.__name__ = name
+    return method
+
+
+def _fill(self, value):
+    if self.is_global:
+        return _globe.full(list(self.shape), float(value), self.dtype, self.placement, self.sbp)
+    return _globe.full(list(self.shape), float(value), self.dtype)
+
+
+METHODS = {
+    # shapes
+    "transpose": lambda self, d0, d1: _globe.transpose(self, d0, d1),
+    "permute": lambda self, *dims: _globe.permute(self, _sizes(dims)),
+    "view": lambda self, *shape: _globe.view(self, _sizes(shape)),
+    "reshape": lambda self, *shape: _globe.reshape(self, _sizes(shape)),
+    "flatten": lambda self, start_dim=0, end_dim=-1: _globe.flatten(self, start_dim, end_dim),
+    "unsqueeze": lambda self, dim: _globe.unsqueeze(self, dim),
+    "squeeze": squeeze,
+    "expand": expand,
+    "expand_as": lambda self, other: _globe.expand(self, list(other.shape)),
+    "repeat": repeat,
+    "narrow": lambda self, dim, start, length: _globe.narrow(self, dim, start, length),
+    "split": split,
+    "chunk": chunk,
+    "contiguous": lambda self: _globe.contiguous(self),
+    "clone": lambda self: self * 1.0,  # a new tensor (x * 1 is exact), differentiable
+    "gather": lambda self, dim, index: _globe.gather(self, dim, index),
+    # dtypes and devices
+    "to": to,
+    "float": lambda self: to(self, _globe.dtype.float32),
+    "double": lambda self: to(self, _globe.dtype.float64),
+    "long": lambda self: to(self, _globe.dtype.int64),
+    "type_as": lambda self, other: to(self, other.dtype),
+    "cpu": lambda self: self,
+    "tolist": lambda self: self.numpy().tolist(),
+    # math
+    "matmul": lambda self, other: _globe.matmul(self, other),
+    "mm": lambda self, other: _globe.matmul(self, other),
+    "add": lambda self, other: self + other,
+    "sub": lambda self, other: self - other,
+    "mul": lambda self, other: self * other,
+    "div": lambda self, other: self / other,
+    "pow": lambda self, e: _globe.pow(self, e),
+    "neg": lambda self: _globe.neg(self),
+    "exp": lambda self: _globe.exp(self),
+    "log": lambda self: _globe.log(self),
+    "sqrt": lambda self: _globe.sqrt(self),
+    "relu": lambda self: _globe.relu(self),
+    "tanh": lambda self: _globe.tanh(self),
+    "sigmoid": lambda self: _globe.sigmoid(self),
+    "gelu": lambda self: _globe.gelu(self),
+    "softmax": lambda self, dim: _globe.softmax(self, dim),
+    "log_softmax": lambda self, dim: _globe.log_softmax(self, dim),
+    # reductions
+    "sum": lambda self, dim=None, keepdim=False: _globe.sum(self, _dims(dim), keepdim),
+    "mean": lambda self, dim=None, keepdim=False: _globe.mean(self, _dims(dim), keepdim),
+    "max": max_,
+    "argmax": argmax,
+    # in place
+    "zero_": _inplace("zero_", lambda self: _fill(self, 0.0)),
+    "fill_": _inplace("fill_", _fill),
+    "copy_": _inplace("copy_", lambda self, src: src),
+    "add_": _inplace("add_", lambda self, other: self + other),
+    "sub_": _inplace("sub_", lambda self, other: self - other),
+    "mul_": _inplace("mul_", lambda self, other: self * other),
+    "div_": _inplace("div_", lambda self, other: self / other),
+    "__getitem__": _index,
+}
+
+PROPERTIES = {
+    "T": lambda self: _globe.permute(self, list(reversed(range(self.dim())))),
+    "ndim": lambda self: self.dim(),
+    "is_local": lambda self: not self.is_global,
+}
+
+
+def install():
+    for name, fn in METHODS.items():
+        setattr(Tensor, name, fn)
+    for name, fn in PROPERTIES.items():
+        setattr(Tensor, name, property(fn))
