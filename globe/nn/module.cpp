@@ -66,15 +66,10 @@ void Module::set_module(const std::string& name, std::shared_ptr<Module> child) 
   const std::string now = kind_of(name);
   GLOBE_CHECK(now.empty() || now == "module", "[set_module] '", name, "' is a ", now, " of this module, not a module");
   Module* raw = child.get();
-  owned_children_.push_back(std::move(child));
+  owned_children_[name] = std::move(child);  // a replaced child is no longer kept alive here
   for (auto& [n, c] : children_)
     if (n == name) {
-      Module* old = c;
       c = raw;
-      // The replaced child is no longer kept alive by this module (unless it still holds it elsewhere).
-      std::erase_if(owned_children_, [&](const std::shared_ptr<Module>& m) {
-        return m.get() == old && std::none_of(children_.begin(), children_.end(), [&](const auto& e) { return e.second == old; });
-      });
       return;
     }
   children_.emplace_back(name, raw);

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -110,7 +111,7 @@ class Module {
   std::vector<Slot> buffers_;
   std::vector<std::pair<std::string, Module*>> children_;
   std::deque<Tensor> owned_slots_;                   // slots of names added by set_parameter/set_buffer
-  std::vector<std::shared_ptr<Module>> owned_children_;  // children added by set_module
+  std::map<std::string, std::shared_ptr<Module>> owned_children_;  // children set_module keeps alive, by name
   bool training_ = true;
 };
 

@@ -120,9 +120,13 @@ def _shape(size):
     return list(size)
 
 
-def _create(fn, size, dtype, placement, sbp, requires_grad, device=None):
-    if device is not None:
-        globals()["device"](device)  # checks it: "cpu" only
+def _check_device(dev):
+    if dev is not None:
+        device(dev)  # "cpu" only: the device's own error otherwise
+
+
+def _create(fn, size, dtype, placement, sbp, requires_grad, dev=None):
+    _check_device(dev)
     t = fn(_shape(size), dtype, placement, sbp)
     if requires_grad:
         t.requires_grad_(True)
@@ -166,8 +170,7 @@ def tensor(data, dtype=None, requires_grad=False, placement=None, sbp=None, devi
     and each rank keeps its block of it, so a split(0) tensor of (8, 8) data has shape (8, 8) and
     each of 2 ranks holds 4 rows (a collective). To put together a global tensor from each rank's
     piece instead, use local_to_global."""
-    if device is not None:
-        globals()["device"](device)  # checks it: "cpu" only
+    _check_device(device)
     if isinstance(data, Tensor):
         data = data.numpy()
     a = _np.array(data)  # a copy, as torch.tensor makes (from_numpy shares)

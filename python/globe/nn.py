@@ -10,6 +10,7 @@ from collections import OrderedDict
 
 from . import _globe
 from ._globe import Tensor
+from .tensor_methods import dtype_and_device
 
 
 def Parameter(data, requires_grad=True):  # noqa: N802  (flow.nn.Parameter)
@@ -118,16 +119,7 @@ class Module:
     def to(self, *args, **kwargs):
         """to(dtype) converts every floating parameter and buffer in place; to(device) checks the
         device ("cpu": Globe's tensors live there) and changes nothing."""
-        from . import device  # noqa: PLC0415
-        dtype = kwargs.pop("dtype", None)
-        dev = kwargs.pop("device", None)
-        for a in args:
-            if isinstance(a, _globe.dtype):
-                dtype = a
-            else:
-                dev = a
-        if dev is not None:
-            device(dev)
+        dtype, _ = dtype_and_device(args, kwargs)
         if dtype is not None:
             self._cpp.to(dtype)
         return self

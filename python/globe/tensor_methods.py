@@ -92,10 +92,10 @@ def chunk(self, chunks, dim=0):
     return split(self, -(-n // chunks), dim)
 
 
-def to(self, *args, **kwargs):
-    """to(dtype), to(device), to(device, dtype), to(other) or keywords: the same tensor where
-    nothing changes (as torch)."""
-    from . import device as _device  # noqa: PLC0415  (the package's, defined after this module)
+def dtype_and_device(args, kwargs):
+    """What to(...) asks for, as torch's and OneFlow's to() take it (dtype, device, both, another
+    tensor, or keywords): (dtype or None, device or None), the device checked ("cpu" only)."""
+    from . import device  # noqa: PLC0415  (the package's, defined after this module)
     dtype = kwargs.pop("dtype", None)
     dev = kwargs.pop("device", None)
     if kwargs:
@@ -107,8 +107,12 @@ def to(self, *args, **kwargs):
             dtype = a
         else:
             dev = a
-    if dev is not None:
-        _device(dev)  # "cuda" or a bad name: the device's own error
+    return dtype, None if dev is None else device(dev)
+
+
+def to(self, *args, **kwargs):
+    """The same tensor where nothing changes (as torch), else a converted copy."""
+    dtype, _ = dtype_and_device(args, kwargs)
     return self if dtype is None or dtype == self.dtype else _globe.to_dtype(self, dtype)
 
 

@@ -6,19 +6,27 @@ namespace globe::py {
 
 namespace {
 
+// A creation call: local without placement, global with it (sbp defaults to broadcast); sbp=
+// without placement= is an error naming `op`.
+template <class Local, class Global>
+Tensor local_or_global(const char* op, const pyb::object& placement, const pyb::object& sbp, Local local,
+                       Global global) {
+  if (placement.is_none()) {
+    if (!sbp.is_none()) throw Error(std::string("[") + op + "] sbp= needs placement= too");
+    return local();
+  }
+  return global(to_placement(placement), sbp.is_none() ? NdSbp(sbp::broadcast) : to_nd_sbp(sbp));
+}
+
 using Creator = Tensor (*)(const Shape&, DType);
 using GlobalCreator = Tensor (*)(const Shape&, const Placement&, const NdSbp&, DType);
 
-// A creation function: local without placement, global with it (sbp defaults to broadcast).
 void creation(pyb::module_& m, const char* name, Creator local, GlobalCreator global) {
   m.def(name, [local, global](const pyb::object& shape, DType dtype, const pyb::object& placement,
                               const pyb::object& sbp) {
-    if (placement.is_none()) {
-      if (!sbp.is_none()) throw Error(std::string("[") + "creation] sbp= needs placement= too");
-      return local(to_shape(shape), dtype);
-    }
-    return global(to_shape(shape), to_placement(placement), sbp.is_none() ? NdSbp(sbp::broadcast) : to_nd_sbp(sbp),
-                  dtype);
+    const Shape s = to_shape(shape);
+    return local_or_global("creation", placement, sbp, [&] { return local(s, dtype); },
+                           [&](const Placement& p, const NdSbp& b) { return global(s, p, b, dtype); });
   }, pyb::arg("shape"), pyb::arg("dtype") = kFloat32, pyb::arg("placement") = pyb::none(), pyb::arg("sbp") = pyb::none());
 }
 
@@ -33,9 +41,9 @@ void bind_ops(pyb::module_& m) {
   creation(m, "randn", [](const Shape& s, DType d) { return randn(s, d); },
            [](const Shape& s, const Placement& p, const NdSbp& b, DType d) { return randn(s, p, b, d); });
   m.def("full", [](const pyb::object& shape, double v, DType dtype, const pyb::object& placement, const pyb::object& sbp) {
-    if (placement.is_none()) return full(to_shape(shape), v, dtype);
-    return full(to_shape(shape), v, to_placement(placement), sbp.is_none() ? NdSbp(sbp::broadcast) : to_nd_sbp(sbp),
-                dtype);
+    const Shape s = to_shape(shape);
+    return local_or_global("full", placement, sbp, [&] { return full(s, v, dtype); },
+                           [&](const Placement& p, const NdSbp& b) { return full(s, v, p, b, dtype); });
   }, pyb::arg("shape"), pyb::arg("value"), pyb::arg("dtype") = kFloat32, pyb::arg("placement") = pyb::none(),
         pyb::arg("sbp") = pyb::none());
   m.def("arange", [](int64_t n, DType dtype) { return arange(n, dtype); }, pyb::arg("n"), pyb::arg("dtype") = kInt64);
@@ -65,12 +73,9 @@ void bind_ops(pyb::module_& m) {
            [](const Shape& s, const Placement& p, const NdSbp& b, DType d) { return rand(s, p, b, d); });
   m.def("randint", [](int64_t low, int64_t high, const pyb::object& shape, const pyb::object& placement,
                       const pyb::object& sbp) {
-    if (placement.is_none()) {
-      if (!sbp.is_none()) throw Error("[randint] sbp= needs placement= too");
-      return randint(low, high, to_shape(shape));
-    }
-    return randint(low, high, to_shape(shape), to_placement(placement),
-                   sbp.is_none() ? NdSbp(sbp::broadcast) : to_nd_sbp(sbp));
+    const Shape s = to_shape(shape);
+    return local_or_global("randint", placement, sbp, [&] { return randint(low, high, s); },
+                           [&](const Placement& p, const NdSbp& b) { return randint(low, high, s, p, b); });
   }, pyb::arg("low"), pyb::arg("high"), pyb::arg("shape"), pyb::arg("placement") = pyb::none(),
         pyb::arg("sbp") = pyb::none());
   m.def("uniform", [](const pyb::object& shape, double low, double high, DType dtype) {

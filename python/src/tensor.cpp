@@ -60,6 +60,16 @@ Tensor from_numpy(const pyb::array& a_in) {
   return Tensor::from_external(a.mutable_data(), shape, t, std::move(owner));
 }
 
+// ==, != and hash for a layout value: another type compares unequal (a bool, never a TypeError, as
+// OneFlow's `x.sbp != flow.sbp.broadcast`); the hash follows the printed form.
+template <class T>
+pyb::class_<T> with_equality(pyb::class_<T> cls) {
+  auto same = [](const T& a, const pyb::object& b) { return pyb::isinstance<T>(b) && a == b.cast<T>(); };
+  return cls.def("__eq__", same)
+      .def("__ne__", [same](const T& a, const pyb::object& b) { return !same(a, b); })
+      .def("__hash__", [](const T& v) { return std::hash<std::string>()(v.to_string()); });
+}
+
 }  // namespace
 
 void bind_tensor(pyb::module_& m) {
@@ -68,13 +78,10 @@ void bind_tensor(pyb::module_& m) {
       .value("float64", DType::float64)
       .value("int64", DType::int64);
 
-  pyb::class_<Sbp>(m, "Sbp")
+  with_equality(pyb::class_<Sbp>(m, "Sbp"))
       .def("__repr__", [](const Sbp& s) { return "sbp." + std::string(s.is_split() ? "split(" + std::to_string(s.dim) + ")"
                                                                                     : s.is_broadcast() ? "broadcast" : "partial_sum"); })
       .def("__str__", &Sbp::to_string)
-      .def("__eq__", [](const Sbp& a, const pyb::object& b) { return pyb::isinstance<Sbp>(b) && a == b.cast<Sbp>(); })
-      .def("__ne__", [](const Sbp& a, const pyb::object& b) { return !(pyb::isinstance<Sbp>(b) && a == b.cast<Sbp>()); })
-      .def("__hash__", [](const Sbp& s) { return std::hash<std::string>()(s.to_string()); })
       .def_property_readonly("dim", [](const Sbp& s) -> pyb::object {
         return s.is_split() ? pyb::object(pyb::int_(s.dim)) : pyb::object(pyb::none());
       });
@@ -82,18 +89,16 @@ void bind_tensor(pyb::module_& m) {
   m.attr("broadcast") = sbp::broadcast;
   m.attr("partial_sum") = sbp::partial_sum;
 
-  pyb::class_<NdSbp>(m, "NdSbp")
+  with_equality(pyb::class_<NdSbp>(m, "NdSbp"))
       .def(pyb::init([](const pyb::object& o) { return to_nd_sbp(o); }))
       .def("__len__", &NdSbp::size)
       .def("__getitem__", [](const NdSbp& s, size_t i) {
         if (i >= s.size()) throw pyb::index_error();
         return s[i];
       })
-      .def("__eq__", [](const NdSbp& a, const pyb::object& b) { return pyb::isinstance<NdSbp>(b) && a == b.cast<NdSbp>(); })
-      .def("__ne__", [](const NdSbp& a, const pyb::object& b) { return !(pyb::isinstance<NdSbp>(b) && a == b.cast<NdSbp>()); })
       .def("__repr__", &NdSbp::to_string);
 
-  pyb::class_<Placement>(m, "Placement")
+  with_equality(pyb::class_<Placement>(m, "Placement"))
       .def(pyb::init([](const std::string& device, const std::vector<int>& ranks, const std::vector<int64_t>& mesh) {
              return Placement(device, ranks, mesh);
            }),
@@ -102,13 +107,6 @@ void bind_tensor(pyb::module_& m) {
       .def_property_readonly("type", &Placement::device)
       .def_property_readonly("rank_list", &Placement::ranks)
       .def_property_readonly("mesh_shape", &Placement::mesh_shape)
-      .def("__eq__", [](const Placement& a, const pyb::object& b) {
-        return pyb::isinstance<Placement>(b) && a == b.cast<Placement>();
-      })
-      .def("__ne__", [](const Placement& a, const pyb::object& b) {
-        return !(pyb::isinstance<Placement>(b) && a == b.cast<Placement>());
-      })
-      .def("__hash__", [](const Placement& p) { return std::hash<std::string>()(p.to_string()); })
       .def("__repr__", &Placement::to_string);
 
   pyb::class_<Tensor>(m, "Tensor")

@@ -230,6 +230,12 @@ def test_creation_spellings():
     assert flow.randint(3, (4,)).numpy().max() < 3  # randint(high, size)
     u = flow.rand(100)
     assert 0 <= u.numpy().min() and u.numpy().max() < 1
+    with pytest.raises(flow.Error, match=r"\[randint\] high must be greater than low"):
+        flow.randint(4, 4, (2,))
+    with pytest.raises(flow.Error, match=r"\[randint\] sbp= needs placement= too"):
+        flow.randint(0, 4, (2,), sbp=flow.sbp.broadcast)
+    with pytest.raises(flow.Error, match=r"\[full\] sbp= needs placement= too"):
+        flow.full([2], 1.0, sbp=flow.sbp.broadcast)
 
 
 def test_loss_reduction():
@@ -273,6 +279,8 @@ def test_layout_comparisons_and_spellings_return_bools():
     assert (flow.sbp.broadcast == "broadcast") is False
     assert flow.sbp.broadcast() == flow.sbp.broadcast and flow.sbp.partial_sum() == flow.sbp.partial_sum
     assert len({flow.sbp.split(0), flow.sbp.split(0), flow.sbp.broadcast}) == 2
+    nd = flow._globe.NdSbp((flow.sbp.split(0), flow.sbp.broadcast))
+    assert (nd == flow.sbp.broadcast) is False and nd == flow._globe.NdSbp([flow.sbp.split(0), flow.sbp.broadcast])
     p = flow.placement("cpu", ranks=[0])
     assert (p == "cpu") is False and (p != 3) is True and p == flow.placement("cpu", ranks=range(1))
     assert flow.placement("cpu", ranks=np.array([0])) == p and flow.placement.all("cpu") == p
