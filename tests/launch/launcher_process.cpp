@@ -84,7 +84,7 @@ LauncherProcess::~LauncherProcess() {
   if (err_fd_ >= 0) ::close(err_fd_);
 }
 
-RunResult LauncherProcess::wait(double deadline_s) {
+RunResult LauncherProcess::wait(double deadline_s, std::size_t close_stdout_after) {
   RunResult r;
   const double deadline = start_s_ + deadline_s;
   bool out_open = true, err_open = true;
@@ -105,6 +105,11 @@ RunResult LauncherProcess::wait(double deadline_s) {
       const ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
       if (n > 0) {
         (i == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+        if (i == 0 && r.out.size() >= close_stdout_after) {
+          ::close(out_fd_);
+          out_fd_ = -1;
+          out_open = false;
+        }
       } else if (n == 0 || errno != EINTR) {
         (i == 0 ? out_open : err_open) = false;
       }

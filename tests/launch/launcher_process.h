@@ -36,7 +36,9 @@ class LauncherProcess {
 
   pid_t pid() const { return pid_; }
   // Collects output until exit; SIGKILLs the launcher after `deadline_s` so no test can hang.
-  RunResult wait(double deadline_s = 60);
+  // With `close_stdout_after`, the read end of its stdout is closed once that many bytes came,
+  // as `| head` does; stderr is still read to its end (everything the launcher started is gone).
+  RunResult wait(double deadline_s = 60, std::size_t close_stdout_after = std::size_t(-1));
 
  private:
   pid_t pid_ = -1;

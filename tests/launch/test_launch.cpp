@@ -176,6 +176,17 @@ TEST(Launch, EveryLineArrivesWholeUnderLoad) {
                                        << expected_raw.size() << ")";
 }
 
+// `globe-launch ... | head -4`: the reader goes away while the ranks still print. The launcher once
+// died of SIGPIPE there, leaving mpirun (stuck, never exiting) holding the caller's stderr open, so
+// whoever waited for that stream hung. Now the output is dropped and the job runs to its end.
+TEST(Launch, AReaderThatLeavesEarlyEndsNothingAndHangsNothing) {
+  LauncherProcess p({"--nproc_per_node", "2", fixture(), "flood", "20000"});
+  const RunResult r = p.wait(/*deadline_s=*/60, /*close_stdout_after=*/100);
+  EXPECT_FALSE(r.hung) << describe(r);
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_GE(r.out.size(), 100u);
+}
+
 TEST(Launch, NoPrefixByFlagOrEnvironment) {
   for (const bool by_env : {false, true}) {
     const RunResult r =

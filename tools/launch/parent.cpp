@@ -128,6 +128,12 @@ JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout
     return {1, false};
   }
 
+  // A reader that goes away (`globe-launch ... | head`) must not kill the launcher by SIGPIPE:
+  // mpirun and the ranks would be left without the launcher that stops them and reaps them, still
+  // holding the caller's stderr open. Writes to a closed stdout fail instead, and the output is
+  // dropped while the job runs to its end.
+  ::signal(SIGPIPE, SIG_IGN);
+
   // The ranks' output comes back over our own channel, so that lines stay whole (output_channel.h).
   // Started with the handled signals blocked: its thread must never take them.
   std::string channel_error;
@@ -159,6 +165,7 @@ JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != self) ::_exit(1);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);  // ignored dispositions would survive exec
     ::execvp(argv[0], argv.data());
     write_all(STDERR_FILENO,
               std::string("globe-launch: cannot run mpirun: ") + std::strerror(errno) + "\n");
