@@ -36,7 +36,8 @@ int64_t spin_us() {
 }  // namespace
 static const int64_t kSpinUs = spin_us();
 
-bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline, MPI_Status* status) {
+bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline, MPI_Status* status,
+                const std::function<bool()>& give_up) {
   using namespace std::chrono;
   const auto start = steady_clock::now();
   int done = 0;
@@ -51,6 +52,7 @@ bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline
       sched_yield();
     } else {
       check_failure_notice();
+      if (give_up && give_up()) return false;
       std::this_thread::sleep_for(microseconds(now - start < milliseconds(200) ? 20 : 200));
     }
   }
@@ -75,8 +77,10 @@ RollCall roll_call(MPI_Comm comm, const std::vector<int>& peers, const std::vect
     MPI_Irecv(call.heard[r].data(), n, MPI_CHAR, peers[r], tag, comm, &recvs[r]);
   }
   for (int r = 0; r < p; ++r) {
-    if (r == me || poll_until(recvs[r], deadline)) continue;
+    // A member that ended its program sent what it ever will within the grace.
+    if (r == me || poll_until(recvs[r], deadline, nullptr, [&] { return left_longer_than(world[r], 1.0); })) continue;
     call.missing += (call.missing.empty() ? "" : ", ") + std::to_string(world[r]);
+    if (left_longer_than(world[r], 1.0)) call.missing += " (it ended its program)";
     call.heard[r].clear();
     MPI_Cancel(&recvs[r]);
     MPI_Request_free(&recvs[r]);
@@ -139,8 +143,12 @@ void cancel_pending(MPI_Request* reqs, size_t n) {
 // that sent another size is an error naming both sizes, never a silently half-filled tensor.
 class MpiRequest final : public Request::Impl {
  public:
-  MpiRequest(MPI_Request req, Tensor keep, std::string what, bool is_recv)
-      : req_(req), keep_(std::move(keep)), what_(std::move(what)), is_recv_(is_recv) {}
+  MpiRequest(MPI_Request req, Tensor keep, int peer, bool is_recv)
+      : req_(req),
+        keep_(std::move(keep)),
+        what_((is_recv ? "recv from rank " : "send to rank ") + std::to_string(peer)),
+        peer_(peer),
+        is_recv_(is_recv) {}
   ~MpiRequest() override {
     if (req_ != MPI_REQUEST_NULL) {
       // Abandoned (e.g. unwinding after an error): cancel so the buffer is not written later.
@@ -160,8 +168,12 @@ class MpiRequest final : public Request::Impl {
     if (req_ == MPI_REQUEST_NULL) return;
     MPI_Status status;
     const std::string waiting = waiting_for();
-    GLOBE_CHECK(poll_until(req_, deadline_from_now(), &status), "[", what_, "] timed out after ", timeout_seconds(),
-                " s: the peer never matched it", waiting.empty() ? "" : " (waiting for " + waiting + ")",
+    const std::string during = waiting.empty() ? "" : " (waiting for " + waiting + ")";
+    // The peer ended its program: what it sent before has arrived within the grace.
+    const bool done = poll_until(req_, deadline_from_now(), &status, [&] { return left_longer_than(peer_, 1.0); });
+    GLOBE_CHECK(done || !left_longer_than(peer_, 1.0), "[", what_, "] rank ", peer_, " ended its program without ",
+                is_recv_ ? "sending" : "receiving", " it", during, ": the ranks' programs disagree about this transfer");
+    GLOBE_CHECK(done, "[", what_, "] timed out after ", timeout_seconds(), " s: the peer never matched it", during,
                 " (GLOBE_TIMEOUT sets the limit)");
     check_count(status);
   }
@@ -178,6 +190,7 @@ class MpiRequest final : public Request::Impl {
   MPI_Request req_;
   Tensor keep_;
   std::string what_;
+  int peer_;  // world rank
   bool is_recv_;
 };
 
@@ -221,10 +234,29 @@ std::string MpiCommunicator::members() const {
 }
 
 void MpiCommunicator::wait(MPI_Request& req, const char* op, uint64_t seq) {
-  if (poll_until(req, deadline_from_now())) return;
+  if (!seq) seq = seq_;
+  if (poll_until(req, deadline_from_now(), nullptr, [&] { return !member_gone(op, seq).empty(); })) return;
   // The collective cannot be cancelled: this communicator is unusable from here on.
+  if (std::string gone = member_gone(op, seq); !gone.empty()) {
+    mark_broken("a rank ended its program while this one waited for it");
+    GLOBE_FAIL(gone);
+  }
   mark_broken();
-  GLOBE_FAIL(timed_out(op, seq ? seq : seq_));
+  GLOBE_FAIL(timed_out(op, seq));
+}
+
+std::string MpiCommunicator::member_gone(const char* op, uint64_t seq) const {
+  for (int r : ranks_) {
+    if (r == ranks_[size_t(rank_)]) continue;
+    const auto entered = collectives_before_leaving(r, ranks_);
+    if (!entered || *entered >= seq) continue;
+    const std::string waiting = waiting_for();
+    return detail::concat("[", op, "] collective #", seq, " on ranks ", members(), ": rank ", r,
+                          " ended its program after ", *entered, " collectives on these ranks, so it never enters this one",
+                          waiting.empty() ? "" : " (waiting for " + waiting + ")", ". ",
+                          kRanksRanDifferentCollectives);
+  }
+  return "";
 }
 
 std::string MpiCommunicator::timed_out(const char* op, uint64_t seq) {
@@ -663,7 +695,11 @@ void MpiCommunicator::exchange(const std::vector<Tensor>& send, const std::vecto
     for (int s = 0; s < p; ++s) {
       if (s == rank_) continue;
       MPI_Status status;  // a receive that never comes is cancelled below, not left broken
-      if (!poll_until(reqs[size_t(2 * s)], deadline_from_now(), &status)) GLOBE_FAIL(timed_out("exchange", seq_));
+      if (!poll_until(reqs[size_t(2 * s)], deadline_from_now(), &status,
+                      [&] { return !member_gone("exchange", seq_).empty(); })) {
+        if (std::string gone = member_gone("exchange", seq_); !gone.empty()) GLOBE_FAIL(gone);
+        GLOBE_FAIL(timed_out("exchange", seq_));
+      }
       int count = 0;
       MPI_Get_count(&status, mpi_type(recv[size_t(s)].dtype()), &count);
       if (wrong.empty() && (count != recv[size_t(s)].numel() || status.MPI_ERROR == MPI_ERR_TRUNCATE))
@@ -696,14 +732,14 @@ Request MpiCommunicator::isend(const Tensor& t, int peer, int tag) {
   MPI_Request req;
   check_mpi(MPI_Isend(ptr(t, "send"), as_count(t.numel(), "send"), mpi_type(t.dtype()), peer, tag, comm_, &req),
             "send");
-  return Request(std::make_shared<MpiRequest>(req, t, "send to rank " + std::to_string(ranks_[peer]), false));
+  return Request(std::make_shared<MpiRequest>(req, t, ranks_[peer], false));
 }
 
 Request MpiCommunicator::irecv(const Tensor& t, int peer, int tag) {
   MPI_Request req;
   check_mpi(MPI_Irecv(ptr(t, "recv"), as_count(t.numel(), "recv"), mpi_type(t.dtype()), peer, tag, comm_, &req),
             "recv");
-  return Request(std::make_shared<MpiRequest>(req, t, "recv from rank " + std::to_string(ranks_[peer]), true));
+  return Request(std::make_shared<MpiRequest>(req, t, ranks_[peer], true));
 }
 
 void MpiCommunicator::barrier() {

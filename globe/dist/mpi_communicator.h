@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <functional>
 
 #include "globe/dist/communicator.h"
 
@@ -32,6 +33,8 @@ class MpiCommunicator final : public Communicator {
   Request irecv(const Tensor& t, int peer, int tag) override;
   void barrier() override;
   void check_consistency(const std::string& what) override;
+  // Collectives started on this communicator so far (they are numbered alike on every member).
+  uint64_t collectives_entered() const { return seq_; }
 
  private:
   // An all-reduce in flight (mpi_communicator.cpp); the blocking one is started and waited.
@@ -49,6 +52,9 @@ class MpiCommunicator final : public Communicator {
   // Reduce-scatter (sum) around the ring for large tensors, for the reason the all-reduce's ring exists.
   void ring_reduce_scatter(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts);
   std::string members() const;
+  // "[op] collective #seq ...: rank R ended its program ..." when a member ended its program before
+  // entering collective #seq (it never will); empty while every member may still come.
+  std::string member_gone(const char* op, uint64_t seq) const;
 
   // Fingerprints (fingerprint.h). A side check reduces a sum code of the fingerprint on fp_comm_
   // beside a collective too large to copy; start_side(false) starts nothing.
@@ -86,7 +92,9 @@ class MpiCommunicator final : public Communicator {
 // Throws globe::Error "[op] MPI error: <MPI's message>" when rc is not MPI_SUCCESS.
 void check_mpi(int rc, const char* op);
 // Tests `req` until it completes (true) or `deadline` passes (false), yielding the core meanwhile.
-bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline, MPI_Status* status = nullptr);
+// `give_up`, asked now and then while it waits, ends the wait early (false) when it says true.
+bool poll_until(MPI_Request& req, std::chrono::steady_clock::time_point deadline, MPI_Status* status = nullptr,
+                const std::function<bool()>& give_up = {});
 // Now + GLOBE_TIMEOUT.
 std::chrono::steady_clock::time_point deadline_from_now();
 

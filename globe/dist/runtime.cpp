@@ -41,21 +41,49 @@ MPI_Comm g_notice_comm = MPI_COMM_NULL;
 constexpr int kNoticeTag = 0x6c0c0;
 std::terminate_handler g_prev_terminate = nullptr;
 
+// A notice is uint64 words: kind, the sender's rank, then for kLeft pairs of (communicator id,
+// collectives entered on it).
+enum NoticeKind : uint64_t { kFailed = 0, kLeft = 1 };
+
+// Ranks that ended their program normally, as their notices said.
+struct LeftRank {
+  std::chrono::steady_clock::time_point heard;
+  std::map<uint64_t, uint64_t> collectives;  // communicator id -> collectives entered
+};
+std::map<int, LeftRank> g_left;
+
+// Every communicator's id: FNV-1a of its members' world ranks.
+uint64_t group_id(const std::vector<int>& ranks) {
+  uint64_t id = 1469598103934665603ull;
+  for (int r : ranks) id = (id ^ uint64_t(r)) * 1099511628211ull;
+  return id;
+}
+
+// Sends `notice` to every other rank; the requests, to test or free.
+std::vector<MPI_Request> send_notice(std::vector<uint64_t>& notice) {
+  int me = 0, n = 1;
+  MPI_Comm_rank(g_notice_comm, &me);
+  MPI_Comm_size(g_notice_comm, &n);
+  std::vector<MPI_Request> reqs;
+  for (int r = 0; r < n; ++r) {
+    if (r == me) continue;
+    reqs.emplace_back();
+    MPI_Isend(notice.data(), int(notice.size()), MPI_UINT64_T, r, kNoticeTag, g_notice_comm, &reqs.back());
+  }
+  return reqs;
+}
+
 // Tells every other rank that this one is going (once), and gives them a moment to say what they
 // were waiting for.
 void notify_peers_of_failure() {
   static bool once = false;
   if (!once && g_notice_comm != MPI_COMM_NULL) {
     once = true;
-    int me = 0, n = 1;
+    int me = 0;
     MPI_Comm_rank(g_notice_comm, &me);
-    MPI_Comm_size(g_notice_comm, &n);
-    std::vector<MPI_Request> reqs;
-    for (int r = 0; r < n; ++r) {
-      if (r == me) continue;
-      reqs.emplace_back();
-      MPI_Isend(&me, 1, MPI_INT, r, kNoticeTag, g_notice_comm, &reqs.back());
-    }
+    static std::vector<uint64_t> notice;
+    notice = {kFailed, uint64_t(me)};
+    std::vector<MPI_Request> reqs = send_notice(notice);
     // Long enough for a waiting rank to notice and print; short next to any launcher timeout.
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
     while (std::chrono::steady_clock::now() < until) {
@@ -82,13 +110,32 @@ bool launched_by_mpi() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
 }
 
+// torchrun's way, RANK and WORLD_SIZE set by hand on plain processes, would give each process a
+// world of its own, training apart without a word: refused, saying what to run instead.
+void refuse_hand_set_world() {
+  const char* rank = std::getenv("RANK");
+  const char* size = std::getenv("WORLD_SIZE");
+  const bool set = (rank && std::string(rank) != "0") || (size && std::string(size) != "1");
+  if (!set) return;
+  const std::string n = size ? size : "N";
+  GLOBE_FAIL("RANK=", rank ? rank : "(unset)", " and WORLD_SIZE=", size ? size : "(unset)",
+             " are set, but this process was not started by globe-launch (nor by mpirun or srun): Globe takes the "
+             "ranks from its launcher, not from these variables, and this process would run alone, as a world of 1 "
+             "rank. Start every rank with one command: globe-launch --nproc_per_node ",
+             n, " PROGRAM (Python: python3 -m globe.launch --nproc_per_node ", n,
+             " script.py); on several machines run it on each with --nnodes, --node_rank and --master_addr");
+}
+
 class Runtime {
  public:
   Runtime() {
     consistency_ = env_flag("GLOBE_CHECK_CONSISTENCY");
     if (const char* f = std::getenv("GLOBE_FINGERPRINTS")) fingerprints_ = std::string(f) != "0";
     if (const char* t = std::getenv("GLOBE_TIMEOUT")) timeout_ = std::atof(t);
-    if (!launched_by_mpi()) return;
+    if (!launched_by_mpi()) {
+      refuse_hand_set_world();
+      return;
+    }
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
@@ -116,6 +163,7 @@ class Runtime {
         broken_ = true;  // a receiver never came: finalising would wait for it forever
       }
     }
+    if (!broken_ && g_notice_comm != MPI_COMM_NULL) notify_peers_of_leaving();
     sends_.clear();
     groups_.clear();  // free communicators before MPI goes away
     if (owns_mpi_ && !broken_) {
@@ -163,8 +211,7 @@ class Runtime {
   // every other over point-to-point, with the deadline, so a member that never comes (or creates
   // another group at this point) is an error naming it rather than a hang.
   void handshake(const std::vector<int>& ranks, int me) {
-    uint64_t id = 1469598103934665603ull;  // FNV-1a of the rank list
-    for (int r : ranks) id = (id ^ uint64_t(r)) * 1099511628211ull;
+    const uint64_t id = group_id(ranks);
     std::vector<char> mine(sizeof id);
     std::memcpy(mine.data(), &id, sizeof id);
     const RollCall call = roll_call(MPI_COMM_WORLD, ranks, ranks, me, kGroupTag, mine, deadline_from_now());
@@ -172,11 +219,28 @@ class Runtime {
     for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
     for (size_t i = 0; i < ranks.size(); ++i)
       if (!call.heard[i].empty() && call.heard[i] != mine) other += (other.empty() ? "" : ", ") + std::to_string(ranks[i]);
-    if (!call.missing.empty()) broken_ = true;  // abandoned sends: MPI_Finalize would wait for them
+    const bool left = call.missing.find("ended its program") != std::string::npos;
+    if (!call.missing.empty()) {
+      broken_ = true;  // abandoned sends: MPI_Finalize would wait for them
+      if (left) broken_why_ = "a rank ended its program while this one waited for it";
+    }
     GLOBE_CHECK(call.missing.empty(), "[group] creating the communicator of ranks [", list, "]: ranks [", call.missing,
-                "] did not arrive within ", timeout_, " s (GLOBE_TIMEOUT sets the limit)");
+                "] did not arrive",
+                left ? std::string(". ") + kRanksRanDifferentCollectives : detail::concat(" within ", timeout_, " s (GLOBE_TIMEOUT sets the limit)"));
     GLOBE_CHECK(other.empty(), "[group] creating the communicator of ranks [", list, "]: ranks [", other,
                 "] are creating a different one at this point (the ranks diverged)");
+  }
+
+  // This rank ends its program: a peer still waiting in a collective this rank never entered
+  // fails at once (collectives_before_leaving). Small messages, sent eagerly: MPI_Finalize does
+  // not wait for a peer to receive them.
+  void notify_peers_of_leaving() {
+    std::vector<uint64_t> notice = {kLeft, uint64_t(rank_)};
+    for (const auto& [ranks, comm] : groups_) {
+      if (const auto* mpi = dynamic_cast<const MpiCommunicator*>(comm.get()))
+        notice.insert(notice.end(), {group_id(ranks), mpi->collectives_entered()});
+    }
+    for (MPI_Request& r : send_notice(notice)) MPI_Wait(&r, MPI_STATUS_IGNORE);
   }
 
   void finish_sends() {
@@ -240,18 +304,43 @@ std::string waiting_for() { return t_waiting; }
 
 void check_failure_notice() {
   if (g_notice_comm == MPI_COMM_NULL) return;
-  int flag = 0;
-  MPI_Status status;
-  MPI_Iprobe(MPI_ANY_SOURCE, kNoticeTag, g_notice_comm, &flag, &status);
-  if (!flag) return;
-  int failed = -1;
-  MPI_Recv(&failed, 1, MPI_INT, status.MPI_SOURCE, kNoticeTag, g_notice_comm, MPI_STATUS_IGNORE);
-  std::string line = "[globe] rank " + std::to_string(runtime().rank_) + " was stopped while waiting for " +
-                     (t_waiting.empty() ? std::string("a transfer") : t_waiting) + ": rank " +
-                     std::to_string(failed) + " failed\n";
-  [[maybe_unused]] ssize_t n = ::write(2, line.data(), line.size());
-  g_waiting_line[0] = 0;  // said once
+  for (;;) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, kNoticeTag, g_notice_comm, &flag, &status);
+    if (!flag) return;
+    int words = 0;
+    MPI_Get_count(&status, MPI_UINT64_T, &words);
+    std::vector<uint64_t> notice(size_t(std::max(words, 2)), 0);
+    MPI_Recv(notice.data(), words, MPI_UINT64_T, status.MPI_SOURCE, kNoticeTag, g_notice_comm, MPI_STATUS_IGNORE);
+    const int from = int(notice[1]);
+    if (notice[0] == kLeft) {
+      LeftRank& left = g_left[from];
+      left.heard = std::chrono::steady_clock::now();
+      for (size_t i = 2; i + 1 < notice.size(); i += 2) left.collectives[notice[i]] = notice[i + 1];
+      continue;
+    }
+    std::string line = "[globe] rank " + std::to_string(runtime().rank_) + " was stopped while waiting for " +
+                       (t_waiting.empty() ? std::string("a transfer") : t_waiting) + ": rank " + std::to_string(from) +
+                       " failed\n";
+    [[maybe_unused]] ssize_t n = ::write(2, line.data(), line.size());
+    g_waiting_line[0] = 0;  // said once
+  }
 }
+
+std::optional<uint64_t> collectives_before_leaving(int rank, const std::vector<int>& ranks) {
+  const auto it = g_left.find(rank);
+  if (it == g_left.end()) return std::nullopt;
+  const auto c = it->second.collectives.find(group_id(ranks));
+  return c == it->second.collectives.end() ? 0 : c->second;
+}
+
+bool left_longer_than(int rank, double grace_s) {
+  const auto it = g_left.find(rank);
+  return it != g_left.end() &&
+         std::chrono::steady_clock::now() - it->second.heard > std::chrono::milliseconds(int64_t(grace_s * 1000));
+}
+
 void send_later(Request send) {
   auto& sends = runtime().sends_;
   std::erase_if(sends, [](Request& r) { return r.test(); });

@@ -4,6 +4,8 @@
 // or srun, MPI is initialised on first use and finalised at exit.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "globe/dist/communicator.h"
@@ -42,6 +44,21 @@ std::string waiting_for();
 // Called by waits: if another rank died of an uncaught exception, say what this rank was waiting
 // for (once), while the job is still being stopped.
 void check_failure_notice();
+
+// A rank that ends its program normally tells the others, at exit, how many collectives it entered
+// on each of its communicators; a rank that still waits for it then fails at once, naming it,
+// instead of after the timeout (`if rank == 0: print(x)` on a global tensor: the print is a
+// collective the other ranks never enter). Both read what check_failure_notice() received.
+// The collectives `rank` had entered on the communicator of `ranks` when it ended its program;
+// nothing while it runs.
+std::optional<uint64_t> collectives_before_leaving(int rank, const std::vector<int>& ranks);
+// Whether `rank` ended its program at least `grace_s` seconds before (what it had sent before
+// arrives within that time).
+bool left_longer_than(int rank, double grace_s);
+// What the errors about such a rank add.
+inline constexpr const char* kRanksRanDifferentCollectives =
+    "The ranks ran different collectives: printing a global tensor, or numpy() / item() on it, is a collective "
+    "every rank of its placement must run";
 
 // Ends this process with `code` after a failure the program has already reported (Python's
 // traceback): the other ranks are told first, as for an uncaught C++ exception, so they stop at

@@ -96,6 +96,33 @@ TEST(GlobeRankAbsentHandled, TheJobEndsWithTheProgramsStatus) {
   EXPECT_FALSE(contains(r.err, "globe-launch: ")) << describe(r);  // nothing to blame
 }
 
+// (mode, ranks, leaving rank): a rank that ends its program normally instead of coming to an op
+// (`if rank == 0: print(x)`) fails the ranks that wait for it at once, naming it, although each
+// would wait 300 s for a rank that is merely late.
+class GlobeRankLeaves : public ::testing::TestWithParam<std::tuple<const char*, int, int>> {};
+
+TEST_P(GlobeRankLeaves, OthersFailAtOnceNamingIt) {
+  const auto [mode, n, leaving] = GetParam();
+  const RunResult r = run_launcher({"--nproc_per_node", std::to_string(n), bin_dir() + "/dist_hang_fixture", mode,
+                                    std::to_string(leaving), "3", "0"},
+                                   {"GLOBE_TIMEOUT=300", "GLOBE_CHECK_CONSISTENCY=0"}, /*deadline_s=*/60);
+  EXPECT_FALSE(r.hung) << describe(r);
+  EXPECT_EQ(r.exit_code, 3) << describe(r);
+  EXPECT_TRUE(contains(r.out, "[rank" + std::to_string(leaving) + "] absent rank done")) << describe(r);
+  const bool new_group = std::string(mode) == "new_group";
+  const std::string named = new_group ? "ranks [" + std::to_string(leaving) + " (it ended its program)] did not arrive"
+                                      : "rank " + std::to_string(leaving) + " ended its program after ";
+  // Every other rank says so (the first to fail may stop the rest before they print: at least one).
+  EXPECT_TRUE(contains(r.err, named)) << describe(r);
+  if (!new_group) EXPECT_TRUE(contains(r.err, "printing a global tensor")) << describe(r);
+  EXPECT_FALSE(contains(r.err, "timed out")) << describe(r);
+  EXPECT_LT(r.seconds, 20.0) << describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GlobeRankLeaves,
+                         ::testing::Values(std::make_tuple("collective", 2, 1), std::make_tuple("collective", 4, 0),
+                                           std::make_tuple("new_group", 4, 2)));
+
 INSTANTIATE_TEST_SUITE_P(Cases, GlobeRankAbsent,
                          ::testing::Values(std::make_tuple("new_group", 2, 1), std::make_tuple("collective", 2, 1),
                                            std::make_tuple("collective", 3, 2)));

@@ -9,7 +9,11 @@
 #   - a sharded checkpoint written on two hosts resumes on one host, and one written on one host
 #     resumes on two, each continuing with the losses of an uninterrupted run;
 #   - a third host that cannot be reached (10.77.0.3: no machine has it; the agent tries to
-#     connect as ssh would) fails the job within seconds, naming the host.
+#     connect as ssh would) fails the job within seconds, naming the host;
+#   - without ssh, torchrun's form: one globe-launch per host (--nnodes 2 --node_rank 0|1
+#     --master_addr 10.77.0.1), 2 x 1 and 2 x 2 ranks, prints what one host prints; a node that
+#     never joins fails every launcher that came, naming it; a node 0 that never comes fails the
+#     other launcher, naming its address.
 # Needs root (network namespaces) and the `ip` and `unshare` tools: without them it prints why and
 # exits 77, which CTest reports as skipped.
 #   tests/hosts/two_hosts.sh BUILD_DIR
@@ -114,4 +118,63 @@ took=$(( $(date +%s) - start ))
 grep -q "globe-c" unreachable.txt || { cat unreachable.txt; fail "the error names the unreachable host"; }
 [ "$took" -lt 30 ] || fail "the unreachable host is reported within seconds (took $took s)"
 echo "ok: an unreachable host fails the job in $took s, named: $(grep -m1 'globe-c' unreachable.txt)"
+
+# One launcher per host, no remote agent given: node 0 reaches globe-b through globe-b's launcher.
+on_host() {  # on_host NAMESPACE HOSTNAME COMMAND...
+  local ns=$1 name=$2
+  shift 2
+  ip netns exec "$ns" unshare --uts sh -c "hostname $name; exec \"\$@\"" sh "$@"
+}
+PORT=$((20000 + tag % 20000))
+node() {  # node RANK NPROC [globe-launch args...]: this host's launcher of a 2-node job
+  local rank=$1 nproc=$2 ns=$A name=globe-a
+  shift 2
+  [ "$rank" = 0 ] || { ns=$B; name=globe-b; }
+  on_host "$ns" "$name" "$BIN/globe-launch" --nnodes "${NNODES:-2}" --node_rank "$rank" --nproc_per_node "$nproc" \
+    --master_addr 10.77.0.1 --master_port "$PORT" --rdzv_timeout "${RDZV:-30}" "$@"
+}
+both_nodes() {  # both_nodes NPROC OUT [args...]: node 1 in the background, node 0 writing OUT
+  local nproc=$1 out=$2 rc1=0
+  shift 2
+  node 1 "$nproc" "$@" >"$out.node1" 2>&1 &
+  local pid=$!
+  node 0 "$nproc" "$@" >"$out" || fail "node 0's launcher exited $? ($*)"
+  wait "$pid" || rc1=$?
+  [ "$rc1" -eq 0 ] || { cat "$out.node1"; fail "node 1's launcher exited $rc1 ($*)"; }
+}
+for nproc in 1 2; do
+  both_nodes "$nproc" nodes.txt sh -c 'echo "rank $OMPI_COMM_WORLD_RANK on $(hostname)"'
+  for r in $(seq 0 $((2 * nproc - 1))); do
+    grep -q "rank $r on globe-$([ "$r" -lt "$nproc" ] && echo a || echo b)" nodes.txt || { cat nodes.txt; fail "--nnodes 2 x $nproc: rank $r on its node"; }
+  done
+  echo "ok: --nnodes 2 --nproc_per_node $nproc, no ssh: ranks 0-$((nproc - 1)) on globe-a, the rest on globe-b"
+done
+before=$(bytes)
+both_nodes 2 quick_nodes.txt "$BIN/quickstart" --iters 20
+crossed=$(( $(bytes) - before ))
+same quick1.txt quick_nodes.txt "one launcher per node prints what one host prints"
+[ "$crossed" -gt 100000 ] || fail "the ranks' traffic crossed the veth pair (only $crossed bytes did)"
+one_host() { "$BIN/globe-launch" --nproc_per_node 2 --timeout 120 "$@"; }
+one_host "$BIN/quickstart" --iters 20 >quick_2ranks.txt
+both_nodes 1 quick_nodes1.txt "$BIN/quickstart" --iters 20
+same quick_2ranks.txt quick_nodes1.txt "2 nodes x 1 rank print what 2 ranks on one host print"
+
+# Node 2 of 3 never comes: both launchers that came fail within the rendezvous time, naming it.
+start=$(date +%s)
+rc0=0 rc1=0
+NNODES=3 RDZV=3 node 1 1 true >missing.node1 2>&1 &
+pid=$!
+NNODES=3 RDZV=3 node 0 1 true >missing.node0 2>&1 || rc0=$?
+wait "$pid" || rc1=$?
+took=$(( $(date +%s) - start ))
+[ "$rc0" -ne 0 ] && [ "$rc1" -ne 0 ] || fail "a node that never joins fails every launcher (exit codes $rc0, $rc1)"
+grep -q "node 2 of 3 did not join at 10.77.0.1:$PORT" missing.node0 || { cat missing.node0; fail "node 0 names the missing node"; }
+grep -q "node 2 of 3 did not join" missing.node1 || { cat missing.node1; fail "node 1 is told which node is missing"; }
+[ "$took" -lt 20 ] || fail "the missing node is reported within the rendezvous time (took $took s)"
+echo "ok: a node that never joins fails both launchers in $took s: $(grep -m1 'did not join' missing.node1)"
+rc1=0
+RDZV=2 node 1 1 true >no_master.txt 2>&1 || rc1=$?
+[ "$rc1" -ne 0 ] && grep -q "could not reach node 0 at 10.77.0.1:$PORT" no_master.txt ||
+  { cat no_master.txt; fail "a node 0 that never comes fails node 1, naming its address"; }
+echo "ok: without node 0: $(head -c 150 no_master.txt)"
 echo "two_hosts: all checks passed"

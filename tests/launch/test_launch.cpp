@@ -43,6 +43,7 @@ TEST(Launch, HelpMentionsEveryOption) {
                            "--node_rank",
                            "--master_addr",
                            "--master_port",
+                           "--rdzv_timeout",
                            "--no-prefix",
                            "--logdir",
                            "--timeout",
@@ -236,14 +237,66 @@ TEST(Launch, SingleNodeOneFlowFlagsAreAccepted) {
   EXPECT_TRUE(contains(r.out, "[rank1] env RANK=1 ")) << r.out;
 }
 
-TEST(Launch, MultiNodeOneFlowFlagsAreRefusedWithAlternative) {
-  const RunResult r = run_launcher({"--nnodes", "2", "--node_rank", "0", "--master_addr",
-                                    "10.0.0.1", "--nproc_per_node", "2", fixture(), "env"});
-  EXPECT_EQ(r.exit_code, 2) << describe(r);
-  EXPECT_TRUE(contains(r.err, "--nnodes 2")) << r.err;
-  EXPECT_TRUE(contains(r.err, "--hosts host1:N,host2:N")) << r.err;
-  EXPECT_TRUE(contains(r.err, "--hostfile FILE")) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
+TEST(Launch, MultiNodeCommandLinesThatCannotWorkAreRefused) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {{"--nnodes", "2", "--node_rank", "0"}, "needs --master_addr"},
+      {{"--nnodes", "2", "--node_rank", "2", "--master_addr", "10.0.0.1"}, "--node_rank 2 is outside --nnodes 2"},
+      {{"--nnodes", "2", "--master_addr", "10.0.0.1", "--hosts", "a:1,b:1"}, "use one form or the other"},
+      {{"--nnodes", "2", "--master_addr", "10.0.0.1", "--master_port", "70000"}, "expected a port number"},
+      {{"--nnodes", "2", "--master_addr", "10.0.0.1", "--rdzv_timeout", "0"}, "--rdzv_timeout: expected"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.insert(args.end(), {fixture(), "env"});
+    const RunResult r = run_launcher(args);
+    EXPECT_EQ(r.exit_code, 2) << describe(r);
+    EXPECT_TRUE(contains(r.err, c.says)) << c.says << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+// The rendezvous of one launcher per node (the two-host test runs real jobs across hosts): what
+// fails on one machine fails every launcher that came, within the rendezvous time, naming why.
+std::vector<std::string> node_args(int node_rank, const std::string& port, const char* rdzv) {
+  return {"--nnodes", "2", "--node_rank", std::to_string(node_rank), "--master_addr", "127.0.0.1",
+          "--master_port", port, "--rdzv_timeout", rdzv, fixture(), "env"};
+}
+
+std::string free_port() {
+  static int next = 20000 + ::getpid() % 20000;
+  return std::to_string(next++);
+}
+
+TEST(Launch, ANodeThatNeverJoinsFailsNodeZeroNamingIt) {
+  const RunResult r = run_launcher(node_args(0, free_port(), "1"));
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "node 1 of 2 did not join at 127.0.0.1:")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--node_rank 1")) << r.err;
+  EXPECT_LT(r.seconds, 10) << describe(r);
+}
+
+TEST(Launch, ANodeZeroThatNeverComesFailsTheOthersNamingItsAddress) {
+  const std::string port = free_port();
+  const RunResult r = run_launcher(node_args(1, port, "1"));
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_TRUE(contains(r.err, "node 1: could not reach node 0 at 127.0.0.1:" + port)) << r.err;
+  EXPECT_LT(r.seconds, 10) << describe(r);
+}
+
+TEST(Launch, TwoNodesOnOneMachineAreRefusedOnBoth) {
+  const std::string port = free_port();
+  LauncherProcess zero(node_args(0, port, "20"));
+  LauncherProcess one(node_args(1, port, "20"));
+  const RunResult r0 = zero.wait(30), r1 = one.wait(30);
+  for (const RunResult* r : {&r0, &r1}) {
+    EXPECT_EQ(r->exit_code, 1) << describe(*r);
+    EXPECT_TRUE(contains(r->err, "joined from node 0's own machine: run one globe-launch per machine")) << r->err;
+    EXPECT_TRUE(r->out.empty()) << r->out;
+  }
 }
 
 TEST(Launch, HostListAndHostfileRunLocally) {

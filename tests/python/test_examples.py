@@ -97,6 +97,39 @@ def test_python_exception_in_forward_ends_the_job_naming_the_rank(tmp_path):
     assert took < 30, f"took {took:.1f} s"
 
 
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_printing_a_global_tensor_on_one_rank_fails_at_once_naming_the_ranks_that_left(ranks, tmp_path):
+    """`if rank == 0: print(x)` on a global tensor: the other ranks end normally while rank 0 waits
+    for them in the print's gather. Rank 0 fails within seconds (GLOBE_TIMEOUT is 300 s), with its
+    Python traceback and an error naming a rank that left."""
+    import time
+    start = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "globe.launch", "--nproc_per_node", str(ranks),
+                        os.path.join(ROOT, "tests", "python", "print_on_one_rank.py")],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path, env=dict(ENV, GLOBE_TIMEOUT="300"))
+    took = time.monotonic() - start
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "[rank0] Traceback (most recent call last)" in out, out
+    assert "ended its program" in out and "printing a global tensor" in out, out
+    assert "rank 0 failed first: exit code 1" in out, out
+    assert took < 30, f"took {took:.1f} s"
+
+
+def test_rank_and_world_size_set_by_hand_are_refused_naming_them():
+    """torchrun's RANK / WORLD_SIZE on a plain `python3`: an error naming both and the command to
+    run, with the Python traceback; not a silent world of one."""
+    r = subprocess.run([sys.executable, "-c", "import globe as flow\nprint(flow.env.get_rank())"],
+                       capture_output=True, text=True, timeout=60, env=dict(ENV, RANK="1", WORLD_SIZE="2"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Traceback (most recent call last)" in r.stderr, r.stderr
+    assert "RANK=1 and WORLD_SIZE=2 are set, but this process was not started by globe-launch" in r.stderr, r.stderr
+    assert "python3 -m globe.launch --nproc_per_node 2 script.py" in r.stderr, r.stderr
+    ok = subprocess.run([sys.executable, "-c", "import globe as flow\nprint(flow.env.get_rank())"],
+                        capture_output=True, text=True, timeout=60, env=dict(ENV, RANK="0", WORLD_SIZE="1"))
+    assert ok.returncode == 0 and ok.stdout == "0\n", ok.stdout + ok.stderr
+
+
 def test_wrong_argument_types_are_type_errors():
     import globe as flow
     with pytest.raises(TypeError, match="matmul"):

@@ -51,6 +51,9 @@ struct Unrunnable {
 };
 std::optional<Unrunnable> check_executable(const std::string& name);
 
+// This machine's host name (gethostname), "localhost" if it has none.
+std::string host_name();
+
 // The absolute path of the running binary (/proc/self/exe).
 std::string self_exe_path();
 

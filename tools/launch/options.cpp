@@ -66,9 +66,6 @@ ParseResult parse_options(int argc, char** argv, const char* env_no_prefix) {
     return r;
   };
 
-  int nnodes = 1;
-  int node_rank = 0;
-  bool multi_node_flag = false;  // any of --node_rank/--master_addr/--master_port seen
   int i = 1;
   for (; i < argc; ++i) {
     std::string arg = argv[i];
@@ -121,16 +118,22 @@ ParseResult parse_options(int argc, char** argv, const char* env_no_prefix) {
       if (!value(o.hostfile)) return missing();
     } else if (name == "--nnodes") {
       if (!value(v)) return missing();
-      if (!parse_int(v, nnodes) || nnodes < 1)
+      if (!parse_int(v, o.nnodes) || o.nnodes < 1)
         return fail("--nnodes: expected an integer >= 1, got '" + v + "'");
     } else if (name == "--node_rank" || name == "--node-rank") {
       if (!value(v)) return missing();
-      if (!parse_int(v, node_rank)) return fail(name + ": expected an integer, got '" + v + "'");
-      multi_node_flag = true;
-    } else if (name == "--master_addr" || name == "--master-addr" || name == "--master_port" ||
-               name == "--master-port") {
+      if (!parse_int(v, o.node_rank) || o.node_rank < 0)
+        return fail(name + ": expected an integer >= 0, got '" + v + "'");
+    } else if (name == "--master_addr" || name == "--master-addr") {
+      if (!value(o.master_addr)) return missing();
+    } else if (name == "--master_port" || name == "--master-port") {
       if (!value(v)) return missing();
-      multi_node_flag = true;
+      if (!parse_int(v, o.master_port) || o.master_port < 1 || o.master_port > 65535)
+        return fail(name + ": expected a port number 1-65535, got '" + v + "'");
+    } else if (name == "--rdzv_timeout" || name == "--rdzv-timeout") {
+      if (!value(v)) return missing();
+      if (!parse_seconds(v, o.rdzv_timeout_s))
+        return fail(name + ": expected a number of seconds > 0, got '" + v + "'");
     } else if (name == "--no-prefix" || name == "--no_prefix") {
       o.no_prefix = true;
     } else if (name == "--logdir") {
@@ -160,18 +163,16 @@ ParseResult parse_options(int argc, char** argv, const char* env_no_prefix) {
   }
   for (; i < argc; ++i) o.program.emplace_back(argv[i]);
 
-  // Open MPI starts the ranks of every node from one mpirun, so the torchrun/OneFlow model of one
-  // launcher per node (each told its node rank and a rendezvous address) does not apply.
-  if (nnodes != 1) {
-    return fail("--nnodes " + std::to_string(nnodes) +
-                " is not supported: Open MPI starts the ranks on all nodes from one command. "
-                "Run globe-launch once, on one node, with --hosts host1:N,host2:N or "
-                "--hostfile FILE instead (the other nodes need passwordless ssh).");
-  }
-  if (multi_node_flag && node_rank != 0) {
-    return fail("--node_rank " + std::to_string(node_rank) +
-                " with --nnodes 1 makes no sense; for several nodes use --hosts host1:N,host2:N "
-                "or --hostfile FILE");
+  if (o.node_rank >= o.nnodes)
+    return fail("--node_rank " + std::to_string(o.node_rank) + " is outside --nnodes " + std::to_string(o.nnodes) +
+                " (node ranks are 0.." + std::to_string(o.nnodes - 1) + ")");
+  if (o.nnodes > 1) {
+    if (o.master_addr.empty())
+      return fail("--nnodes " + std::to_string(o.nnodes) +
+                  " needs --master_addr: the address of node 0, where every node's globe-launch meets");
+    if (!o.hosts.empty() || !o.hostfile.empty() || o.np)
+      return fail("--nnodes starts one globe-launch per node; --hosts, --hostfile and --np are for one globe-launch "
+                  "that starts every node over ssh: use one form or the other");
   }
   if (!o.hosts.empty() && !o.hostfile.empty())
     return fail("--hosts and --hostfile are mutually exclusive");
@@ -210,13 +211,17 @@ Options:
   --hosts H1:N1,H2:N2  run on these hosts (passed to mpirun --host); remote hosts need
                        passwordless ssh and globe-launch + PROGRAM at the same paths
   --hostfile FILE      run on the hosts of an Open MPI hostfile (passed to mpirun --hostfile)
-  --nnodes N           OneFlow/torchrun compatibility: only --nnodes 1 is accepted (then this
-                       and the three flags below are ignored); for several nodes use
-                       --hosts host1:N,host2:N or --hostfile FILE instead, because Open MPI
-                       starts the ranks of every node from one command
-  --node_rank R        accepted and ignored with --nnodes 1 (R must be 0)
-  --master_addr ADDR   accepted and ignored with --nnodes 1
-  --master_port PORT   accepted and ignored with --nnodes 1
+  --nnodes N           one globe-launch per node, as torchrun and OneFlow's launcher: run the
+                       same command on each of N nodes, with its --node_rank; no ssh needed.
+                       Node 0 gathers the others at --master_addr:--master_port, then starts
+                       the N x nproc_per_node ranks (Open MPI's daemons reach the other nodes
+                       through their waiting globe-launch); every rank's output is written by
+                       node 0's globe-launch, and every launcher exits with the job's status
+  --node_rank R        this node's index, 0..N-1 (default 0); node 0 runs the job
+  --master_addr ADDR   node 0's address, as the other nodes reach it (needed with --nnodes > 1)
+  --master_port PORT   the port node 0 listens on for the other nodes (default 29500)
+  --rdzv_timeout SEC   how long the nodes wait for each other at the start (default 300);
+                       a node missing by then fails every launcher, naming it
   --no-prefix          do not prefix output lines with "[rankR] " (also: env
                        GLOBE_LAUNCH_NO_PREFIX=1)
   --logdir DIR         also write each rank's unprefixed stdout+stderr to DIR/rank.R.log

@@ -15,6 +15,13 @@ struct LaunchOptions {
   std::optional<int> np;              // total ranks; only meaningful with --hosts/--hostfile
   std::string hosts;                  // "h1:n1,h2:n2" (normalised: every host has ":n")
   std::string hostfile;
+  // One launcher per node (torchrun / OneFlow form, node_group.h): node 0 listens at
+  // master_addr:master_port, the others join it there.
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr;
+  int master_port = 29500;
+  double rdzv_timeout_s = 300;  // how long the launchers wait for each other
   bool no_prefix = false;
   std::string logdir;
   double timeout_s = 0;  // 0 = no whole-job timeout

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common.h"
+#include "sockets.h"
 
 namespace globe_launch {
 namespace {
@@ -100,32 +101,19 @@ bool read_available(Connection& c, const std::string& token) {
 
 }  // namespace
 
-std::unique_ptr<OutputServer> OutputServer::listen(bool remote_ranks, std::string& error) {
+std::unique_ptr<OutputServer> OutputServer::listen(const std::string& host_for_ranks, std::string& error) {
   std::unique_ptr<OutputServer> s(new OutputServer);
-  s->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;  // any free port
-  addr.sin_addr.s_addr = htonl(remote_ranks ? INADDR_ANY : INADDR_LOOPBACK);
-  socklen_t addr_len = sizeof(addr);
-  if (s->listen_fd_ < 0 || ::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::listen(s->listen_fd_, SOMAXCONN) != 0 ||
-      ::getsockname(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0 ||
-      ::pipe2(s->stop_pipe_, O_CLOEXEC) != 0) {
-    error = std::string("cannot open the output channel: ") + std::strerror(errno);
+  const bool remote_ranks = !host_for_ranks.empty();
+  s->listen_fd_ = listen_tcp(0, remote_ranks, error);
+  if (s->listen_fd_ < 0 || ::pipe2(s->stop_pipe_, O_CLOEXEC) != 0) {
+    error = "cannot open the output channel: " + (s->listen_fd_ < 0 ? error : std::string(std::strerror(errno)));
     return nullptr;
   }
-  std::string host = "127.0.0.1";
-  if (remote_ranks) {
-    char name[256] = {};
-    if (::gethostname(name, sizeof(name) - 1) != 0) {
-      error = std::string("cannot open the output channel: gethostname: ") + std::strerror(errno);
-      return nullptr;
-    }
-    host = name;
-  }
+  ::fcntl(s->listen_fd_, F_SETFL, ::fcntl(s->listen_fd_, F_GETFL) | O_NONBLOCK);
+  const std::string host = remote_ranks ? host_for_ranks : "127.0.0.1";
+  const int port = local_port(s->listen_fd_);
   s->token_ = random_token();
-  s->address_ = host + ":" + std::to_string(ntohs(addr.sin_port)) + ":" + s->token_;
+  s->address_ = host + ":" + std::to_string(port) + ":" + s->token_;
   return s;
 }
 
@@ -189,39 +177,8 @@ std::optional<OutputLink> OutputLink::connect(const std::string& address, int ra
   const std::string host = address.substr(0, port_at);
   const std::string port = address.substr(port_at + 1, token_at - port_at - 1);
   const std::string token = address.substr(token_at + 1);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    error = "cannot resolve " + host + ": " + ::gai_strerror(rc);
-    return std::nullopt;
-  }
-  int fd = -1;
-  error = "cannot connect to " + host + ":" + port;
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-    if (fd < 0) continue;
-    int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
-    if (rc != 0 && errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      int so_error = ETIMEDOUT;
-      socklen_t len = sizeof(so_error);
-      if (::poll(&p, 1, kConnectTimeoutMs) == 1) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
-      rc = so_error == 0 ? 0 : -1;
-      errno = so_error;
-    }
-    if (rc != 0) {
-      error += std::string(": ") + std::strerror(errno);
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
+  const int fd = connect_tcp(host, port, kConnectTimeoutMs, error);
   if (fd < 0) return std::nullopt;
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // progress lines show at once
   OutputLink link(fd);
   if (!link.send(0, token.data(), token.size())) {
     error = "the launcher closed the output channel (rank " + std::to_string(rank) + ")";

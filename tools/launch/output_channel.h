@@ -23,9 +23,10 @@ namespace globe_launch {
 // Parent side: listens, and relays frames to fds 1 and 2 on its own thread.
 class OutputServer {
  public:
-  // Listens on 127.0.0.1 (local jobs) or every interface (jobs with --hosts / --hostfile, whose
-  // ranks connect to this host by name). Nothing on error, with `error` set.
-  static std::unique_ptr<OutputServer> listen(bool remote_ranks, std::string& error);
+  // Listens on 127.0.0.1 for a local job (`host_for_ranks` empty), else on every interface, the
+  // ranks connecting to `host_for_ranks` (this host's name or address as the other hosts know
+  // it). Nothing on error, with `error` set.
+  static std::unique_ptr<OutputServer> listen(const std::string& host_for_ranks, std::string& error);
   ~OutputServer();
 
   // "HOST:PORT:TOKEN", what each rank is given to connect back.

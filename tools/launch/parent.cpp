@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common.h"
+#include "node_group.h"
 #include "output_channel.h"
 
 extern char** environ;
@@ -137,7 +138,10 @@ JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout
   // The ranks' output comes back over our own channel, so that lines stay whole (output_channel.h).
   // Started with the handled signals blocked: its thread must never take them.
   std::string channel_error;
-  std::unique_ptr<OutputServer> output = OutputServer::listen(!o.hosts.empty() || !o.hostfile.empty(), channel_error);
+  // Ranks on other hosts connect back by the name or address those hosts know this one by.
+  const std::string host_for_ranks =
+      o.nnodes > 1 ? o.master_addr : (!o.hosts.empty() || !o.hostfile.empty()) ? host_name() : "";
+  std::unique_ptr<OutputServer> output = OutputServer::listen(host_for_ranks, channel_error);
   if (output) {
     output->start();
   } else {
@@ -245,9 +249,8 @@ JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout
   return {rc, rc != 0};
 }
 
-}  // namespace
-
-int run_parent(const LaunchOptions& o) {
+// Every start of the job, to the end of the last one; the launcher's exit code.
+int run_starts(const LaunchOptions& o) {
   if (const auto bad = check_executable(o.program[0])) {
     say("cannot run '" + o.program[0] + "': " + bad->why);
     return bad->exit_code;
@@ -274,6 +277,31 @@ int run_parent(const LaunchOptions& o) {
     say("restarting every rank (restart " + std::to_string(restart + 1) + " of " + std::to_string(o.max_restarts) +
         ", --max-restarts)");
   }
+}
+
+}  // namespace
+
+int run_parent(const LaunchOptions& given) {
+  if (given.nnodes == 1) return run_starts(given);
+  if (given.node_rank > 0) return run_follower(given);
+  // Node 0 of several: once every node has joined, the job runs as over --hosts, the other nodes
+  // reached through their launchers instead of ssh (node_group.h).
+  std::string error;
+  const std::unique_ptr<NodeGroup> nodes = NodeGroup::gather(given, error);
+  if (!nodes) {
+    say(error);
+    return 1;
+  }
+  LaunchOptions o = given;
+  o.hosts = nodes->hosts();
+  o.np = o.nnodes * o.nproc_per_node;
+  for (const auto& kv : nodes->mca())
+    if (std::none_of(o.mca.begin(), o.mca.end(), [&](const auto& m) { return m.first == kv.first; }))
+      o.mca.push_back(kv);
+  nodes->start();
+  const int code = run_starts(o);
+  nodes->finish(code);
+  return code;
 }
 
 }  // namespace globe_launch
