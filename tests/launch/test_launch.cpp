@@ -1,6 +1,9 @@
 // globe-launch, the happy paths: command line, rank environment, output prefixes and logs, and
 // MPI programs finding each other. Failures, signals and timeouts: test_launch_failures.cpp.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -266,9 +269,18 @@ std::vector<std::string> node_args(int node_rank, const std::string& port, const
           "--master_port", port, "--rdzv_timeout", rdzv, fixture(), "env"};
 }
 
+// A port nothing listens on now: the one the system gives a socket bound to port 0 (a fixed number
+// could be taken by another test's process, and node 0 would fail for that reason).
 std::string free_port() {
-  static int next = 20000 + ::getpid() % 20000;
-  return std::to_string(next++);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof(addr);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return std::to_string(ntohs(addr.sin_port));
 }
 
 TEST(Launch, ANodeThatNeverJoinsFailsNodeZeroNamingIt) {

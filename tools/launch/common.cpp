@@ -74,6 +74,21 @@ bool record_failure(const std::string& run_dir, const FailureRecord& rec) {
   return first;
 }
 
+void record_end(const std::string& run_dir, int rank) {
+  const int fd = ::open((run_dir + "/ended." + std::to_string(rank)).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);  // a remote node has no run directory: nothing to mark
+}
+
+int count_ended(const std::string& run_dir) {
+  DIR* d = ::opendir(run_dir.c_str());
+  if (d == nullptr) return 0;
+  int n = 0;
+  while (const dirent* e = ::readdir(d))
+    if (std::strncmp(e->d_name, "ended.", 6) == 0) ++n;
+  ::closedir(d);
+  return n;
+}
+
 std::optional<FailureRecord> read_first_failure(const std::string& run_dir) {
   FILE* f = std::fopen((run_dir + "/first_failure").c_str(), "r");
   if (f == nullptr) return std::nullopt;

@@ -40,6 +40,11 @@ struct FailureRecord {
 // Returns true if this rank's record became first_failure.
 bool record_failure(const std::string& run_dir, const FailureRecord& rec);
 
+// Marks rank `rank` as ended (DIR/ended.R), whatever its status, and counts the marks: the parent
+// knows when every local rank has ended even if mpirun does not return.
+void record_end(const std::string& run_dir, int rank);
+int count_ended(const std::string& run_dir);
+
 // Reads DIR/first_failure if present and well formed.
 std::optional<FailureRecord> read_first_failure(const std::string& run_dir);
 

@@ -30,6 +30,13 @@ constexpr int kHandled[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
 // After asking mpirun to stop, give it this long before SIGKILL. Killing mpirun is safe: every
 // per-rank process dies with it (PR_SET_PDEATHSIG), and every program with its per-rank process.
 constexpr double kStopGraceS = 5.0;
+// Once every rank has ended, or one has failed (mpirun then stops the others), mpirun gets this
+// long to exit; then it is killed. Open MPI 4.1's mpirun can deadlock in its own teardown
+// (PMIx_server_finalize, when a rank waited in MPI_Finalize's fence while the job was aborted);
+// the job is over by then, and its status is the ranks'.
+constexpr double kTeardownGraceS = 5.0;
+// How often the launcher looks whether every rank has ended.
+constexpr double kEndPollS = 0.2;
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
 std::string absolute_path(const std::string& p) {
@@ -179,11 +186,22 @@ JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout
   double kill_at = kNever;
   int stop_signal = 0;
   bool timed_out = false;
+  bool teardown_hung = false;
   int status = 0;
+  // Ranks whose end (or first failure) the run directory shows: all of them when they run on this host.
+  const int local_ranks = o.hosts.empty() && o.hostfile.empty() ? o.nproc_per_node : 0;
+  double all_ended_at = kNever;
   for (;;) {
     const pid_t w = ::waitpid(pid, &status, WNOHANG);
     if (w == pid || (w < 0 && errno == ECHILD)) break;
     const double t = now_s();
+    if (local_ranks > 0 && all_ended_at == kNever &&
+        (count_ended(run_dir) >= local_ranks || read_first_failure(run_dir)))
+      all_ended_at = t;
+    if (!teardown_hung && t >= all_ended_at + kTeardownGraceS) {
+      teardown_hung = true;
+      ::kill(pid, SIGKILL);
+    }
     if (!timed_out && stop_signal == 0 && t >= timeout_at) {
       timed_out = true;
       ::kill(pid, SIGTERM);  // mpirun stops every rank and exits
@@ -195,6 +213,8 @@ JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout
     }
     double wake = kill_at;
     if (!timed_out && stop_signal == 0) wake = std::min(wake, timeout_at);
+    if (local_ranks > 0 && !teardown_hung)
+      wake = std::min(wake, all_ended_at == kNever ? t + kEndPollS : all_ended_at + kTeardownGraceS);
     siginfo_t info{};
     int sig;
     if (wake == kNever) {
@@ -234,6 +254,7 @@ JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout
     say("rank " + std::to_string(failure->rank) + " failed first: " + failure->describe());
     return {failure->launcher_exit_code(), true};
   }
+  if (teardown_hung) return {0, false};  // every rank ended well; only mpirun's teardown hung
   if (WIFSIGNALED(status)) {
     say("mpirun died by " + describe_signal(WTERMSIG(status)));
     return {128 + WTERMSIG(status), true};

@@ -341,6 +341,7 @@ int run_rank_child(int argc, char** argv) {
   out_relay.finish();
   err_relay.finish();
   if (log_fd >= 0) ::close(log_fd);
+  if (!a.run_dir.empty()) record_end(a.run_dir, rank);
   if (!failed) return 0;
   if (g_stop_signal == 0) {
     const std::string msg =
