@@ -55,6 +55,15 @@ Tensor gelu_tanh(const Tensor& a);  // tanh approximation (GPT-2; torch's approx
 Tensor tanh(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 Tensor to_dtype(const Tensor& a, DType dtype);
+// torch.clamp: each value limited to [min, max] (either bound may be left out); the gradient passes
+// where min <= x <= max. abs: |x|, gradient sign(x) (0 at 0). masked_fill: `value` where the int64
+// mask (same shape) is non-zero, the input elsewhere; no gradient where filled.
+Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max);
+Tensor abs(const Tensor& a);
+Tensor masked_fill(const Tensor& a, const Tensor& mask, double value);
+// The identity whose gradient is scaled by `factor` (data parallelism over local losses: the
+// average of the ranks' gradients, as DDP takes it). A copy, so the result is a tensor of its own.
+Tensor scale_grad(const Tensor& a, double factor);
 // A contiguous copy (or `a` itself when it is already contiguous).
 Tensor contiguous(const Tensor& a);
 // Writes src's values into dst in place (no autograd); shapes must match. For global tensors the

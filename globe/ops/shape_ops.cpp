@@ -297,7 +297,35 @@ class Contiguous final : public Op {
   }
 };
 
+// The identity with a scaled gradient (scale_grad in ops.h).
+class ScaleGrad final : public Op {
+ public:
+  explicit ScaleGrad(double factor) : factor_(factor) {}
+  std::string name() const override { return "scale_grad"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override { return in[0]; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    std::vector<SbpSignature> s;
+    sbp_rules::add_same_split(s, 1, int64_t(in[0].shape.size()));
+    sbp_rules::add_all_partial(s, 1);
+    return s;
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    Tensor out = Tensor::uninitialized(in[0].shape(), in[0].dtype());
+    kernels::copy_into(out, in[0]);
+    return out;
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {mul(g, factor_)};
+  }
+
+ private:
+  double factor_;
+};
+
 }  // namespace
+
+Tensor scale_grad(const Tensor& a, double factor) { return apply_op<ScaleGrad>({a}, factor); }
 
 Tensor reshape(const Tensor& a, const Shape& shape) {
   if (a.shape() == shape) return a;

@@ -84,6 +84,10 @@ void bind_ops(pyb::module_& m) {
   m.def("view", [](const Tensor& a, const pyb::object& s) { return view(a, to_shape(s)); });
   m.def("expand", [](const Tensor& a, const pyb::object& s) { return expand(a, to_shape(s)); });
   m.def("sum_to", [](const Tensor& a, const pyb::object& s) { return sum_to(a, to_shape(s)); });
+  m.def("clamp", &clamp, pyb::arg("input"), pyb::arg("min") = pyb::none(), pyb::arg("max") = pyb::none());
+  m.def("abs", &globe::abs, pyb::arg("input"));
+  m.def("masked_fill", &masked_fill, pyb::arg("input"), pyb::arg("mask"), pyb::arg("value"));
+  m.def("scale_grad", &scale_grad, pyb::arg("input"), pyb::arg("factor"));
   m.def("narrow", &narrow, pyb::arg("input"), pyb::arg("dim"), pyb::arg("start"), pyb::arg("length"));
   m.def("slice", &slice, pyb::arg("input"), pyb::arg("dim"), pyb::arg("start"), pyb::arg("end"));
   m.def("gather", &gather, pyb::arg("input"), pyb::arg("dim"), pyb::arg("index"));

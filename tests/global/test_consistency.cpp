@@ -136,6 +136,13 @@ std::vector<OpCase> cases() {
       {"cross_entropy_none_3d", {F({2, 3, 5}), I({2, 3}, 5)},
        [](V x) { return cross_entropy_with(x[0], x[1], Reduction::none); }},
       {"pick", {F({5, 4}), I({5}, 4)}, [](V x) { return pick(x[0], x[1]); }},
+      // Element-wise selection (randn values on both sides of the bounds).
+      {"clamp", {F({5, 3})}, [](V x) { return clamp(x[0], -0.5, 0.7); }},
+      {"clamp_min", {F({5, 3})}, [](V x) { return clamp(x[0], 0.1, std::nullopt); }},
+      {"clamp_max", {F({3, 5})}, [](V x) { return clamp(x[0], std::nullopt, -0.2); }},
+      {"abs", {F({5, 3})}, [](V x) { return abs(x[0]); }},
+      {"masked_fill", {F({5, 3}), I({5, 3}, 2)}, [](V x) { return masked_fill(x[0], x[1], -1.5); }},
+      {"scale_grad", {F({5, 3})}, [](V x) { return scale_grad(x[0], 0.25); }},
   };
 }
 

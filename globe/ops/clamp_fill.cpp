@@ -1,0 +1,136 @@
+// Ops that pick, per element, between a tensor's value and a bound or a fill: clamp, masked_fill,
+// and abs (built from relu), with torch's gradients.
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "globe/kernels/elementwise.h"
+#include "globe/ops/op.h"
+#include "globe/ops/ops.h"
+#include "globe/ops/sbp_rules.h"
+
+namespace globe {
+namespace {
+
+// Applies to each element separately: every split layout passes through; a partial sum does not
+// (clamp of a sum is not the sum of clamps).
+std::vector<SbpSignature> pointwise_signatures(size_t n_inputs, int64_t ndim) {
+  std::vector<SbpSignature> s;
+  sbp_rules::add_same_split(s, n_inputs, ndim);
+  return s;
+}
+
+// The bounds of a clamp, in the element type (a missing one is infinite).
+template <class T>
+std::pair<T, T> bounds(std::optional<double> lo, std::optional<double> hi) {
+  return {lo ? T(*lo) : -std::numeric_limits<T>::infinity(), hi ? T(*hi) : std::numeric_limits<T>::infinity()};
+}
+
+// The gradient of clamp: g where the value passed (lo <= x <= hi), else 0, as torch's.
+class ClampBackward final : public Op {
+ public:
+  ClampBackward(std::optional<double> lo, std::optional<double> hi) : lo_(lo), hi_(hi) {}
+  std::string name() const override { return "clamp_backward"; }
+  bool differentiable() const override { return false; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override { return in[0]; }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    return pointwise_signatures(2, int64_t(in[0].shape.size()));
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return visit_floating(in[0].dtype(), "clamp_backward", [&](auto tag) {
+      using T = decltype(tag);
+      const auto [lo, hi] = bounds<T>(lo_, hi_);
+      return kernels::map_binary<T>(in[0], in[1], in[0].shape(),
+                                    [lo, hi](T g, T x) { return x >= lo && x <= hi ? g : T(0); });
+    });
+  }
+
+ private:
+  std::optional<double> lo_, hi_;
+};
+
+class Clamp final : public Op {
+ public:
+  Clamp(std::optional<double> lo, std::optional<double> hi) : lo_(lo), hi_(hi) {}
+  std::string name() const override { return "clamp"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    GLOBE_CHECK(is_floating(in[0].dtype), "[clamp] expects a floating tensor, got ", dtype_name(in[0].dtype),
+                shape_str(in[0].shape));
+    return in[0];
+  }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    return pointwise_signatures(1, int64_t(in[0].shape.size()));
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return visit_floating(in[0].dtype(), "clamp", [&](auto tag) {
+      using T = decltype(tag);
+      const auto [lo, hi] = bounds<T>(lo_, hi_);
+      // torch's order: the min bound first, then the max (lo > hi gives hi everywhere).
+      return kernels::map_unary<T, T>(in[0], [lo, hi](T x) { return x < lo ? lo : (x > hi ? hi : x); });
+    });
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {apply_op<ClampBackward>({g, in[0]}, lo_, hi_)};
+  }
+
+ private:
+  std::optional<double> lo_, hi_;
+};
+
+class MaskedFill final : public Op {
+ public:
+  explicit MaskedFill(double value) : value_(value) {}
+  std::string name() const override { return "masked_fill"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    GLOBE_CHECK(in[1].dtype == DType::int64, "[masked_fill] the mask must be int64 (0 keeps, 1 fills), got ",
+                dtype_name(in[1].dtype), shape_str(in[1].shape));
+    GLOBE_CHECK(in[0].shape == in[1].shape, "[masked_fill] the mask's shape ", shape_str(in[1].shape),
+                " differs from the input's ", shape_str(in[0].shape), " (expand it first)");
+    return in[0];
+  }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    return pointwise_signatures(2, int64_t(in[0].shape.size()));
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return fill(in[0], in[1], value_);
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {masked_fill(g, in[1].detach(), 0.0), Tensor()};
+  }
+
+ private:
+  static Tensor fill(const Tensor& x, const Tensor& mask, double value) {
+    const Tensor m = kernels::dense(mask);
+    const Tensor d = kernels::dense(x);
+    return visit_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
+      const T* src = d.data<T>();
+      const int64_t* keep = m.data<int64_t>();
+      T* dst = out.data<T>();
+      const T v = T(value);
+      for (int64_t i = 0, n = x.numel(); i < n; ++i) dst[i] = keep[i] != 0 ? v : src[i];
+      return out;
+    });
+  }
+  double value_;
+};
+
+}  // namespace
+
+Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max) {
+  GLOBE_CHECK(min || max, "[clamp] needs min, max or both");
+  return apply_op<Clamp>({a}, min, max);
+}
+
+Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
+  return apply_op<MaskedFill>({a, mask}, value);
+}
+
+// |x| = relu(x) + relu(-x): exact (one term is 0), and its gradient is torch's sign(x), 0 at 0.
+Tensor abs(const Tensor& a) { return add(relu(a), relu(neg(a))); }
+
+}  // namespace globe
