@@ -19,7 +19,9 @@ void bind_optim(pyb::module_& m) {
              return std::make_shared<SGD>(std::move(params), SGDOptions{lr, momentum, dampening, weight_decay, nesterov});
            }),
            pyb::arg("params"), pyb::arg("lr") = 0.01, pyb::arg("momentum") = 0.0, pyb::arg("dampening") = 0.0,
-           pyb::arg("weight_decay") = 0.0, pyb::arg("nesterov") = false);
+           pyb::arg("weight_decay") = 0.0, pyb::arg("nesterov") = false)
+      // The learning rate every step uses from now on (python/globe/optim.py sets it from param_groups).
+      .def_property("lr", [](SGD& o) { return o.options().lr; }, [](SGD& o, double lr) { o.options().lr = lr; });
   auto adam = [](bool decoupled, double default_wd) {
     // `params`: tensors, or torch's parameter groups [{"params": [...], "weight_decay": wd}, ...]
     // (a group without "weight_decay" takes the optimizer's).
@@ -42,9 +44,12 @@ void bind_optim(pyb::module_& m) {
   };
   pyb::class_<Adam, Optimizer, std::shared_ptr<Adam>>(m, "Adam")
       .def(pyb::init(adam(false, 0.0)), pyb::arg("params"), pyb::arg("lr") = 1e-3,
-           pyb::arg("betas") = std::make_pair(0.9, 0.999), pyb::arg("eps") = 1e-8, pyb::arg("weight_decay") = pyb::none());
+           pyb::arg("betas") = std::make_pair(0.9, 0.999), pyb::arg("eps") = 1e-8, pyb::arg("weight_decay") = pyb::none())
+      .def_property("lr", [](Adam& o) { return o.options().lr; }, [](Adam& o, double lr) { o.options().lr = lr; });
   m.def("AdamW", adam(true, 0.01), pyb::arg("params"), pyb::arg("lr") = 1e-3,
         pyb::arg("betas") = std::make_pair(0.9, 0.999), pyb::arg("eps") = 1e-8, pyb::arg("weight_decay") = pyb::none());
+  m.def("warmup_cosine_lr", &warmup_cosine_lr, pyb::arg("step"), pyb::arg("warmup"), pyb::arg("decay_steps"),
+        pyb::arg("max_lr"), pyb::arg("min_lr"));
   m.def("clip_grad_norm_", &clip_grad_norm, pyb::arg("parameters"), pyb::arg("max_norm"));
 }
 
