@@ -14,13 +14,15 @@ import sys as _sys
 import numpy as _np
 
 from . import _globe
-from ._globe import (Error, Placement, Tensor, add, arange, argmax, cat, causal_attention, causal_fill,
-                     causal_softmax, contiguous, cross_entropy, describe, div, dropout, embedding, exp, expand, flatten, from_full, from_numpy,
+from ._globe import (Error, Placement, Tensor, abs, add, arange, argmax, cat, causal_attention, causal_fill,
+                     causal_softmax, clamp, contiguous, cross_entropy, describe, div, dropout, embedding, exp, expand, flatten, from_full, from_numpy,
                      gather, gelu, gelu_tanh, layer_norm, linear, log, log_softmax, manual_seed, matmul, matmul_nt,
                      max, mean, mse_loss, mul, narrow, neg, ones_like, permute, pick, pow, relu, reshape,
                      scatter_add, sigmoid, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype,
                      transpose, uniform, unsqueeze, view, visualize, zeros_like)
 from . import env, nn, optim, pipeline, sbp, tensor_methods  # noqa: E402  (after _globe: they use it)
+from .tensor_methods import masked_fill, norm  # noqa: E402  (torch's mask and norm arguments)
+from . import utils  # noqa: E402  (utils.data, utils.global_view)
 from .autograd import grad_bucket_bytes, no_grad, no_sync, set_grad_bucket_bytes
 from .sbp import broadcast as _broadcast
 

@@ -6,6 +6,8 @@ assignment order under the attribute name (the state_dict key); assigning to a n
 registered replaces what it holds, so `b.weight = a.weight` ties the two, as in PyTorch. The
 layers wrap Globe's C++ layers, so a model built here has the C++ model's initial values and
 losses."""
+import sys as _sys
+import types as _types
 from collections import OrderedDict
 
 from . import _globe
@@ -57,6 +59,8 @@ class Module:
             t = d["_cpp"].get(name)
             if t is not None:
                 return t
+            if name == "config":  # OneFlow's older spelling of module.to(nn.graph.GraphModule)
+                return graph.GraphModule.of(self)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def register_buffer(self, name, tensor):
@@ -118,7 +122,10 @@ class Module:
 
     def to(self, *args, **kwargs):
         """to(dtype) converts every floating parameter and buffer in place; to(device) checks the
-        device ("cpu": Globe's tensors live there) and changes nothing."""
+        device ("cpu": Globe's tensors live there) and changes nothing; to(nn.graph.GraphModule)
+        gives the module's nn.Graph settings (its pipeline stage)."""
+        if args and args[0] is graph.GraphModule:
+            return graph.GraphModule.of(self)
         dtype, _ = dtype_and_device(args, kwargs)
         if dtype is not None:
             self._cpp.to(dtype)
@@ -290,3 +297,42 @@ class MSELoss(_Loss):
 class CrossEntropyLoss(_Loss):
     def forward(self, logits, target):
         return _globe.cross_entropy(logits, target, self.reduction)
+
+
+def DistributedDataParallel(module, *, broadcast_buffers=True, bucket_size=10, use_bucket=True):  # noqa: N802, ARG001
+    """OneFlow's DDP over global tensors: a program that trains a local model on each rank's own
+    batch, wrapped in DDP, trains as one model on all the ranks' batches together. As OneFlow's, it
+    changes `module` in place and returns it: its parameters and buffers become global on every
+    rank with rank 0's values (the same objects, so an optimizer made before keeps working); its
+    forward takes each rank's local tensor arguments as their pieces of one batch split along dim 0
+    and returns the local pieces of the outputs; backward averages the ranks' gradients, as DDP's
+    all-reduce does (each output's gradient is scaled by 1 / world size; the layouts' reduction
+    sums the rest). The local batches must be the balanced pieces of the whole one (equal sizes
+    when the batch divides)."""
+    from . import env, local_to_global, placement  # noqa: PLC0415  (the package's, defined after nn)
+    from .utils.global_view import _map  # noqa: PLC0415
+    n = env.get_world_size()
+    if n == 1 or module.__dict__.get("_ddp"):
+        return module
+    everywhere = placement("cpu", ranks=list(range(n)))
+    module.to_global(placement=everywhere, sbp=_globe.broadcast)
+    local_forward = module.forward
+    split = _globe.split(0)
+
+    def forward(*args, **kwargs):
+        out = local_forward(*_map(lambda t: t if t.is_global else local_to_global(t, everywhere, split), args),
+                            **kwargs)
+        return _map(lambda t: _globe.scale_grad(t, 1.0 / n).to_local() if t.is_global else t, out)
+
+    object.__setattr__(module, "forward", forward)
+    object.__setattr__(module, "_ddp", True)
+    return module
+
+
+parallel = _types.ModuleType(__name__ + ".parallel", "nn.parallel: DistributedDataParallel")
+parallel.DistributedDataParallel = DistributedDataParallel
+_sys.modules[parallel.__name__] = parallel  # `from globe.nn.parallel import DistributedDataParallel`
+
+from . import graph  # noqa: E402  (nn.graph.GraphModule; graph.py uses Module lazily)
+
+Graph = graph.Graph

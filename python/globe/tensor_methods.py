@@ -92,6 +92,21 @@ def chunk(self, chunks, dim=0):
     return split(self, -(-n // chunks), dim)
 
 
+_cpp_backward = Tensor.backward
+# While nn.Graph runs build(), it takes each loss.backward() here: to scale the loss by its
+# micro-batch share and to run the backward in the schedule's order (python/globe/graph.py).
+backward_hook = None
+
+
+def backward(self, gradient=None, retain_graph=False, create_graph=False):  # noqa: ARG001
+    """torch's backward: `gradient` weights a non-scalar tensor (the backward of sum(self * gradient))."""
+    loss = self if gradient is None else (self * gradient).sum()
+    if backward_hook is not None:
+        backward_hook(loss)
+    else:
+        _cpp_backward(loss)
+
+
 def dtype_and_device(args, kwargs):
     """What to(...) asks for, as torch's and OneFlow's to() take it (dtype, device, both, another
     tensor, or keywords): (dtype or None, device or None), the device checked ("cpu" only)."""
@@ -173,6 +188,29 @@ def _inplace(name, compute):
     return method
 
 
+def masked_fill(self, mask, value):
+    """`value` where `mask` is non-zero (an int64 or floating 0/1 tensor of this shape or one that
+    broadcasts to it), the tensor's value elsewhere; no gradient where filled."""
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"masked_fill: mask must be a tensor, got {type(mask).__name__}")
+    if mask.dtype != _globe.dtype.int64:
+        mask = _globe.to_dtype(mask, _globe.dtype.int64)
+    if list(mask.shape) != list(self.shape):
+        mask = _globe.expand(mask, list(self.shape))
+    return _globe.masked_fill(self, mask, float(value))
+
+
+def norm(self, p="fro", dim=None, keepdim=False):
+    """torch's vector norm over `dim` (all dims by default): p = 2 / "fro", 1, or inf."""
+    if p in ("fro", 2, 2.0):
+        return _globe.sqrt(_globe.sum(self * self, _dims(dim), keepdim))
+    if p in (1, 1.0):
+        return _globe.sum(_globe.abs(self), _dims(dim), keepdim)
+    if p == float("inf"):
+        return _globe.max(_globe.abs(self), _dims(dim), keepdim) if dim is not None else _globe.max(_globe.abs(self))
+    raise NotImplementedError(f"norm: p={p!r} (Globe has p = 2, 1 and inf)")
+
+
 def _fill(self, value):
     if self.is_global:
         return _globe.full(list(self.shape), float(value), self.dtype, self.placement, self.sbp)
@@ -228,7 +266,15 @@ METHODS = {
     "mean": lambda self, dim=None, keepdim=False: _globe.mean(self, _dims(dim), keepdim),
     "max": max_,
     "argmax": argmax,
+    # selection
+    "abs": lambda self: _globe.abs(self),
+    "clamp": lambda self, min=None, max=None: _globe.clamp(self, min, max),  # noqa: A002
+    "clip": lambda self, min=None, max=None: _globe.clamp(self, min, max),  # noqa: A002
+    "masked_fill": masked_fill,
+    "norm": norm,
     # in place
+    "clamp_": _inplace("clamp_", lambda self, min=None, max=None: _globe.clamp(self, min, max)),  # noqa: A002
+    "masked_fill_": _inplace("masked_fill_", masked_fill),
     "zero_": _inplace("zero_", lambda self: _fill(self, 0.0)),
     "fill_": _inplace("fill_", _fill),
     "copy_": _inplace("copy_", lambda self, src: src),
@@ -237,6 +283,7 @@ METHODS = {
     "mul_": _inplace("mul_", lambda self, other: self * other),
     "div_": _inplace("div_", lambda self, other: self / other),
     "__getitem__": _index,
+    "backward": backward,
 }
 
 PROPERTIES = {

@@ -133,3 +133,107 @@ def test_seeded_local_streams_agree_on_every_rank():
     pieces = flow.local_to_global(flow.unsqueeze(mine, 0), all_ranks(), flow.sbp.split(0)).numpy()
     for r in range(WORLD):
         np.testing.assert_array_equal(pieces[r], mine.numpy())
+
+
+def test_ddp_over_local_batches_trains_as_one_model_on_the_whole_batch():
+    """A DDP program: a local model and each rank's own batch; the result equals one model trained
+    on every rank's batch together (the gradient is the ranks' average)."""
+    n, r = flow.env.get_world_size(), flow.env.get_rank()
+    flow.manual_seed(5)
+    whole_x, whole_y = flow.randn(4 * n, 3), flow.randn(4 * n, 2)
+    mine_x, mine_y = whole_x[4 * r:4 * r + 4], whole_y[4 * r:4 * r + 4]
+
+    flow.manual_seed(2)
+    ref = nn.Linear(3, 2)  # local, the same on every rank
+    ref_opt = flow.optim.SGD(ref.parameters(), lr=0.1)
+    flow.manual_seed(2)
+    model = nn.Linear(3, 2)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)  # made before wrapping: DDP keeps the parameters
+    from globe.nn.parallel import DistributedDataParallel as ddp
+    assert ddp(model) is model  # OneFlow's DDP changes the module in place
+    for _ in range(3):
+        out = model(mine_x)
+        assert out.is_local and list(out.shape) == [4, 2]
+        loss = nn.MSELoss()(out, mine_y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        ref_loss = nn.MSELoss()(ref(whole_x), whole_y)
+        ref_loss.backward()
+        ref_opt.step()
+        ref_opt.zero_grad()
+    np.testing.assert_allclose(model.weight.numpy(), ref.weight.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.bias.numpy(), ref.bias.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_oneflows_ddp_train_program_runs():
+    """OneFlow's ddp_train.py (its DDP chapter), "cuda" -> "cpu": attributes of the wrapped model,
+    a Parameter, a summed loss, each rank its own data; w against the average-gradient update."""
+    from globe.nn.parallel import DistributedDataParallel as ddp
+    n, r = flow.env.get_world_size(), flow.env.get_rank()
+    xs = [np.array([[1, 2], [2, 3]], np.float32) + k for k in range(n)]
+    ys = [np.array([[8], [13]], np.float32) * (k + 1) for k in range(n)]
+    train_x = [flow.tensor(x, dtype=flow.float32) for x in xs]
+    train_y = [flow.tensor(y, dtype=flow.float32) for y in ys]
+
+    class Model(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lr = 0.001
+            self.iter_count = 20
+            self.w = flow.nn.Parameter(flow.tensor([[0], [0]], dtype=flow.float32))
+
+        def forward(self, x):
+            return flow.matmul(x, self.w)
+
+    m = Model().to("cpu")
+    m = ddp(m)
+    loss = flow.nn.MSELoss(reduction="sum")
+    optimizer = flow.optim.SGD(m.parameters(), m.lr)
+    for _ in range(m.iter_count):
+        x, y = train_x[r].to("cpu"), train_y[r].to("cpu")
+        l = loss(m(x), y)  # noqa: E741  (the program's name)
+        optimizer.zero_grad()
+        l.backward()
+        optimizer.step()
+    w = np.zeros((2, 1), np.float64)
+    for _ in range(20):
+        grad = sum(2 * x.T @ (x @ w - y) for x, y in zip(xs, ys)) / n
+        w -= 0.001 * grad
+    np.testing.assert_allclose(m.w.numpy(), w, rtol=1e-4)
+
+
+def test_distributed_sampler_gives_each_rank_its_share():
+    from globe.utils.data import DataLoader, DistributedSampler, TensorDataset
+    n, r = flow.env.get_world_size(), flow.env.get_rank()
+    data = TensorDataset(flow.tensor(np.arange(10, dtype=np.float32)), flow.tensor(np.arange(10)))
+    sampler = DistributedSampler(data, shuffle=True, seed=3)
+    per_rank = -(-10 // n)
+    assert len(sampler) == per_rank
+    mine = list(sampler)
+    # Every rank's share, gathered: all indices covered; the padding repeats from the start.
+    p = flow.placement("cpu", ranks=list(range(n)))
+    everyone = flow.local_to_global(flow.tensor(np.array(mine)), p, flow.sbp.split(0))
+    everyone = everyone.to_global(placement=p, sbp=flow.sbp.broadcast).numpy().tolist()
+    assert sorted(set(everyone)) == list(range(10)) and len(everyone) == per_rank * n
+    sampler.set_epoch(1)
+    assert list(sampler) != mine or n == 10  # another order in another epoch
+    loader = DataLoader(data, batch_size=2, sampler=sampler)
+    batches = list(loader)
+    assert len(batches) == len(loader) == -(-per_rank // 2)
+    x, y = batches[0]
+    assert x.dtype == flow.float32 and y.dtype == flow.int64 and list(x.shape) == [min(2, per_rank)]
+    sampler.set_epoch(1)
+    np.testing.assert_array_equal(np.concatenate([b[1].numpy() for b in loader]), np.array(list(sampler)))
+    assert r < n
+
+
+def test_global_view_converts_nested_structures():
+    from globe.utils import global_view
+    p = flow.placement("cpu", ranks=list(range(flow.env.get_world_size())))
+    batch = {"x": flow.ones(2, 3), "meta": [flow.zeros(2), "name"]}
+    g = global_view.to_global(batch, placement=p, sbp=flow.sbp.broadcast)
+    assert g["x"].is_global and g["meta"][0].is_global and g["meta"][1] == "name"
+    back = global_view.to_local(g)
+    assert back["x"].is_local and back["meta"][1] == "name"
+    np.testing.assert_array_equal(back["x"].numpy(), np.ones((2, 3), np.float32))

@@ -288,3 +288,41 @@ def test_layout_comparisons_and_spellings_return_bools():
     x = flow.randn(2, placement=p, sbp=flow.sbp.broadcast)
     assert (x.sbp != flow.sbp.broadcast) is True  # a tuple, one per mesh axis, as in OneFlow
     assert x.sbp == (flow.sbp.broadcast,) and x.placement == p and not x.is_local
+
+
+def test_selection_methods_follow_torch():
+    x = flow.tensor(np.array([[-2.0, -0.5, 0.0], [0.5, 1.5, 3.0]], dtype=np.float32), requires_grad=True)
+    np.testing.assert_array_equal(x.abs().numpy(), np.abs(x.numpy()))
+    np.testing.assert_array_equal(x.clamp(-1, 1).numpy(), np.clip(x.numpy(), -1, 1))
+    np.testing.assert_array_equal(x.clamp(min=0.5).numpy(), np.maximum(x.numpy(), 0.5))
+    np.testing.assert_array_equal(flow.clamp(x, max=0.0).numpy(), np.minimum(x.numpy(), 0.0))
+    mask = flow.tensor(np.array([[1, 0, 0], [0, 0, 1]]))
+    np.testing.assert_array_equal(x.masked_fill(mask, -np.inf).numpy(),
+                                  np.where(mask.numpy() != 0, -np.inf, x.numpy()).astype(np.float32))
+    row_mask = flow.tensor(np.array([1.0, 0.0, 0.0], dtype=np.float32))  # a float 0/1 mask, broadcast
+    np.testing.assert_array_equal(flow.masked_fill(x, row_mask, 7).numpy()[:, 0], [7, 7])
+    np.testing.assert_allclose(x.norm().numpy(), np.linalg.norm(x.numpy()), rtol=1e-6)
+    np.testing.assert_allclose(x.norm(p=1, dim=1).numpy(), np.abs(x.numpy()).sum(1), rtol=1e-6)
+    np.testing.assert_allclose(x.norm(p=float("inf")).numpy(), 3.0)
+    # torch's gradients: clamp passes where min <= x <= max, abs is sign(x) (0 at 0), a filled
+    # element gets none.
+    (x.clamp(-1, 1).sum() + x.abs().sum() + x.masked_fill(mask, 0.0).sum()).backward()
+    xv, m = x.numpy(), mask.numpy()
+    expected = ((xv >= -1) & (xv <= 1)) + np.sign(xv) + (m == 0)
+    np.testing.assert_array_equal(x.grad.numpy(), expected.astype(np.float32))
+    with pytest.raises(flow.Error, match="in-place"):
+        x.clamp_(0, 1)
+
+
+def test_data_loader_batches_like_torch():
+    from globe.utils.data import DataLoader, TensorDataset
+    data = TensorDataset(flow.tensor(np.arange(10, dtype=np.float32).reshape(5, 2)), flow.tensor(np.arange(5)))
+    batches = list(DataLoader(data, batch_size=2))
+    assert [list(b[0].shape) for b in batches] == [[2, 2], [2, 2], [1, 2]]
+    np.testing.assert_array_equal(batches[2][1].numpy(), [4])
+    assert len(DataLoader(data, batch_size=2, drop_last=True)) == 2
+    flow.manual_seed(0)
+    shuffled = np.concatenate([b[1].numpy() for b in DataLoader(data, batch_size=2, shuffle=True)])
+    assert sorted(shuffled.tolist()) == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        DataLoader(data, sampler=[0, 1], shuffle=True)

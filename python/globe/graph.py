@@ -1,0 +1,227 @@
+"""OneFlow's nn.Graph over Globe's eager engine: a OneFlow program's Graph class runs unchanged.
+
+    class TrainGraph(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.model.stage0.to(flow.nn.graph.GraphModule).set_stage(0, P0)   # pipeline stages
+            self.model.stage1.to(flow.nn.graph.GraphModule).set_stage(1, P1)
+            self.config.set_gradient_accumulation_steps(4)                     # 4 micro-batches
+            self.config.enable_zero(True, stage=2)                             # ZeRO
+            self.add_optimizer(optimizer, lr_sch=scheduler)
+        def build(self, x, y):
+            loss = loss_fn(self.model(x), y)
+            loss.backward()
+            return loss
+
+    loss = TrainGraph()(x, y)   # one training iteration
+
+OneFlow compiles build() into a static graph; Globe runs it eagerly, which gives the same numbers:
+- a call cuts every tensor argument into `gradient_accumulation_steps` micro-batches along dim 0
+  and runs build() once per micro-batch; each loss.backward() inside is taken by the graph, scaled
+  by 1/steps (the gradients average the micro-batches, as one batch's mean loss would) and run in
+  the schedule's order: "1f1b" (default; stages - 1 forwards ahead, then one forward and one
+  backward) or "gpipe" (every forward, then every backward), config.set_pipeline_schedule();
+- with stages (set_stage), every rank runs the whole program and computes only the ops of its own
+  placement (global tensors, docs/06-pipeline.md): a stage's forward of the next micro-batch
+  overlaps the next stage's work on the one before. Every rank holds at most `stages` micro-batches'
+  activations;
+- then each optimizer steps (its lr scheduler after it) and the gradients are dropped;
+- the outputs are the micro-batches' outputs concatenated along dim 0 (scalars stacked), as
+  OneFlow packs them; with one micro-batch, build()'s own outputs.
+Hints that change speed, not values, in OneFlow (allow_fuse_*, enable_cudnn_*, ...) are accepted
+and do nothing; enable_amp is refused (Globe computes in float32)."""
+from . import tensor_methods
+from ._globe import Error, Tensor
+from . import _globe
+
+
+class GraphModule:
+    """A module's graph settings (OneFlow's `module.to(nn.graph.GraphModule)`, older spelling
+    `module.config`): its pipeline stage."""
+
+    def __init__(self, module):
+        object.__setattr__(self, "module", module)
+        object.__setattr__(self, "stage_id", None)
+        object.__setattr__(self, "placement", None)
+        object.__setattr__(self, "activation_checkpointing", False)
+
+    @staticmethod
+    def of(module):
+        g = module.__dict__.get("_graph_module")
+        if g is None:
+            g = GraphModule(module)
+            object.__setattr__(module, "_graph_module", g)
+        return g
+
+    def set_stage(self, stage_id, placement=None):
+        if not isinstance(stage_id, int) or stage_id < 0:
+            raise ValueError(f"set_stage: stage_id must be an integer >= 0, got {stage_id!r}")
+        if placement is not None:
+            for name, p in self.module.named_parameters():
+                if not p.is_global or p.placement != placement:
+                    where = p.placement if p.is_global else "local"
+                    raise Error(f"[nn.Graph] set_stage({stage_id}, {placement}): parameter {name} of "
+                                f"{type(self.module).__name__} lives on {where}; place the module there first "
+                                f"(module.to_global(placement=..., sbp=...)), before its optimizer is made")
+        object.__setattr__(self, "stage_id", stage_id)
+        object.__setattr__(self, "placement", placement)
+        return self
+
+    @property
+    def config(self):  # `module.to(GraphModule).config.set_stage(...)` as well
+        return self
+
+    def __setattr__(self, name, value):
+        if name not in ("stage_id", "activation_checkpointing"):
+            raise AttributeError(f"GraphModule has no setting {name!r}")
+        object.__setattr__(self, name, value)
+
+
+# OneFlow's GraphConfig methods that tune speed or memory of its compiled graph, not the values.
+_SPEED_HINTS = ("allow_fuse_add_to_output", "allow_fuse_model_update_ops", "allow_fuse_cast_scale",
+                "enable_cudnn_conv_heuristic_search_algo", "enable_straighten_algorithm", "enable_compress_memory",
+                "set_outputs_buffer_size", "enable_auto_parallel", "enable_multi_tensor_update",
+                "enable_fused_model_update_cast", "enable_compiler")
+
+
+class GraphConfig:
+    def __init__(self):
+        self.accumulation_steps = 1
+        self.zero_stage = 0
+        self.schedule = "1f1b"
+
+    def set_gradient_accumulation_steps(self, value):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"set_gradient_accumulation_steps: expected an integer >= 1, got {value!r}")
+        self.accumulation_steps = value
+
+    def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024, shard_restore_level=1):  # noqa: ARG002
+        if stage not in (1, 2):
+            raise ValueError(f"enable_zero: stage {stage!r}: Globe shards optimizer state (1) and gradients (2); "
+                             "stage 3 is not built yet")
+        self.zero_stage = stage if mode else 0
+
+    def enable_amp(self, mode=True, **kwargs):  # noqa: ARG002
+        if mode:
+            raise NotImplementedError("nn.Graph config.enable_amp: Globe computes in float32 (no mixed precision yet)")
+
+    def set_pipeline_schedule(self, schedule):
+        """Globe's: the order of the micro-batches' forwards and backwards, "1f1b" or "gpipe"."""
+        if schedule not in ("1f1b", "gpipe"):
+            raise ValueError(f"set_pipeline_schedule: '1f1b' or 'gpipe', got {schedule!r}")
+        self.schedule = schedule
+
+    def __getattr__(self, name):
+        if name in _SPEED_HINTS:
+            return lambda *args, **kwargs: None
+        raise AttributeError(f"nn.Graph config has no {name!r}")
+
+
+def schedule_order(schedule, microbatches, stages):
+    """[("F", i) | ("B", i)]: the forwards and backwards of the micro-batches, in the order run."""
+    ahead = microbatches if schedule == "gpipe" else min(max(stages - 1, 0), microbatches)
+    order = [("F", i) for i in range(ahead)]
+    for i in range(microbatches - ahead):
+        order += [("F", ahead + i), ("B", i)]
+    return order + [("B", i) for i in range(microbatches - ahead, microbatches)]
+
+
+def _micro_batches(args, n):
+    """Every tensor argument cut into n equal pieces along dim 0; other arguments repeated."""
+    pieces = []
+    for k, a in enumerate(args):
+        if not isinstance(a, Tensor):
+            pieces.append([a] * n)
+            continue
+        if a.dim() == 0 or a.shape[0] % n != 0:
+            raise Error(f"[nn.Graph] gradient accumulation over {n} micro-batches: input {k} has shape "
+                        f"{list(a.shape)}; dim 0 must divide by {n}")
+        m = a.shape[0] // n
+        pieces.append([_globe.narrow(a, 0, i * m, m) for i in range(n)])
+    return [[p[i] for p in pieces] for i in range(n)]
+
+
+def _pack(outputs):
+    """The micro-batches' outputs as one: tensors concatenated along dim 0 (scalars stacked)."""
+    first = outputs[0]
+    if isinstance(first, Tensor):
+        parts = [_globe.unsqueeze(o, 0) if o.dim() == 0 else o for o in outputs]
+        return _globe.cat(parts, 0)
+    if isinstance(first, (tuple, list)):
+        return type(first)(_pack([o[i] for o in outputs]) for i in range(len(first)))
+    if isinstance(first, dict):
+        return {k: _pack([o[k] for o in outputs]) for k in first}
+    return first
+
+
+class Graph:
+    def __init__(self):
+        self.config = GraphConfig()
+        self._optimizers = []  # (optimizer, lr scheduler or None)
+        self._zero_applied = False
+        self.name = type(self).__name__
+
+    def build(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__}.build")
+
+    def add_optimizer(self, optimizer, *, lr_sch=None, is_sparse=False):
+        if is_sparse:
+            raise NotImplementedError("nn.Graph add_optimizer(is_sparse=True): no sparse updates in Globe")
+        if lr_sch is not None and lr_sch.optimizer is not optimizer:
+            raise ValueError("nn.Graph add_optimizer: lr_sch schedules another optimizer")
+        self._optimizers.append((optimizer, lr_sch))
+
+    def debug(self, *args, **kwargs):  # OneFlow prints its compilation; nothing is compiled here
+        pass
+
+    def _stages(self):
+        """How many pipeline stages the graph's modules were given (1 without set_stage)."""
+        from . import nn  # noqa: PLC0415  (nn imports this module)
+        ids = set()
+        for value in list(vars(self).values()):
+            if isinstance(value, nn.Module):
+                for m in value.modules():
+                    g = m.__dict__.get("_graph_module")
+                    if g is not None and g.stage_id is not None:
+                        ids.add(g.stage_id)
+        return max(ids) + 1 if ids else 1
+
+    def __call__(self, *args):
+        if not self._zero_applied:
+            for opt, _ in self._optimizers:
+                if self.config.zero_stage:
+                    opt.set_zero_stage(self.config.zero_stage)
+            self._zero_applied = True
+        n = self.config.accumulation_steps
+        batches = _micro_batches(args, n) if n > 1 else [list(args)]
+        for opt, _ in self._optimizers:
+            opt.zero_grad()
+        losses, outputs = {}, [None] * len(batches)
+
+        def take(loss):
+            losses[current] = loss if n == 1 else loss * (1.0 / n)
+
+        saved = tensor_methods.backward_hook
+        tensor_methods.backward_hook = take
+        try:
+            for action, i in schedule_order(self.config.schedule, len(batches), self._stages()):
+                if action == "F":
+                    current = i
+                    outputs[i] = self.build(*batches[i])
+                elif i in losses:
+                    tensor_methods.backward_hook = None
+                    losses.pop(i).backward()
+                    tensor_methods.backward_hook = take
+        finally:
+            tensor_methods.backward_hook = saved
+        for opt, sched in self._optimizers:
+            opt.step()
+            if sched is not None:
+                sched.step()
+            opt.zero_grad()
+        return outputs[0] if n == 1 else _pack(outputs)
+
+    def __repr__(self):
+        return f"{self.name}(accumulation_steps={self.config.accumulation_steps}, stages={self._stages()}, " \
+               f"schedule={self.config.schedule!r}, optimizers={len(self._optimizers)})"

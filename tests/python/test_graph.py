@@ -1,0 +1,248 @@
+"""OneFlow's nn.Graph programs run and train as their eager editions do (python/globe/graph.py):
+gradient accumulation, pipeline stages under both schedules, ZeRO, an lr scheduler. Run in one
+process (python_unit) and on 2 and 4 ranks (python_global_npN); the pipeline cases need 2 ranks."""
+import numpy as np
+import pytest
+
+import globe as flow
+import globe.nn as nn
+
+BROADCAST = [flow.sbp.broadcast]
+
+
+def world():
+    return flow.env.get_world_size()
+
+
+def everywhere():
+    return flow.placement("cpu", ranks=list(range(world())))
+
+
+def value(t):
+    """A tensor's whole value on every rank (a global one gathered from wherever it lives)."""
+    if t.is_global:
+        t = t.to_global(placement=everywhere(), sbp=flow.sbp.broadcast)
+    return t.numpy()
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.act, self.fc2 = nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+def batch(n=8):
+    flow.manual_seed(7)
+    return flow.randn(n, 6), flow.randint(0, 3, (n,))
+
+
+def test_schedule_orders_are_printable_data():
+    assert flow.nn.graph.schedule_order("1f1b", 4, 2) == [("F", 0), ("F", 1), ("B", 0), ("F", 2), ("B", 1),
+                                                          ("F", 3), ("B", 2), ("B", 3)]
+    assert flow.nn.graph.schedule_order("gpipe", 2, 2) == [("F", 0), ("F", 1), ("B", 0), ("B", 1)]
+    assert flow.nn.graph.schedule_order("1f1b", 3, 1) == [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2),
+                                                          ("B", 2)]
+
+
+@pytest.mark.parametrize("steps", [1, 4])
+def test_accumulation_trains_as_the_whole_batch_does(steps):
+    """A graph with `steps` micro-batches against the eager program on the whole batch: the same
+    losses (the micro-batches' mean) and weights, within float rounding; scheduler included."""
+    def make():
+        flow.manual_seed(0)
+        m = Net()
+        opt = flow.optim.SGD(m.parameters(), lr=0.2, momentum=0.5)
+        return m, opt, flow.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+    m1, opt1, sch1 = make()
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = batch()
+    eager = []
+    for _ in range(5):
+        loss = loss_fn(m1(x), y)
+        loss.backward()
+        opt1.step()
+        opt1.zero_grad()
+        sch1.step()
+        eager.append(float(loss.numpy()))
+
+    m2, opt2, sch2 = make()
+
+    class TrainGraph(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = m2
+            self.loss_fn = loss_fn
+            self.add_optimizer(opt2, lr_sch=sch2)
+            self.config.set_gradient_accumulation_steps(steps)
+            self.config.allow_fuse_add_to_output(True)  # a speed hint: accepted, no effect
+
+        def build(self, x, y):
+            loss = self.loss_fn(self.model(x), y)
+            loss.backward()
+            return loss
+
+    g = TrainGraph()
+    graph = []
+    for _ in range(5):
+        out = g(x, y)
+        assert list(out.shape) == ([] if steps == 1 else [steps])
+        graph.append(float(out.numpy().mean()))
+    np.testing.assert_allclose(graph, eager, rtol=2e-5)
+    np.testing.assert_allclose(m2.fc1.weight.numpy(), m1.fc1.weight.numpy(), rtol=1e-4, atol=1e-6)
+    assert opt2.param_groups[0]["lr"] == opt1.param_groups[0]["lr"] == 0.2 * 0.25
+    assert m2.fc1.weight.grad is None  # the graph dropped its gradients after the step
+
+
+def test_graph_mistakes_are_errors_naming_them():
+    class G(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.config.set_gradient_accumulation_steps(3)
+
+        def build(self, x):
+            return x
+
+    with pytest.raises(flow.Error, match=r"input 0 has shape \[8, 6\]; dim 0 must divide by 3"):
+        G()(flow.randn(8, 6))
+    with pytest.raises(ValueError, match="expected an integer >= 1"):
+        flow.nn.Graph().config.set_gradient_accumulation_steps(0)
+    with pytest.raises(NotImplementedError, match="float32"):
+        flow.nn.Graph().config.enable_amp(True)
+    with pytest.raises(AttributeError, match="no 'set_gradient_acumulation_steps'"):
+        flow.nn.Graph().config.set_gradient_acumulation_steps(2)
+    with pytest.raises(ValueError, match="stage 3 is not built yet"):
+        flow.nn.Graph().config.enable_zero(True, stage=3)
+    m = Net()
+    with pytest.raises(flow.Error, match="parameter fc1.weight of Net lives on local"):
+        m.to(flow.nn.graph.GraphModule).set_stage(0, everywhere())
+
+
+# OneFlow's pipeline tutorial program (two stages, to_global between them), cuda -> cpu.
+class Stage0(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flatten, self.linear0, self.relu0 = nn.Flatten(), nn.Linear(16, 32), nn.ReLU()
+
+    def forward(self, x):
+        return self.relu0(self.linear0(self.flatten(x)))
+
+
+class Stage1(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear1, self.relu1, self.linear2 = nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.linear2(self.relu1(self.linear1(x)))
+
+
+def placements():
+    if world() < 2:
+        pytest.skip("two pipeline stages need 2 ranks")
+    half = world() // 2
+    return flow.placement("cpu", ranks=list(range(half))), flow.placement("cpu", ranks=list(range(half, world())))
+
+
+class PipelineModule(nn.Module):
+    def __init__(self, p0, p1):
+        super().__init__()
+        self.p1 = p1
+        self.m_stage0, self.m_stage1 = Stage0(), Stage1()
+        self.m_stage0.to_global(placement=p0, sbp=BROADCAST)
+        self.m_stage1.to_global(placement=p1, sbp=BROADCAST)
+
+    def forward(self, x):
+        return self.m_stage1(self.m_stage0(x).to_global(placement=self.p1, sbp=BROADCAST))
+
+
+def pipeline_data(p0, p1):
+    flow.manual_seed(3)
+    x = flow.randn(8, 1, 4, 4).to_global(placement=p0, sbp=BROADCAST)
+    y = flow.randint(0, 10, (8,)).to_global(placement=p1, sbp=BROADCAST)
+    return x, y
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "gpipe"])
+def test_oneflows_pipeline_program_trains_as_its_eager_edition(schedule):
+    p0, p1 = placements()
+    x, y = pipeline_data(p0, p1)
+    loss_fn = nn.CrossEntropyLoss()
+
+    flow.manual_seed(1)
+    eager_model = PipelineModule(p0, p1)
+    eager_sgd = flow.optim.SGD(eager_model.parameters(), lr=0.1)
+    eager = []
+    for _ in range(4):
+        loss = loss_fn(eager_model(x), y)
+        loss.backward()
+        eager_sgd.step()
+        eager_sgd.zero_grad()
+        eager.append(float(value(loss)))
+
+    flow.manual_seed(1)
+    module_pipeline = PipelineModule(p0, p1)
+    sgd = flow.optim.SGD(module_pipeline.parameters(), lr=0.1)
+
+    class PipelineGraph(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.module_pipeline = module_pipeline
+            self.module_pipeline.m_stage0.to(nn.graph.GraphModule).set_stage(stage_id=0, placement=p0)
+            self.module_pipeline.m_stage1.config.set_stage(stage_id=1, placement=p1)  # the older spelling
+            self.loss_fn = flow.nn.CrossEntropyLoss()
+            self.config.set_gradient_accumulation_steps(2)
+            self.config.set_pipeline_schedule(schedule)
+            self.add_optimizer(sgd)
+
+        def build(self, x, y):
+            out = self.module_pipeline(x)
+            loss = self.loss_fn(out, y)
+            loss.backward()
+            return loss
+
+    graph_pipeline = PipelineGraph()
+    assert "stages=2" in repr(graph_pipeline)
+    graph = [float(value(graph_pipeline(x, y)).mean()) for _ in range(4)]
+    np.testing.assert_allclose(graph, eager, rtol=2e-5)
+    assert eager[-1] < eager[0]
+
+
+def test_zero_in_a_graph_trains_as_without_it():
+    """config.enable_zero over data parallelism: the same losses as the graph without ZeRO."""
+    if world() < 2:
+        pytest.skip("ZeRO shards over 2 or more ranks")
+    p = everywhere()
+
+    def run(zero):
+        flow.manual_seed(0)
+        m = Net().to_global(placement=p, sbp=flow.sbp.broadcast)
+        opt = flow.optim.Adam(m.parameters(), lr=0.01)
+
+        class G(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.m = m
+                self.add_optimizer(opt)
+                self.config.set_gradient_accumulation_steps(2)
+                if zero:
+                    self.config.enable_zero(True, stage=2)
+
+            def build(self, x, y):
+                loss = nn.CrossEntropyLoss()(self.m(x), y)
+                loss.backward()
+                return loss
+
+        x, y = batch(8 * world())
+        x, y = x.to_global(placement=p, sbp=flow.sbp.split(0)), y.to_global(placement=p, sbp=flow.sbp.split(0))
+        g = G()
+        losses = [value(g(x, y)) for _ in range(3)]
+        return losses, opt.zero_stage
+
+    plain, stage0 = run(False)
+    zero, stage2 = run(True)
+    assert (stage0, stage2) == (0, 2)
+    np.testing.assert_allclose(zero, plain, rtol=1e-5)
