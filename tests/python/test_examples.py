@@ -105,7 +105,7 @@ def test_printing_a_global_tensor_on_one_rank_fails_at_once_naming_the_ranks_tha
     import time
     start = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "globe.launch", "--nproc_per_node", str(ranks),
-                        os.path.join(ROOT, "tests", "python", "print_on_one_rank.py")],
+                        os.path.join(ROOT, "docs", "snippets", "print_on_one_rank.py")],
                        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=dict(ENV, GLOBE_TIMEOUT="300"))
     took = time.monotonic() - start
     out = r.stdout + r.stderr
