@@ -1,7 +1,7 @@
 """Learning-rate schedulers (flow.optim.lr_scheduler / torch.optim.lr_scheduler): each sets its
 optimizer's param_groups' "lr" at construction (epoch 0) and at every step().
 
-Every schedule here is in closed form, lr = f(base lr, epoch), so a scheduler restored from its
+Every schedule here is in closed form, lr = f(group's base lr, epoch), so a scheduler restored from its
 state_dict, or stepped by another one (WarmupLR, SequentialLR), gives the same values as one that
 ran from the start. torch's CosineAnnealingLR is recursive; as long as nothing else changes the lr
 its values are this closed form's."""
@@ -22,12 +22,12 @@ class LRScheduler:
         self.last_epoch = last_epoch
         self.step()
 
-    def lr_at(self, base_lr, epoch):
-        """The learning rate at `epoch` of a group whose base is `base_lr`."""
+    def lr_at(self, group, epoch):
+        """The learning rate of parameter group `group` at `epoch`."""
         raise NotImplementedError
 
     def get_lr(self):
-        return [self.lr_at(b, self.last_epoch) for b in self.base_lrs]
+        return [self.lr_at(i, self.last_epoch) for i in range(len(self.base_lrs))]
 
     def step(self, epoch=None):
         self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
@@ -53,8 +53,8 @@ class StepLR(LRScheduler):
         self.step_size, self.gamma = step_size, gamma
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, base_lr, epoch):
-        return base_lr * self.gamma ** (epoch // self.step_size)
+    def lr_at(self, group, epoch):
+        return self.base_lrs[group] * self.gamma ** (epoch // self.step_size)
 
 
 class MultiStepLR(LRScheduler):
@@ -62,8 +62,8 @@ class MultiStepLR(LRScheduler):
         self.milestones, self.gamma = sorted(milestones), gamma
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, base_lr, epoch):
-        return base_lr * self.gamma ** bisect.bisect_right(self.milestones, epoch)
+    def lr_at(self, group, epoch):
+        return self.base_lrs[group] * self.gamma ** bisect.bisect_right(self.milestones, epoch)
 
 
 class ExponentialLR(LRScheduler):
@@ -71,8 +71,8 @@ class ExponentialLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, base_lr, epoch):
-        return base_lr * self.gamma ** epoch
+    def lr_at(self, group, epoch):
+        return self.base_lrs[group] * self.gamma ** epoch
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -80,8 +80,9 @@ class CosineAnnealingLR(LRScheduler):
         self.T_max, self.eta_min = T_max, eta_min
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, base_lr, epoch):
-        return self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * epoch / self.T_max)) / 2
+    def lr_at(self, group, epoch):
+        base = self.base_lrs[group]
+        return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * epoch / self.T_max)) / 2
 
 
 class CosineDecayLR(LRScheduler):
@@ -91,9 +92,9 @@ class CosineDecayLR(LRScheduler):
         self.decay_steps, self.alpha = decay_steps, alpha
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, base_lr, epoch):
+    def lr_at(self, group, epoch):
         cosine = 0.5 * (1 + math.cos(math.pi * min(epoch, self.decay_steps) / self.decay_steps))
-        return base_lr * ((1 - self.alpha) * cosine + self.alpha)
+        return self.base_lrs[group] * ((1 - self.alpha) * cosine + self.alpha)
 
 
 class LambdaLR(LRScheduler):
@@ -104,11 +105,8 @@ class LambdaLR(LRScheduler):
             raise ValueError(f"LambdaLR: {len(self.lr_lambdas)} lr_lambdas for {n} parameter groups")
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
-        return [b * f(self.last_epoch) for b, f in zip(self.base_lrs, self.lr_lambdas)]
-
-    def lr_at(self, base_lr, epoch):
-        return base_lr * self.lr_lambdas[0](epoch)
+    def lr_at(self, group, epoch):
+        return self.base_lrs[group] * self.lr_lambdas[group](epoch)
 
     def state_dict(self):
         return {k: v for k, v in super().state_dict().items() if k != "lr_lambdas"}
@@ -119,9 +117,9 @@ class LinearLR(LRScheduler):
         self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, base_lr, epoch):
+    def lr_at(self, group, epoch):
         t = min(epoch, self.total_iters) / self.total_iters
-        return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * t)
+        return self.base_lrs[group] * (self.start_factor + (self.end_factor - self.start_factor) * t)
 
 
 class ConstantLR(LRScheduler):
@@ -129,8 +127,8 @@ class ConstantLR(LRScheduler):
         self.factor, self.total_iters = factor, total_iters
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, base_lr, epoch):
-        return base_lr * (self.factor if epoch < self.total_iters else 1.0)
+    def lr_at(self, group, epoch):
+        return self.base_lrs[group] * (self.factor if epoch < self.total_iters else 1.0)
 
 
 class WarmupLR(LRScheduler):
@@ -149,9 +147,9 @@ class WarmupLR(LRScheduler):
         self.warmup_method, self.warmup_prefix = warmup_method, warmup_prefix
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, base_lr, epoch):
+    def lr_at(self, group, epoch):
         inner_epoch = max(0, epoch - self.warmup_iters) if self.warmup_prefix else epoch
-        lr = self.inner.lr_at(base_lr, inner_epoch) if self.inner is not None else base_lr
+        lr = self.inner.lr_at(group, inner_epoch) if self.inner is not None else self.base_lrs[group]
         if epoch >= self.warmup_iters:
             return lr
         if self.warmup_method == "constant":
@@ -183,9 +181,9 @@ class SequentialLR(LRScheduler):
         self.schedulers, self.milestones = list(schedulers), list(milestones)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, base_lr, epoch):
+    def lr_at(self, group, epoch):
         i = bisect.bisect_right(self.milestones, epoch)
-        return self.schedulers[i].lr_at(base_lr, epoch - (self.milestones[i - 1] if i else 0))
+        return self.schedulers[i].lr_at(group, epoch - (self.milestones[i - 1] if i else 0))
 
     def state_dict(self):
         s = {k: v for k, v in super().state_dict().items() if k != "schedulers"}

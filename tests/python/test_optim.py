@@ -98,6 +98,16 @@ def test_each_schedule_gives_its_formulas_values(make, expected):
     np.testing.assert_allclose(lrs(make(sgd()), 5), expected, rtol=1e-12)
 
 
+def test_a_wrapped_schedule_keeps_each_groups_own_lambda():
+    """WarmupLR over a LambdaLR with one lambda per group: each group follows its own."""
+    opt = flow.optim.SGD([{"params": [param([0.0])]}, {"params": [param([0.0])]}], lr=1.0)
+    inner = lr_scheduler.LambdaLR(opt, [lambda e: 1.0, lambda e: 0.5 ** e])
+    sched = lr_scheduler.WarmupLR(inner, warmup_factor=1.0, warmup_iters=1)
+    for _ in range(2):
+        sched.step()
+    assert sched.get_last_lr() == [1.0, 0.25]
+
+
 def test_a_schedule_drives_the_updates_and_resumes_from_its_state():
     p = param([0.0])
     opt = flow.optim.SGD([p], lr=1.0)

@@ -28,6 +28,8 @@ bool write_all(int fd, const char* data, std::size_t len) {
   return true;
 }
 
+void say(const std::string& msg) { write_all(STDERR_FILENO, "globe-launch: " + msg + "\n"); }
+
 double now_s() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();

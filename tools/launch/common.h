@@ -17,6 +17,9 @@ inline bool write_all(int fd, const std::string& s) {
   return write_all(fd, s.data(), s.size());
 }
 
+// The launcher's own message to the user: "globe-launch: MSG" on stderr.
+void say(const std::string& msg);
+
 // Seconds on a monotonic clock.
 double now_s();
 

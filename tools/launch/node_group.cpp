@@ -25,8 +25,6 @@ namespace {
 constexpr const char* kProtocol = "globe-launch/1";
 constexpr const char* kAgentSocketEnv = "GLOBE_LAUNCH_AGENT_SOCKET";
 
-void say(const std::string& msg) { write_all(STDERR_FILENO, "globe-launch: " + msg + "\n"); }
-
 std::string where(const LaunchOptions& o) { return o.master_addr + ":" + std::to_string(o.master_port); }
 
 // "1, 3" from {1, 3}.
@@ -210,7 +208,7 @@ void NodeGroup::on_agent(LineStream& agent, const std::string& line, std::map<in
   agent.send("error " + escape_line("no node of this job is " + host + " (the others are " + known + ")"));
 }
 
-void NodeGroup::on_node(Node& node, const std::string& line, std::map<int, LineStream*>& waiting) {
+void NodeGroup::on_node(const std::string& line, std::map<int, LineStream*>& waiting) {
   std::istringstream in(line);
   std::string word;
   int id = 0, status = 0;
@@ -220,7 +218,6 @@ void NodeGroup::on_node(Node& node, const std::string& line, std::map<int, LineS
     waiting.erase(it);
   }
   spawned_on_.erase(id);
-  (void)node;
 }
 
 void NodeGroup::serve() {
@@ -279,7 +276,7 @@ void NodeGroup::serve() {
         n.link.close();
         continue;
       }
-      while (auto line = n.link.next()) on_node(n, *line, waiting);
+      while (auto line = n.link.next()) on_node(*line, waiting);
     }
     std::erase_if(agents, [](const std::unique_ptr<LineStream>& a) { return !a->open(); });
   }

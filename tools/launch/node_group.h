@@ -61,7 +61,7 @@ class NodeGroup {
   NodeGroup() = default;
   void serve();
   void on_agent(LineStream& agent, const std::string& line, std::map<int, LineStream*>& waiting);
-  void on_node(Node& node, const std::string& line, std::map<int, LineStream*>& waiting);
+  void on_node(const std::string& line, std::map<int, LineStream*>& waiting);
 
   int nproc_per_node_ = 1;
   std::string self_host_;

@@ -46,10 +46,6 @@ std::string absolute_path(const std::string& p) {
   return std::string(buf) + "/" + p;
 }
 
-void say(const std::string& msg) {
-  write_all(STDERR_FILENO, "globe-launch: " + msg + "\n");
-}
-
 std::vector<std::string> mpirun_argv(const LaunchOptions& o, const std::string& run_dir,
                                      const std::string& logdir, const std::string& output_channel) {
   std::vector<std::string> v = {o.mpirun, "--oversubscribe", "--bind-to", "none"};
