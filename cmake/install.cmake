@@ -20,12 +20,18 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/GlobeConfigVersion.
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/GlobeConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/GlobeConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Globe)
 
-# The prefix is only known at install time: the .pc file is written then.
+# The prefix is only known at install time: the .pc file is written then. A CUDA build's users
+# link the CUDA runtime and cuBLAS too.
+set(GLOBE_PC_CUDA_LIBS "")
+if(GLOBE_WITH_CUDA)
+  set(GLOBE_PC_CUDA_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcublasLt -lcublas -lcudart")
+endif()
 install(CODE "
   set(PROJECT_VERSION \"${PROJECT_VERSION}\")
   set(CMAKE_INSTALL_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
   set(CMAKE_INSTALL_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
   set(CMAKE_INSTALL_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  set(GLOBE_PC_CUDA_LIBS \"${GLOBE_PC_CUDA_LIBS}\")
   configure_file(\"${PROJECT_SOURCE_DIR}/cmake/globe.pc.in\" \"${CMAKE_CURRENT_BINARY_DIR}/globe.pc\" @ONLY)
   file(INSTALL \"${CMAKE_CURRENT_BINARY_DIR}/globe.pc\" DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig\")
 ")

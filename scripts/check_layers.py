@@ -3,8 +3,11 @@
 its own layer or of the layers below it, never above. This list is the layer order, from the
 bottom; docs/design.md §14 explains what each layer holds.
 
-    core      Tensor, storage, dtypes, shapes, errors, SBP values, the autograd node and grad mode
-    kernels   loops over raw arrays: elementwise, matmul (BLAS), nn kernels, random fills
+    base      errors (globe::Error, GLOBE_CHECK)
+    device    devices, memory per device, streams and events, the CUDA runtime seam
+    core      Tensor, storage, dtypes, shapes, SBP values, the autograd node and grad mode
+    kernels   loops over raw arrays: elementwise, matmul (BLAS), nn kernels, random fills; the
+              per-device kernel tables
     ops       the op interface, dispatch, every op with its backward and SBP signatures
     autograd  the backward engine (accumulates with ops)
     dist      communicators: one interface, MPI and single-rank backends, the runtime
@@ -15,6 +18,10 @@ bottom; docs/design.md §14 explains what each layer holds.
     io        safetensors, checkpoints, resharding
 
 globe/globe.h (the umbrella header) may include everything. tools/ sits above all of them.
+
+One more rule inside kernels: a device's table (kernels/cpu/, kernels/cuda/) is included only by
+the dispatcher, kernels/device_kernels.cpp, and by the files of that same table; everything else
+reaches kernels through kernels_on(device), so no op branches on the device.
 
     python3 scripts/check_layers.py            exit 1 listing every wrong-way include
     --root DIR                                  check DIR/globe instead of the repository's
@@ -27,8 +34,10 @@ import pathlib
 import re
 import sys
 
-LAYERS = ["core", "kernels", "ops", "autograd", "dist", "global", "nn", "optim", "pipeline", "io"]
-INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"globe/(?P<layer>[a-z_]+)/')
+LAYERS = ["base", "device", "core", "kernels", "ops", "autograd", "dist", "global", "nn", "optim", "pipeline", "io"]
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"globe/(?P<layer>[a-z_]+)/(?P<rest>[^"]*)"')
+TABLES = ("cpu", "cuda")  # kernels/<table>/
+DISPATCHER = pathlib.PurePosixPath("kernels/device_kernels.cpp")
 
 
 def wrong_way_includes(root):
@@ -36,16 +45,26 @@ def wrong_way_includes(root):
     found = []
     globe = root / "globe"
     for path in sorted(globe.rglob("*")):
-        if path.suffix not in (".h", ".cpp") or path.parent == globe:
+        if path.suffix not in (".h", ".cpp", ".cu", ".cuh") or path.parent == globe:
             continue
         layer = path.relative_to(globe).parts[0]
         if layer not in LAYERS:
             found.append((path.relative_to(root), 0, layer, "(a folder missing from LAYERS)"))
             continue
+        inside = pathlib.PurePosixPath(path.relative_to(globe).as_posix())
+        own_table = inside.parts[1] if inside.parts[0] == "kernels" and len(inside.parts) > 2 else None
+        if inside == pathlib.PurePosixPath("kernels/no_cuda.cpp"):
+            own_table = "cuda"  # the CUDA table's stand-in in a CPU-only build
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             m = INCLUDE_RE.match(line)
-            if m and (m.group("layer") not in LAYERS or LAYERS.index(m.group("layer")) > LAYERS.index(layer)):
+            if not m:
+                continue
+            if m.group("layer") not in LAYERS or LAYERS.index(m.group("layer")) > LAYERS.index(layer):
                 found.append((path.relative_to(root), number, layer, m.group("layer")))
+            table = m.group("rest").split("/")[0] if m.group("layer") == "kernels" else None
+            if table in TABLES and "/" in m.group("rest") and inside != DISPATCHER and own_table != table:
+                found.append((path.relative_to(root), number, layer,
+                              f"kernels/{table} (a device's kernel table: only {DISPATCHER} may include it)"))
     return found
 
 
@@ -55,8 +74,11 @@ def main():
     args = parser.parse_args()
     found = wrong_way_includes(args.root)
     for path, number, layer, included in found:
-        print(f"{path}:{number}: the {layer} layer includes {included}, which is above it "
-              f"(order: {' -> '.join(LAYERS)})")
+        if included.startswith("kernels/"):
+            print(f"{path}:{number}: the {layer} layer includes {included}")
+        else:
+            print(f"{path}:{number}: the {layer} layer includes {included}, which is above it "
+                  f"(order: {' -> '.join(LAYERS)})")
     if found:
         print(f"{len(found)} wrong-way include(s): move what the lower layer needs down, or the file up")
         return 1

@@ -24,4 +24,9 @@ install_missing "${packages[@]}"
 jobs="${GLOBE_JOBS:-$(nproc)}"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"
-echo "setup.sh: built into build/ (programs in build/bin/)"
+if grep -q '^GLOBE_WITH_CUDA:INTERNAL=ON' build/CMakeCache.txt 2>/dev/null; then
+  backend="CPU and CUDA backends (CUDA toolkit found; -DGLOBE_CUDA=OFF for CPU only)"
+else
+  backend="CPU backend only (no CUDA toolkit found: nvcc in PATH, \$CUDA_HOME or /usr/local/cuda)"
+fi
+echo "setup.sh: built into build/ (programs in build/bin/) with the $backend"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 
 namespace globe {
 

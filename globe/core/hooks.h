@@ -16,6 +16,10 @@ struct CoreHooks {
   };
   // "placement(cpu, [0, 1]), sbp=(S(0))" for a global tensor.
   std::string (*describe_layout)(const Tensor&) = [](const Tensor&) { return std::string(); };
+  // The device of a global tensor's shard on this rank (its placement's device type).
+  Device (*shard_device)(const Tensor&) = [](const Tensor&) -> Device {
+    GLOBE_FAIL("[device] a global tensor, but the global layer's hooks are not installed");
+  };
   // A leaf's gradient made ready to read: paused backward passes finished, a deferred reduction
   // done (autograd's settle_grad, installed with the global layer, which is what pauses them).
   Tensor (*settle_grad)(const Tensor& leaf) = [](const Tensor& leaf) { return Tensor(leaf.impl().grad); };

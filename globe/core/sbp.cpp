@@ -1,6 +1,6 @@
 #include "globe/core/sbp.h"
 
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 
 namespace globe {
 

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 
 namespace globe {
 

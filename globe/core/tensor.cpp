@@ -1,7 +1,6 @@
 #include "globe/core/tensor.h"
 
 #include <cmath>
-#include <malloc.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,40 +9,19 @@
 #include <sstream>
 
 #include "globe/core/hooks.h"
-#include "globe/core/memory.h"
+#include "globe/device/memory.h"
 #include "globe/core/strided.h"
 
 namespace globe {
 
-namespace {
-// Training allocates and frees the same large buffers every step. glibc's defaults serve them
-// with mmap or trim them back to the OS on free, so every step page-faults its memory in again
-// (measured: ~4-6 ms of a 17 ms MLP step). Keep freed memory in the heap instead.
-void keep_freed_memory_in_heap() {
-  static const bool done = [] {
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    return true;
-  }();
-  (void)done;
-}
-}  // namespace
-
-Storage::Storage(size_t n, bool zero) : nbytes(n) {
-  keep_freed_memory_in_heap();
-  const size_t rounded = std::max<size_t>(64, (n + 63) / 64 * 64);
-  data = std::aligned_alloc(64, rounded);
-  GLOBE_CHECK(data != nullptr, "[alloc] out of memory allocating ", n, " bytes");
-  if (zero) std::memset(data, 0, rounded);
-  detail::count_allocation(int64_t(nbytes));
-}
+Storage::Storage(size_t n, bool zero, Device d)
+    : data(detail::allocate(d, n, zero)), nbytes(n), device(d) {}
 
 Storage::Storage(void* d, size_t n, std::shared_ptr<void> o) : data(d), nbytes(n), owner(std::move(o)) {}
 
 Storage::~Storage() {
   if (owner) return;  // released with the owner
-  detail::count_allocation(-int64_t(nbytes));
-  std::free(data);
+  detail::release(device, data, nbytes);
 }
 
 namespace {
@@ -74,19 +52,23 @@ TensorImpl::~TensorImpl() {
 }
 
 namespace {
-Tensor allocate(const Shape& shape, DType dtype, bool zero) {
+Tensor allocate(const Shape& shape, DType dtype, bool zero, const Device& device) {
   for (int64_t d : shape) GLOBE_CHECK(d >= 0, "[empty] negative extent in shape ", shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
   impl->strides = contiguous_strides(shape);
-  impl->storage = std::make_shared<Storage>(numel_of(shape) * itemsize(dtype), zero);
+  impl->storage = std::make_shared<Storage>(numel_of(shape) * itemsize(dtype), zero, device);
   return Tensor(std::move(impl));
 }
 }  // namespace
 
-Tensor Tensor::empty(const Shape& shape, DType dtype) { return allocate(shape, dtype, true); }
-Tensor Tensor::uninitialized(const Shape& shape, DType dtype) { return allocate(shape, dtype, false); }
+Tensor Tensor::empty(const Shape& shape, DType dtype, const Device& device) {
+  return allocate(shape, dtype, true, device);
+}
+Tensor Tensor::uninitialized(const Shape& shape, DType dtype, const Device& device) {
+  return allocate(shape, dtype, false, device);
+}
 
 Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner) {
   for (int64_t d : shape) GLOBE_CHECK(d >= 0, "[from_external] negative extent in shape ", shape_str(shape));
@@ -146,8 +128,33 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
-void* Tensor::raw_data() const {
+void* Tensor::device_data() const {
   return static_cast<char*>(storage()->data) + offset() * itemsize(dtype());
+}
+
+void* Tensor::raw_data() const {
+  GLOBE_CHECK(storage()->device.is_cpu(), "[data] host pointer asked for a ", describe(*this), " on ",
+              storage()->device.str(), ": host code must not read device memory (copy it with .to(\"cpu\"))");
+  return device_data();
+}
+
+Device Tensor::device() const {
+  if (is_global()) return detail::core_hooks.shard_device(*this);
+  return storage()->device;
+}
+
+Tensor Tensor::host_view() const {
+  const Storage& s = *storage();
+  if (s.device.is_cpu()) return *this;
+  auto host = std::make_shared<Storage>(s.nbytes, false);
+  detail::copy_bytes(kCPU, host->data, s.device, s.data, s.nbytes);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape();
+  impl->dtype = dtype();
+  impl->storage = std::move(host);
+  impl->strides = strides();
+  impl->offset = offset();
+  return Tensor(std::move(impl));
 }
 
 template <class T>
@@ -183,7 +190,7 @@ Tensor full_value(const Tensor& t) {
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
-  return gather_local<T>(full_value(*this));
+  return gather_local<T>(full_value(*this).host_view());
 }
 
 template <class T>

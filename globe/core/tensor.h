@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "globe/core/dtype.h"
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 #include "globe/core/shape.h"
+#include "globe/device/device.h"
 
 namespace globe {
 
@@ -23,17 +24,19 @@ class NdSbp;        // globe/core/sbp.h
 // ---- Internals: the data behind a Tensor, for the library's layers (kernels, ops, global), ----
 // ---- not for programs; they may change. Programs use Tensor's methods and the free ops.    ----
 
-// A 64-byte aligned buffer, zero-filled unless `zero` is false.
+// A 64-byte aligned buffer on one device (globe/device/memory.h), zero-filled unless `zero` is
+// false. `data` is a host pointer on the CPU and a device pointer on a GPU.
 struct Storage {
-  explicit Storage(size_t nbytes, bool zero = true);
-  // Memory Globe does not own (a numpy array's buffer): `owner` keeps it alive and is released
-  // with the storage; not counted by memory_stats().
+  explicit Storage(size_t nbytes, bool zero = true, Device device = kCPU);
+  // Host memory Globe does not own (a numpy array's buffer): `owner` keeps it alive and is
+  // released with the storage; not counted by memory_stats().
   Storage(void* data, size_t nbytes, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   void* data = nullptr;
   size_t nbytes = 0;
+  Device device;
   std::shared_ptr<void> owner;  // set for memory owned elsewhere
 };
 
@@ -71,10 +74,10 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
-  // A new contiguous local tensor filled with zeros.
-  static Tensor empty(const Shape& shape, DType dtype = kFloat32);
+  // A new contiguous local tensor filled with zeros, on `device`.
+  static Tensor empty(const Shape& shape, DType dtype = kFloat32, const Device& device = kCPU);
   // Same, contents undefined: for kernels that write every element.
-  static Tensor uninitialized(const Shape& shape, DType dtype = kFloat32);
+  static Tensor uninitialized(const Shape& shape, DType dtype = kFloat32, const Device& device = kCPU);
   // A contiguous local tensor over memory owned by `owner` (no copy): writes through either side
   // are seen by the other, as torch.from_numpy's.
   static Tensor from_external(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner);
@@ -86,15 +89,22 @@ class Tensor {
   int64_t numel() const { return numel_of(impl().shape); }
   DType dtype() const { return impl().dtype; }
   bool is_global() const { return impl().global != nullptr; }
+  // Where the data lives: a local tensor's storage device; for a global tensor, this rank's shard's
+  // (the placement's device type; cuda:LOCAL_RANK % GPUs for "cuda").
+  Device device() const;
 
   // Local tensors only.
   const Shape& strides() const;
   int64_t offset() const;
   bool is_contiguous() const;
   const std::shared_ptr<Storage>& storage() const;
+  // Host pointers to element 0: typed (checks the dtype) and untyped. Both refuse a tensor on a
+  // GPU, naming it: host loops must never read device memory.
   template <class T>
-  T* data() const;            // typed pointer to element 0 (checks the dtype)
-  void* raw_data() const;     // untyped pointer to element 0
+  T* data() const;
+  void* raw_data() const;
+  // Pointer to element 0 on whatever device holds it, for that device's kernels (kernels/cuda).
+  void* device_data() const;
 
   // Reading values. On a global tensor these are collective (every rank must call).
   // item() of one element, converted to T: `loss.item()` is a double whatever the dtype (as a
@@ -140,6 +150,9 @@ class Tensor {
   bool same(const Tensor& other) const { return impl_ == other.impl_; }  // the same handle
 
   // ---- Internals, for the library's layers (see TensorImpl): not the user API. ----------------
+  // A host tensor with this local tensor's values, shape and strides: the tensor itself on the
+  // CPU, else a copy of its storage. For reading values on the host (to_vector, printing, saving).
+  Tensor host_view() const;
   // A view of `base`'s storage with another shape/strides/offset (no autograd link).
   static Tensor view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset);
   TensorImpl& impl() const;

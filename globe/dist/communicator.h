@@ -1,6 +1,7 @@
 // The communication backend interface. Globe's collectives take tensors (contiguous local
-// tensors), never raw pointer + count at call sites. MPI implements it today (mpi_communicator);
-// a NCCL implementation can sit beside it. Every blocking call waits with a deadline: a peer that
+// tensors, on any device), never raw pointer + count at call sites. MPI implements it for host
+// memory (mpi_communicator); HostStagedCommunicator carries GPU tensors over it
+// (staged_communicator.h); a NCCL implementation can sit beside them. Every blocking call waits with a deadline: a peer that
 // never arrives becomes an error naming the op and its sequence number, not a hang (docs/design.md §9).
 #pragma once
 
@@ -41,6 +42,9 @@ class Communicator {
   virtual int size() const = 0;
   // World ranks of the members, in group order.
   virtual const std::vector<int>& world_ranks() const = 0;
+  // Collectives started on this communicator so far (numbered alike on every member); 0 where
+  // they are not counted (a group of one).
+  virtual uint64_t collectives_entered() const { return 0; }
 
   // Sum of every member's `t`, in place (same shape on all members).
   virtual void all_reduce_sum(const Tensor& t) = 0;

@@ -11,6 +11,7 @@
 #include "globe/core/sbp.h"
 #include "globe/dist/fingerprint.h"
 #include "globe/dist/runtime.h"
+#include "globe/kernels/elementwise.h"
 
 namespace globe::dist {
 
@@ -328,13 +329,7 @@ void MpiCommunicator::ring_reduce_scatter(const Tensor& in, const Tensor& out, c
     wait_both(reqs, "reduce_scatter");
     // The last chunk received is this member's: its sum goes straight into `out`.
     void* sum = step == p - 2 ? static_cast<void*>(dst) : acc.raw_data();
-    visit_dtype(dt, [&](auto tag) {
-      using T = decltype(tag);
-      T* __restrict d = static_cast<T*>(sum);
-      const T* __restrict a = static_cast<const T*>(scratch.raw_data());
-      const T* __restrict b = reinterpret_cast<const T*>(src + start[recv_c] * item);
-      for (int64_t i = 0; i < counts[recv_c]; ++i) d[i] = a[i] + b[i];
-    });
+    kernels::add_arrays(dt, sum, scratch.raw_data(), src + start[recv_c] * item, counts[recv_c]);
     sending = static_cast<const char*>(acc.raw_data());
   }
 }
@@ -542,12 +537,7 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
   void finish_ring_step() {
     if (step_ >= c_.size() - 1) return;  // all-gather: received in place
     const Range r = chunk(c_.rank_ - step_ - 1);
-    visit_dtype(t_.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      T* __restrict dst = reinterpret_cast<T*>(data_) + r.start;
-      const T* __restrict src = static_cast<const T*>(scratch_.raw_data());
-      for (int64_t i = 0; i < r.length; ++i) dst[i] += src[i];
-    });
+    kernels::accumulate_array(t_.dtype(), data_ + r.start * itemsize(t_.dtype()), scratch_.raw_data(), r.length);
   }
 
   // Whether the exchange in flight (the MPI all-reduce, or the ring's step) has arrived.

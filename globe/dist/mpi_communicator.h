@@ -33,8 +33,7 @@ class MpiCommunicator final : public Communicator {
   Request irecv(const Tensor& t, int peer, int tag) override;
   void barrier() override;
   void check_consistency(const std::string& what) override;
-  // Collectives started on this communicator so far (they are numbered alike on every member).
-  uint64_t collectives_entered() const { return seq_; }
+  uint64_t collectives_entered() const override { return seq_; }
 
  private:
   // An all-reduce in flight (mpi_communicator.cpp); the blocking one is started and waited.

@@ -1,4 +1,5 @@
 #include "globe/dist/runtime.h"
+#include "globe/dist/staged_communicator.h"
 
 #include <mpi.h>
 
@@ -192,7 +193,7 @@ class Runtime {
     std::unique_ptr<Communicator> comm;
     if (ranks.size() > 1) handshake(ranks, me);
     if (ranks.size() == 1) {
-      comm = std::make_unique<LocalCommunicator>(rank_);
+      comm = std::make_unique<HostStagedCommunicator>(std::make_unique<LocalCommunicator>(rank_));
     } else {
       MPI_Group world_group, sub_group;
       MPI_Comm_group(MPI_COMM_WORLD, &world_group);
@@ -202,7 +203,7 @@ class Runtime {
       MPI_Group_free(&sub_group);
       MPI_Group_free(&world_group);
       MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
-      comm = std::make_unique<MpiCommunicator>(sub, ranks);
+      comm = std::make_unique<HostStagedCommunicator>(std::make_unique<MpiCommunicator>(sub, ranks));
     }
     return *groups_.emplace(ranks, std::move(comm)).first->second;
   }
@@ -237,8 +238,7 @@ class Runtime {
   void notify_peers_of_leaving() {
     std::vector<uint64_t> notice = {kLeft, uint64_t(rank_)};
     for (const auto& [ranks, comm] : groups_) {
-      if (const auto* mpi = dynamic_cast<const MpiCommunicator*>(comm.get()))
-        notice.insert(notice.end(), {group_id(ranks), mpi->collectives_entered()});
+      if (ranks.size() > 1) notice.insert(notice.end(), {group_id(ranks), comm->collectives_entered()});
     }
     for (MPI_Request& r : send_notice(notice)) MPI_Wait(&r, MPI_STATUS_IGNORE);
   }
@@ -278,6 +278,11 @@ void exit_after_failure(int code) {
 
 int world_rank() { return runtime().rank_; }
 int world_size() { return runtime().size_; }
+int local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 0;
+}
 bool is_distributed() { return runtime().size_ > 1; }
 Communicator& group(const std::vector<int>& ranks) { return runtime().group(ranks); }
 double timeout_seconds() { return runtime().timeout_; }

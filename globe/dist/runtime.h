@@ -14,6 +14,9 @@ namespace globe::dist {
 
 int world_rank();
 int world_size();
+// This rank's index among the ranks on its machine (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK, else
+// LOCAL_RANK, else 0): a "cuda" placement's rank uses GPU local_rank() % GPUs, as OneFlow's does.
+int local_rank();
 // True when started by a launcher with more than one rank (MPI is in use).
 bool is_distributed();
 

@@ -16,7 +16,7 @@
 #include "globe/global/boxing_1d.h"
 #include "globe/global/global_tensor.h"
 #include "globe/global/op_history.h"
-#include "globe/kernels/elementwise.h"
+#include "globe/kernels/device_kernels.h"
 
 namespace globe {
 
@@ -146,11 +146,13 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp, int t
   // A move between meshes of one shape with one layout: member i sends its shard to member i.
   if (sp.mesh_shape() == dp.mesh_shape() && ssbp == dsbp) {
     // Received in full (or replaced by the local shard): no zero-fill.
-    Tensor out = in_dst ? Tensor::uninitialized(local_shape(shape, dp, dsbp, me), x.dtype()) : Tensor();
+    // The shard lands on the destination placement's device ("cpu" -> "cuda" moves it there).
+    Tensor out = in_dst ? Tensor::uninitialized(local_shape(shape, dp, dsbp, me), x.dtype(), dp.local_device())
+                        : Tensor();
     if (in_src) {
       const int peer = dp.ranks()[sp.index_of(me)];
-      if (peer == me) out = local;
-      else dist::send_later(comm.isend(kernels::dense(local), index_in(members, peer), tag));
+      if (peer == me) out = kernels::copy_to_device(local, dp.local_device());
+      else dist::send_later(comm.isend(kernels::device_dense(local), index_in(members, peer), tag));
     }
     if (in_dst) {
       const int peer = sp.ranks()[dp.index_of(me)];
@@ -169,14 +171,15 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp, int t
     if (!sp.contains(r)) needy.push_back(r);
   for (size_t k = 0; k < needy.size(); ++k) {
     const int sender = sp.ranks()[k % sp.ranks().size()];
-    if (sender == me) dist::send_later(comm.isend(kernels::dense(whole), index_in(members, needy[k]), tag));
+    if (sender == me) dist::send_later(comm.isend(kernels::device_dense(whole), index_in(members, needy[k]), tag));
     if (needy[k] == me) {
-      whole = Tensor::uninitialized(shape, x.dtype());
+      whole = Tensor::uninitialized(shape, x.dtype(), dp.local_device());
       comm.irecv(whole, index_in(members, sender), tag).wait();
     }
   }
   if (!in_dst) return Tensor::empty(Shape(shape.size(), 0), x.dtype());
-  return box_same_placement(whole, shape, dp, replicated(dp.mesh_ndim()), dsbp);
+  return box_same_placement(kernels::copy_to_device(whole, dp.local_device()), shape, dp, replicated(dp.mesh_ndim()),
+                            dsbp);
 }
 
 }  // namespace

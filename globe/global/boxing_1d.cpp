@@ -2,14 +2,16 @@
 
 #include <functional>
 
-#include "globe/kernels/elementwise.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/ops/ops.h"
 
 namespace globe::detail {
 
 namespace {
 
-using kernels::copy_into;
+// Every buffer below is on the device of the shard it comes from; copies go through that
+// device's kernel table.
+void copy_into(const Tensor& dst, const Tensor& src) { kernels::device_copy(dst, src); }
 
 // A view of `t` narrowed along d (kernel-level: no autograd, no dispatch).
 Tensor narrow_view(const Tensor& t, int64_t d, int64_t start, int64_t len) {
@@ -21,7 +23,7 @@ Tensor narrow_view(const Tensor& t, int64_t d, int64_t start, int64_t len) {
 // Buffers below that are written in full are allocated without zero-filling (a 16 MiB memset
 // costs ~1.5 ms, a third of a 16 MiB transfer).
 Tensor copy_of(const Tensor& t) {
-  Tensor out = Tensor::uninitialized(t.shape(), t.dtype());
+  Tensor out = Tensor::uninitialized(t.shape(), t.dtype(), t.device());
   copy_into(out, t);
   return out;
 }
@@ -51,7 +53,7 @@ bool pieces_contiguous(const Shape& shape, int64_t d) {
 // `t` (contiguous or not) as one buffer holding its p pieces along d one after another.
 Tensor pack(const Tensor& t, int64_t d, int p) {
   if (t.is_contiguous() && pieces_contiguous(t.shape(), d)) return t;
-  Tensor buf = Tensor::uninitialized({t.numel()}, t.dtype());
+  Tensor buf = Tensor::uninitialized({t.numel()}, t.dtype(), t.device());
   int64_t at = 0;
   for (int r = 0; r < p; ++r) {
     Range rg = split_range(t.shape()[d], p, r);
@@ -68,7 +70,7 @@ Tensor pack(const Tensor& t, int64_t d, int p) {
 Tensor unpack(const Tensor& buf, const Shape& shape, int64_t d, int p,
               const std::function<Shape(int)>& piece_shape_of) {
   if (pieces_contiguous(shape, d)) return Tensor::view_of(buf, shape, contiguous_strides(shape), buf.offset());
-  Tensor out = Tensor::uninitialized(shape, buf.dtype());
+  Tensor out = Tensor::uninitialized(shape, buf.dtype(), buf.device());
   int64_t at = 0, pos = 0;
   for (int r = 0; r < p; ++r) {
     const Shape ps = piece_shape_of(r);
@@ -82,8 +84,8 @@ Tensor unpack(const Tensor& buf, const Shape& shape, int64_t d, int p,
 
 Tensor gather_split(const Tensor& local, const Shape& block, dist::Communicator& comm, int64_t d) {
   const int p = comm.size();
-  Tensor buf = Tensor::uninitialized({numel_of(block)}, local.dtype());
-  comm.all_gather_v(kernels::dense(local), buf, piece_counts(block, d, p));
+  Tensor buf = Tensor::uninitialized({numel_of(block)}, local.dtype(), local.device());
+  comm.all_gather_v(kernels::device_dense(local), buf, piece_counts(block, d, p));
   return unpack(buf, block, d, p, [&](int r) { return piece_shape(block, d, p, r); });
 }
 
@@ -91,7 +93,7 @@ Tensor reduce_scatter_split(const Tensor& local, const Shape& block, dist::Commu
   const int p = comm.size();
   // MPI never writes a (non-MPI_IN_PLACE) send buffer, so a contiguous `local` is sent as is.
   Tensor packed = pack(local, d, p);
-  Tensor out = Tensor::uninitialized(piece_shape(block, d, p, comm.rank()), local.dtype());
+  Tensor out = Tensor::uninitialized(piece_shape(block, d, p, comm.rank()), local.dtype(), local.device());
   comm.reduce_scatter_v(packed, out, piece_counts(block, d, p));
   return out;
 }
@@ -113,7 +115,7 @@ Tensor all_to_all(const Tensor& local, const Shape& block, dist::Communicator& c
     // The pieces arriving from each member are consecutive in the output: they are received in
     // place; the piece this member keeps is copied straight from its shard; only the pieces sent
     // are packed, one buffer each (a view when already contiguous).
-    Tensor out = Tensor::uninitialized(target_block, local.dtype());
+    Tensor out = Tensor::uninitialized(target_block, local.dtype(), local.device());
     std::vector<Tensor> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p));
     for (int r = 0; r < p; ++r) {
       const Range from = split_range(block[from_d], p, r), to = split_range(local.shape()[to_d], p, r);
@@ -127,14 +129,14 @@ Tensor all_to_all(const Tensor& local, const Shape& block, dist::Communicator& c
   }
   // Send: my block (split on from_d) cut along to_d, piece r to member r.
   const Shape mine = local.shape();
-  Tensor send = pack(kernels::dense(local), to_d, p);
+  Tensor send = pack(kernels::device_dense(local), to_d, p);
   std::vector<int64_t> send_counts = piece_counts(mine, to_d, p);
   // Receive: from member s, the block [range_from(s), range_to(me)].
   Shape target = piece_shape(block, to_d, p, me);
   auto recv_shape = [&](int s) { return piece_shape(target, from_d, p, s); };
   std::vector<int64_t> recv_counts(p);
   for (int s = 0; s < p; ++s) recv_counts[s] = numel_of(recv_shape(s));
-  Tensor recv = Tensor::uninitialized({numel_of(target)}, local.dtype());
+  Tensor recv = Tensor::uninitialized({numel_of(target)}, local.dtype(), local.device());
   comm.all_to_all_v(send, send_counts, recv, recv_counts);
   return unpack(recv, target, from_d, p, recv_shape);
 }
@@ -154,9 +156,9 @@ Tensor reduce_to_all(const Tensor& local, const Shape& block, dist::Communicator
   }
   std::vector<int64_t> counts(p);
   for (int r = 0; r < p; ++r) counts[r] = split_range(n, p, r).length;
-  Tensor piece = Tensor::uninitialized({counts[comm.rank()]}, local.dtype());
-  comm.reduce_scatter_v(kernels::dense(local), piece, counts);
-  Tensor out = Tensor::uninitialized(block, local.dtype());
+  Tensor piece = Tensor::uninitialized({counts[comm.rank()]}, local.dtype(), local.device());
+  comm.reduce_scatter_v(kernels::device_dense(local), piece, counts);
+  Tensor out = Tensor::uninitialized(block, local.dtype(), local.device());
   comm.all_gather_v(piece, out, counts);
   return out;
 }
@@ -173,14 +175,14 @@ Tensor box_axis(const Tensor& local, const Shape& block, dist::Communicator& com
       if (to.is_broadcast()) return gather_split(local, block, comm, from.dim);
       if (to.is_split()) return all_to_all(local, block, comm, from.dim, to.dim);
       {  // S(i) -> P: my shard in zeros of the full block
-        Tensor out = Tensor::empty(block, local.dtype());
+        Tensor out = Tensor::empty(block, local.dtype(), local.device());
         copy_into(narrow_view(out, from.dim, split_range(block[from.dim], p, me).start, local.shape()[from.dim]),
                   local);
         return out;
       }
     case K::broadcast:
       if (to.is_split()) return slice_split(local, block, p, me, to.dim);
-      return me == 0 ? copy_of(local) : Tensor::empty(block, local.dtype());  // B -> P
+      return me == 0 ? copy_of(local) : Tensor::empty(block, local.dtype(), local.device());  // B -> P
     case K::partial_sum:
       if (to.is_split()) return reduce_scatter_split(local, block, comm, to.dim);
       return reduce_to_all(local, block, comm);

@@ -107,6 +107,7 @@ Tensor detail::dispatch_global(const OpPtr& op, const std::vector<Tensor>& input
   if (p.contains(me)) {
     args.out = {local_shape(meta.shape, p, normalize_sbp(out_nd, int64_t(meta.shape.size()), p.mesh_ndim(), "dispatch"), me),
                 meta.dtype};
+    detail::check_devices(*op, locals);
     local = op->compute(locals, args);
     GLOBE_CHECK(local.shape() == args.out.shape, "[", op->name(), "] internal: shard ", describe(local),
                 " but the layout ", out_nd.to_string(), " needs ", shape_str(args.out.shape));

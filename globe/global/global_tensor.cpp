@@ -6,6 +6,7 @@
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
 #include "globe/global/hooks.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/random_fill.h"
 #include "globe/ops/op.h"
@@ -56,7 +57,8 @@ const NdSbp& Tensor::sbp() const { return meta_of(*this, "sbp").sbp; }
 namespace {
 
 // A global tensor whose shard is filled by fill(shard, block); P axes other than coordinate 0 hold
-// zeros (the value is the first rank's, as for B -> P).
+// zeros (the value is the first rank's, as for B -> P). The shard is filled on the host, then moved
+// to the placement's device: the same values on every device.
 template <class Fill>
 Tensor create(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtype, Fill&& fill) {
   NdSbp norm = normalize_sbp(sbp, int64_t(shape.size()), p.mesh_ndim(), "create");
@@ -67,6 +69,7 @@ Tensor create(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dt
     bool zero = false;
     for (size_t a = 0; a < norm.size(); ++a) zero |= norm[a].is_partial() && coord[a] != 0;
     if (!zero) fill(local, local_block(shape, p, norm, me));
+    local = kernels::copy_to_device(local, p.local_device());
   }
   return make_global(local, shape, p, norm);
 }
@@ -118,7 +121,7 @@ Tensor from_full(const Tensor& value, const Placement& p, const NdSbp& sbp) {
   return create(value.shape(), p, sbp, value.dtype(), [&](const Tensor& t, const Block& b) {
     Tensor view = value;
     for (size_t d = 0; d < b.start.size(); ++d) view = narrow(view, int64_t(d), b.start[d], b.shape[d]);
-    kernels::copy_into(t, view);
+    kernels::copy_into(t, kernels::copy_to_device(view, t.device()));
   });
 }
 
@@ -129,6 +132,8 @@ Tensor arange(int64_t n, const Placement& p, const NdSbp& sbp, DType dtype) {
 }
 
 // ---- lent to the layers below (hooks.h) ------------------------------------------------------
+
+Device detail::shard_device(const Tensor& t) { return t.placement().local_device(); }
 
 std::string detail::describe_layout(const Tensor& t) {
   const GlobalMeta& m = *t.impl().global;

@@ -11,6 +11,7 @@
 #include "globe/dist/runtime.h"
 #include "globe/global/global_tensor.h"
 #include "globe/global/op_history.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/kernels/elementwise.h"
 
 namespace globe {
@@ -62,9 +63,10 @@ class Flight {
     if (!pl.contains(me)) return;  // empty shards: nothing to send or wait for
     int64_t n = 0;
     for (const Waiting& w : members_) n += w.local.numel();
-    flat_ = Tensor::uninitialized({n}, first.grad.dtype());  // every element copied in below
+    // Every element copied in below, on the gradients' device.
+    flat_ = Tensor::uninitialized({n}, first.grad.dtype(), first.local.device());
     for (size_t i = 0, at = 0; i < members_.size(); at += size_t(members_[i++].local.numel()))
-      kernels::copy_into(piece(i, int64_t(at)), members_[i].local);
+      kernels::device_copy(piece(i, int64_t(at)), members_[i].local);
     std::vector<int64_t> axes;
     for (size_t a = 0; a < from.size(); ++a)
       if (from[a].is_partial() && to[a].is_broadcast() && pl.mesh_shape()[a] > 1) axes.push_back(int64_t(a));

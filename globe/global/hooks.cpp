@@ -13,6 +13,7 @@ void install_hooks() {
     core_hooks.whole_value = whole_value;
     core_hooks.describe_layout = describe_layout;
     core_hooks.settle_grad = settle_grad;
+    core_hooks.shard_device = shard_device;
     ops_hooks.dispatch_global = dispatch_global;
     ops_hooks.copy_global = copy_global;
     ops_hooks.full_like_global = full_like_global;

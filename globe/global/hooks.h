@@ -18,6 +18,7 @@ void install_hooks();
 
 // global_tensor.cpp
 std::string describe_layout(const Tensor& t);
+Device shard_device(const Tensor& t);
 Tensor whole_value(const Tensor& t);
 Tensor full_like_global(const Tensor& t, double value);
 Tensor fill_like_global(const Tensor& t, const std::function<void(const Tensor&, const Shape&)>& fill);

@@ -4,7 +4,7 @@
 #include <set>
 #include <sstream>
 
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 #include "globe/core/shape.h"
 #include "globe/dist/runtime.h"
 
@@ -17,8 +17,9 @@ Placement::Placement(std::string device, std::vector<int> ranks, std::vector<int
   GLOBE_CHECK(numel_of(mesh_) == int64_t(ranks_.size()), "[placement] mesh ", shape_str(mesh_),
               " does not hold the ", ranks_.size(), " ranks ", shape_str(std::vector<int64_t>(ranks_.begin(), ranks_.end())),
               " of placement(", device_, ", ...)");
-  GLOBE_CHECK(device_ == "cpu", "[placement] ", to_string(), ": unknown device type '", device_,
-              "' (supported: cpu)");
+  GLOBE_CHECK(device_ == "cpu" || device_ == "cuda", "[placement] ", to_string(), ": unknown device type '",
+              device_, "' (supported: cpu, cuda)");
+  if (device_ == "cuda") (void)local_device();  // "this build has no CUDA" / "no CUDA device visible", every rank
   std::set<int> seen;
   const int world = dist::world_size();
   for (int r : ranks_) {
@@ -30,6 +31,14 @@ Placement::Placement(std::string device, std::vector<int> ranks, std::vector<int
                              "`globe-launch --nproc_per_node N PROGRAM`)"
                            : "");
   }
+}
+
+Device Placement::local_device() const {
+  if (device_type() == DeviceType::cpu) return kCPU;
+  const int gpus = cuda_device_count();
+  const Device d = cuda_device(gpus > 0 ? dist::local_rank() % gpus : 0);
+  check_device_usable(d, "[placement] " + to_string() + " on rank " + std::to_string(dist::world_rank()) + ":");
+  return d;
 }
 
 Placement Placement::all(const std::string& device) {

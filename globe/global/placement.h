@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "globe/device/device.h"
+
 namespace globe {
 
 class Placement {
@@ -22,7 +24,12 @@ class Placement {
   // Every rank of the world, 1-D.
   static Placement all(const std::string& device = "cpu");
 
+  // The device type's name, "cpu" or "cuda", as written.
   const std::string& device() const { return device_; }
+  DeviceType device_type() const { return parse_device_type(device_); }
+  // Where this rank's shards of tensors on this placement live: the CPU, or for "cuda" GPU
+  // local_rank % GPUs (OneFlow's rule; several ranks may share one GPU).
+  Device local_device() const;
   const std::vector<int>& ranks() const { return ranks_; }
   const std::vector<int64_t>& mesh_shape() const { return mesh_; }
   int64_t mesh_ndim() const { return int64_t(mesh_.size()); }

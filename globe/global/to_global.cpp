@@ -10,6 +10,7 @@
 #include "globe/global/global_tensor.h"
 #include "globe/global/op_history.h"
 #include "globe/global/hooks.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/kernels/elementwise.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
@@ -154,11 +155,12 @@ Tensor local_to_global(const Tensor& local, const Placement& p, const NdSbp& sbp
   // dtypes itself, with a better message than a fingerprint's.
   const RecordOp record(p, "local_to_global", hash_layout(Shape(), kFloat32, sbp));
   const Shape shape = member ? infer_global_shape(gather_shapes(local, p), p, sbp) : guess_global_shape(local, p, sbp);
-  Tensor shard = Tensor::empty(member ? local.shape() : Shape(shape.size(), 0), local.dtype());
+  Tensor shard = member ? Tensor::uninitialized(local.shape(), local.dtype(), p.local_device())
+                        : Tensor::empty(Shape(shape.size(), 0), local.dtype());
   if (member) {
-    // The global tensor owns its copy: an in-place update of one (an optimizer step) never
-    // reaches the other.
-    kernels::copy_into(shard, local);
+    // The global tensor owns its copy (on the placement's device): an in-place update of one (an
+    // optimizer step) never reaches the other.
+    kernels::device_copy(shard, kernels::copy_to_device(local, shard.device()));
     // Broadcast axes take the value held at coordinate 0 of that axis (docs/design.md §3).
     for (size_t a = 0; a < sbp.size(); ++a)
       if (sbp[a].is_broadcast() && p.mesh_shape()[a] > 1) dist::group(p.axis_group(me, int64_t(a))).broadcast(shard, 0);
@@ -197,11 +199,11 @@ void detail::copy_global(const Tensor& dst, const Tensor& src) {
     // A local destination takes the whole value (collective: every rank calls it), e.g. a
     // checkpoint from globe::load (global on {src}) copied into a local module's parameters.
     const Tensor whole = box(src, Placement::all(src.placement().device()), replicated(1));
-    kernels::copy_into(dst, shard_of(whole));
+    kernels::device_copy(dst, kernels::copy_to_device(shard_of(whole), dst.device()));
     return;
   }
   Tensor value = src.is_global() ? box(src, dst.placement(), dst.sbp()) : from_full(src, dst.placement(), dst.sbp());
-  kernels::copy_into(shard_of(dst), shard_of(value));
+  kernels::device_copy(shard_of(dst), kernels::copy_to_device(shard_of(value), shard_of(dst).device()));
 }
 
 Tensor Tensor::to_local() const {

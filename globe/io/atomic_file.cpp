@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 
 namespace globe::io {
 

@@ -3,7 +3,7 @@
 #include <set>
 #include <vector>
 
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 
 namespace globe::io {
 

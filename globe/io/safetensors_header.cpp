@@ -4,7 +4,7 @@
 #include <bit>
 #include <cstring>
 
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 #include "globe/io/json_parse.h"
 
 namespace globe::io {

@@ -12,6 +12,7 @@
 #include "globe/io/chunk_reader.h"
 #include "globe/io/collective.h"
 #include "globe/io/safetensors.h"
+#include "globe/kernels/device_kernels.h"
 
 namespace globe {
 
@@ -184,6 +185,7 @@ StateDict load_requests(const std::string& dir, const std::vector<Request>& requ
       const Block b = local_block(e.shape, r.placement, cut, me);
       if (error.empty()) error = io::capture_error([&] { local = reader.read_block(e, b.start, b.shape); });
       if (!local.defined()) local = Tensor::empty(b.shape, dtype);
+      local = kernels::copy_to_device(local, r.placement.local_device());  // read on the host
     } else {
       local = Tensor::empty(Shape(e.shape.size(), 0), dtype);
     }

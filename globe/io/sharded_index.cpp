@@ -10,7 +10,7 @@
 #include <random>
 #include <set>
 
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 #include "globe/io/atomic_file.h"
 #include "globe/io/json_parse.h"
 #include "globe/io/safetensors_header.h"

@@ -112,4 +112,23 @@ GLOBE_VECTOR_CLONES void gelu_tanh_grad_f32(const float* __restrict g, const flo
   for (int64_t i = 0; i < n; ++i) out[i] = g[i] * gelu_tanh_slope(x[i]);
 }
 
+void add_arrays(DType dtype, void* out, const void* a, const void* b, int64_t n) {
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* __restrict d = static_cast<T*>(out);
+    const T* __restrict x = static_cast<const T*>(a);
+    const T* __restrict y = static_cast<const T*>(b);
+    for (int64_t i = 0; i < n; ++i) d[i] = x[i] + y[i];
+  });
+}
+
+void accumulate_array(DType dtype, void* acc, const void* x, int64_t n) {
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* __restrict d = static_cast<T*>(acc);
+    const T* __restrict s = static_cast<const T*>(x);
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+  });
+}
+
 }  // namespace globe::kernels

@@ -270,4 +270,62 @@ Tensor embedding_backward(const Tensor& grad_in, const Tensor& indices_in, int64
   return out;
 }
 
+Tensor causal_fill(const Tensor& x, double value, int64_t r0, int64_t c0) {
+  const int64_t nd = x.dim();
+  // One pass: each row's kept head copied, its tail filled.
+  const Tensor xd = dense(x);
+  Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
+  const int64_t rows = x.shape()[size_t(nd - 2)], cols = x.shape()[size_t(nd - 1)];
+  const int64_t mats = rows * cols == 0 ? 0 : out.numel() / (rows * cols);
+  visit_floating(x.dtype(), "causal_fill", [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = xd.data<T>();
+    T* dst = out.data<T>();
+    for (int64_t r = 0; r < mats * rows; ++r) {
+      const int64_t keep = std::clamp<int64_t>(r % rows + r0 - c0 + 1, 0, cols);
+      std::copy(src + r * cols, src + r * cols + keep, dst + r * cols);
+      std::fill(dst + r * cols + keep, dst + (r + 1) * cols, T(value));
+    }
+    return 0;
+  });
+  return out;
+}
+
+Tensor pick(const Tensor& x_in, const Tensor& index_in, int64_t c0, int64_t classes) {
+  const Tensor x = dense(x_in), index = dense(index_in);
+  const int64_t cols = x.shape().back();
+  Tensor out = Tensor::empty(index.shape(), x.dtype());
+  visit_floating(x.dtype(), "pick", [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    const int64_t* ip = index.data<int64_t>();
+    T* op = out.data<T>();
+    for (int64_t r = 0; r < index.numel(); ++r) {
+      GLOBE_CHECK(ip[r] >= 0 && ip[r] < classes, "[pick] index ", ip[r], " is out of range for ", classes, " classes");
+      const int64_t j = ip[r] - c0;
+      if (j >= 0 && j < cols) op[r] = xp[r * cols + j];
+    }
+    return 0;
+  });
+  return out;
+}
+
+Tensor pick_backward(const Tensor& grad, const Tensor& index_in, const Shape& out_shape, int64_t c0) {
+  const Tensor g = dense(grad), index = dense(index_in);
+  Tensor out = Tensor::empty(out_shape, g.dtype());
+  const int64_t cols = out_shape.back();
+  visit_floating(out.dtype(), "pick_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* gp = g.data<T>();
+    const int64_t* ip = index.data<int64_t>();
+    T* op = out.data<T>();
+    for (int64_t r = 0; r < index.numel(); ++r) {
+      const int64_t j = ip[r] - c0;
+      if (j >= 0 && j < cols) op[r * cols + j] = gp[r];
+    }
+    return 0;
+  });
+  return out;
+}
+
 }  // namespace globe::kernels

@@ -28,4 +28,15 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t first = 0,
 // grad [..., D], indices [...] -> [V, D] with rows summed per index.
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t vocab);
 
+// x [..., rows, cols] whose block starts at row r0 and column c0 of the logical matrices: element
+// (i, j) kept where j + c0 <= i + r0, else `value` (causal_fill). A new contiguous tensor.
+Tensor causal_fill(const Tensor& x, double value, int64_t r0, int64_t c0);
+// x [..., cols] holding columns [c0, c0 + cols) of `classes`, index [...] (int64) -> out[...] =
+// x[..., index - c0] where this block holds that column, else 0. Indices outside [0, classes) are an
+// error naming the index.
+Tensor pick(const Tensor& x, const Tensor& index, int64_t c0, int64_t classes);
+// Its backward: grad [...], index [...] -> out_shape [..., cols], grad at each row's index (columns
+// [c0, c0 + cols) held here), zeros elsewhere.
+Tensor pick_backward(const Tensor& grad, const Tensor& index, const Shape& out_shape, int64_t c0);
+
 }  // namespace globe::kernels

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "globe/core/grad_mode.h"
-#include "globe/kernels/attention.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 
@@ -47,7 +47,7 @@ class CausalAttentionBackward final : public Op {
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
     const Tensor probs = saved_ && same_view(saved_->qkv, in[0]) ? saved_->probs : Tensor();
-    return kernels::causal_attention_backward(in[0], in[1], scale_, probs);
+    return kernels::kernels_for(in[0]).causal_attention_backward(in[0], in[1], scale_, probs);
   }
 
  private:
@@ -69,10 +69,10 @@ class CausalAttention final : public Op {
     return batch_signatures(int64_t(in[0].shape.size()), 1);
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    if (!grad_enabled()) return kernels::causal_attention(in[0], scale_);
+    if (!grad_enabled()) return kernels::kernels_for(in[0]).causal_attention(in[0], scale_, nullptr);
     auto saved = std::make_shared<SavedProbs>();
     saved->qkv = in[0];
-    Tensor y = kernels::causal_attention(in[0], scale_, &saved->probs);
+    Tensor y = kernels::kernels_for(in[0]).causal_attention(in[0], scale_, &saved->probs);
     saved_ = std::move(saved);
     return y;
   }

@@ -1,11 +1,9 @@
 // Ops that pick, per element, between a tensor's value and a bound or a fill: clamp, masked_fill,
 // and abs (built from relu), with torch's gradients.
-#include <cmath>
 #include <limits>
 #include <optional>
-#include <utility>
 
-#include "globe/kernels/elementwise.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 #include "globe/ops/sbp_rules.h"
@@ -21,11 +19,9 @@ std::vector<SbpSignature> pointwise_signatures(size_t n_inputs, int64_t ndim) {
   return s;
 }
 
-// The bounds of a clamp, in the element type (a missing one is infinite).
-template <class T>
-std::pair<T, T> bounds(std::optional<double> lo, std::optional<double> hi) {
-  return {lo ? T(*lo) : -std::numeric_limits<T>::infinity(), hi ? T(*hi) : std::numeric_limits<T>::infinity()};
-}
+// The bounds of a clamp (a missing one is infinite).
+double lower(std::optional<double> lo) { return lo ? *lo : -std::numeric_limits<double>::infinity(); }
+double upper(std::optional<double> hi) { return hi ? *hi : std::numeric_limits<double>::infinity(); }
 
 // The gradient of clamp: g where the value passed (lo <= x <= hi), else 0, as torch's.
 class ClampBackward final : public Op {
@@ -38,12 +34,7 @@ class ClampBackward final : public Op {
     return pointwise_signatures(2, int64_t(in[0].shape.size()));
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return visit_floating(in[0].dtype(), "clamp_backward", [&](auto tag) {
-      using T = decltype(tag);
-      const auto [lo, hi] = bounds<T>(lo_, hi_);
-      return kernels::map_binary<T>(in[0], in[1], in[0].shape(),
-                                    [lo, hi](T g, T x) { return x >= lo && x <= hi ? g : T(0); });
-    });
+    return kernels::kernels_for(in[0]).clamp_backward(in[0], in[1], lower(lo_), upper(hi_));
   }
 
  private:
@@ -63,12 +54,7 @@ class Clamp final : public Op {
     return pointwise_signatures(1, int64_t(in[0].shape.size()));
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return visit_floating(in[0].dtype(), "clamp", [&](auto tag) {
-      using T = decltype(tag);
-      const auto [lo, hi] = bounds<T>(lo_, hi_);
-      // torch's order: the min bound first, then the max (lo > hi gives hi everywhere).
-      return kernels::map_unary<T, T>(in[0], [lo, hi](T x) { return x < lo ? lo : (x > hi ? hi : x); });
-    });
+    return kernels::kernels_for(in[0]).clamp(in[0], lower(lo_), upper(hi_));
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -94,7 +80,7 @@ class MaskedFill final : public Op {
     return pointwise_signatures(2, int64_t(in[0].shape.size()));
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return fill(in[0], in[1], value_);
+    return kernels::kernels_for(in[0]).masked_fill(in[0], in[1], value_);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -102,20 +88,6 @@ class MaskedFill final : public Op {
   }
 
  private:
-  static Tensor fill(const Tensor& x, const Tensor& mask, double value) {
-    const Tensor m = kernels::dense(mask);
-    const Tensor d = kernels::dense(x);
-    return visit_dtype(x.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
-      const T* src = d.data<T>();
-      const int64_t* keep = m.data<int64_t>();
-      T* dst = out.data<T>();
-      const T v = T(value);
-      for (int64_t i = 0, n = x.numel(); i < n; ++i) dst[i] = keep[i] != 0 ? v : src[i];
-      return out;
-    });
-  }
   double value_;
 };
 

@@ -4,6 +4,7 @@
 
 #include "globe/core/random.h"
 #include "globe/ops/hooks.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/kernels/random_fill.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
@@ -15,18 +16,13 @@ namespace detail {
 // becomes broadcast unless value is 0) filled with `value`.
 }  // namespace detail
 
-Tensor zeros(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype); }
+Tensor zeros(const Shape& shape, DType dtype, const Device& device) { return Tensor::empty(shape, dtype, device); }
 
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor ones(const Shape& shape, DType dtype, const Device& device) { return full(shape, 1.0, dtype, device); }
 
-Tensor full(const Shape& shape, double value, DType dtype) {
-  Tensor t = Tensor::uninitialized(shape, dtype);
-  visit_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T* p = t.data<T>();
-    const int64_t n = t.numel();
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(value);
-  });
+Tensor full(const Shape& shape, double value, DType dtype, const Device& device) {
+  Tensor t = Tensor::uninitialized(shape, dtype, device);
+  kernels::kernels_on(device).fill(t, value);
   return t;
 }
 
@@ -59,13 +55,17 @@ Tensor from_vector(const std::vector<float>& v, const Shape& s) { return from_va
 Tensor from_vector(const std::vector<double>& v, const Shape& s) { return from_values(v, s); }
 Tensor from_vector(const std::vector<int64_t>& v, const Shape& s) { return from_values(v, s); }
 
-Tensor randn(const Shape& shape, DType dtype) {
+Tensor randn(const Shape& shape, DType dtype, const Device& device) {
+  check_device_usable(device, "[randn]");
   Tensor t = Tensor::uninitialized(shape, dtype);
   kernels::fill_normal(t, next_local_random_stream(), shape, Shape(shape.size(), 0));
-  return t;
+  return kernels::copy_to_device(t, device);
 }
 
-Tensor rand(const Shape& shape, DType dtype) { return uniform(shape, 0.0, 1.0, dtype); }
+Tensor rand(const Shape& shape, DType dtype, const Device& device) {
+  check_device_usable(device, "[rand]");
+  return kernels::copy_to_device(uniform(shape, 0.0, 1.0, dtype), device);
+}
 
 Tensor uniform(const Shape& shape, double low, double high, DType dtype) {
   Tensor t = Tensor::uninitialized(shape, dtype);
@@ -86,12 +86,12 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape) {
 
 Tensor zeros_like(const Tensor& t) {
   if (t.is_global()) return detail::ops_hooks.full_like_global(t, 0.0);
-  return zeros(t.shape(), t.dtype());
+  return zeros(t.shape(), t.dtype(), t.device());
 }
 
 Tensor ones_like(const Tensor& t) {
   if (t.is_global()) return detail::ops_hooks.full_like_global(t, 1.0);
-  return ones(t.shape(), t.dtype());
+  return ones(t.shape(), t.dtype(), t.device());
 }
 
 }  // namespace globe

@@ -46,6 +46,17 @@ std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs) {
   return metas;
 }
 
+void check_devices(const Op& op, const std::vector<Tensor>& inputs) {
+  if (inputs.empty()) return;
+  const Device device = inputs[0].device();
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    const Device d = inputs[i].device();
+    GLOBE_CHECK(d == device, "[", op.name(), "] expects all tensors on one device, but input 0 is on ", device.str(),
+                " and input ", i, " on ", d.str(), " (", describe(inputs[0]), " and ", describe(inputs[i]),
+                "); move one with .to(\"", device.str(), "\") or .to(\"", d.str(), "\")");
+  }
+}
+
 void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor& out) {
   out = fresh_handle(out, inputs);
   if (!grad_enabled() || !op->differentiable()) return;
@@ -68,6 +79,7 @@ Tensor dispatch(const OpPtr& op, const std::vector<Tensor>& inputs) {
     return detail::ops_hooks.dispatch_global(op, inputs);
   }
   TensorMeta meta = op->infer(detail::metas_of(inputs));
+  detail::check_devices(*op, inputs);
   ComputeArgs args;
   args.out = meta;
   Tensor out = op->compute(inputs, args);

@@ -1,9 +1,5 @@
 // Elementwise ops: unary math, binary arithmetic with broadcasting, scalar arithmetic, casts.
-#include <cmath>
-#include <type_traits>
-
-#include "globe/kernels/elementwise.h"
-#include "globe/kernels/fast_math.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 #include "globe/ops/sbp_rules.h"
@@ -12,45 +8,12 @@ namespace globe {
 
 namespace {
 
-using kernels::map_binary;
-using kernels::gelu_tanh_slope;
-using kernels::gelu_tanh_value;
-using kernels::map_unary;
-
-enum class UnaryKind { neg, exp, log, sqrt, relu, gelu, tanh, sigmoid, gelu_tanh };
-
-const char* unary_name(UnaryKind k) {
-  switch (k) {
-    case UnaryKind::neg: return "neg";
-    case UnaryKind::exp: return "exp";
-    case UnaryKind::log: return "log";
-    case UnaryKind::sqrt: return "sqrt";
-    case UnaryKind::relu: return "relu";
-    case UnaryKind::gelu: return "gelu";
-    case UnaryKind::tanh: return "tanh";
-    case UnaryKind::sigmoid: return "sigmoid";
-    case UnaryKind::gelu_tanh: return "gelu_tanh";
-  }
-  GLOBE_FAIL("[unary] unknown kind ", int(k));
-}
-
-template <class T>
-T gelu_value(T x) {
-  return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2)));
-}
-template <class T>
-T gelu_slope(T x) {
-  return T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2))) +
-         x * std::exp(T(-0.5) * x * x) * T(0.5 * M_2_SQRTPI * M_SQRT1_2);
-}
-
-// A float32 kernel kernel(x, y, n) over a contiguous copy of `a` (a itself when contiguous).
-Tensor dense_f32(const Tensor& a, void (*kernel)(const float*, float*, int64_t)) {
-  const Tensor d = kernels::dense(a);
-  Tensor out = Tensor::uninitialized(d.shape(), d.dtype());
-  kernel(d.data<float>(), out.data<float>(), d.numel());
-  return out;
-}
+using kernels::BinaryKind;
+using kernels::binary_name;
+using kernels::kernels_on;
+using kernels::ScalarKind;
+using kernels::UnaryKind;
+using kernels::unary_name;
 
 class Unary final : public Op {
  public:
@@ -68,27 +31,7 @@ class Unary final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return visit_floating(in[0].dtype(), unary_name(kind_), [&](auto tag) {
-      using T = decltype(tag);
-      const Tensor& a = in[0];
-      switch (kind_) {
-        case UnaryKind::neg: return map_unary<T, T>(a, [](T x) { return -x; });
-        case UnaryKind::exp:
-          if constexpr (std::is_same_v<T, float>) return dense_f32(a, kernels::exp_f32);
-          return map_unary<T, T>(a, [](T x) { return std::exp(x); });
-        case UnaryKind::log: return map_unary<T, T>(a, [](T x) { return std::log(x); });
-        case UnaryKind::sqrt: return map_unary<T, T>(a, [](T x) { return std::sqrt(x); });
-        case UnaryKind::relu: return map_unary<T, T>(a, [](T x) { return x > T(0) ? x : T(0); });
-        case UnaryKind::gelu: return map_unary<T, T>(a, [](T x) { return gelu_value(x); });
-        case UnaryKind::gelu_tanh:
-          if constexpr (std::is_same_v<T, float>) return dense_f32(a, kernels::gelu_tanh_f32);
-          return map_unary<T, T>(a, [](T x) { return gelu_tanh_value(x); });
-        case UnaryKind::tanh: return map_unary<T, T>(a, [](T x) { return std::tanh(x); });
-        case UnaryKind::sigmoid:
-          return map_unary<T, T>(a, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
-      }
-      GLOBE_FAIL("[unary] bad kind");
-    });
+    return kernels_on(in[0].device()).unary(kind_, in[0]);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor& out, const Tensor& g,
                           const std::vector<bool>&) const override;
@@ -97,30 +40,25 @@ class Unary final : public Op {
   UnaryKind kind_;
 };
 
-// Binary kinds; the *_grad kinds are the backward kernels of unary ops: f(grad, saved).
-enum class BinaryKind { add, sub, mul, div, relu_grad, gelu_grad, tanh_grad, sigmoid_grad, gelu_tanh_grad };
-
-// What each kind is; a switch per kind, so adding or reordering kinds cannot shift a property.
+// What each binary kind is; a switch per kind, so adding or reordering kinds cannot shift a property.
 struct BinaryInfo {
-  const char* name;
   bool differentiable;  // arithmetic; the *_grad kinds are backward kernels
   bool integers;        // also defined on int64
 };
 BinaryInfo binary_info(BinaryKind k) {
   switch (k) {
-    case BinaryKind::add: return {"add", true, true};
-    case BinaryKind::sub: return {"sub", true, true};
-    case BinaryKind::mul: return {"mul", true, true};
-    case BinaryKind::div: return {"div", true, false};
-    case BinaryKind::relu_grad: return {"relu_grad", false, false};
-    case BinaryKind::gelu_grad: return {"gelu_grad", false, false};
-    case BinaryKind::tanh_grad: return {"tanh_grad", false, false};
-    case BinaryKind::sigmoid_grad: return {"sigmoid_grad", false, false};
-    case BinaryKind::gelu_tanh_grad: return {"gelu_tanh_grad", false, false};
+    case BinaryKind::add:
+    case BinaryKind::sub:
+    case BinaryKind::mul: return {true, true};
+    case BinaryKind::div: return {true, false};
+    case BinaryKind::relu_grad:
+    case BinaryKind::gelu_grad:
+    case BinaryKind::tanh_grad:
+    case BinaryKind::sigmoid_grad:
+    case BinaryKind::gelu_tanh_grad: return {false, false};
   }
   GLOBE_FAIL("[binary] unknown kind ", int(k));
 }
-const char* binary_name(BinaryKind k) { return binary_info(k).name; }
 
 class Binary final : public Op {
  public:
@@ -144,35 +82,7 @@ class Binary final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    const Tensor &a = in[0], &b = in[1];
-    const Shape& s = args.out.shape;
-    if (a.dtype() == DType::int64) {
-      return visit_dtype(a.dtype(), [&](auto tag) { return arithmetic<decltype(tag)>(a, b, s); });
-    }
-    return visit_floating(a.dtype(), binary_name(kind_), [&](auto tag) {
-      using T = decltype(tag);
-      switch (kind_) {
-        case BinaryKind::relu_grad:
-          return map_binary<T>(a, b, s, [](T g, T x) { return x > T(0) ? g : T(0); });
-        case BinaryKind::gelu_grad:
-          return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_slope(x); });
-        case BinaryKind::gelu_tanh_grad:
-          if constexpr (std::is_same_v<T, float>) {
-            if (a.shape() == s && b.shape() == s) {
-              const Tensor g = kernels::dense(a), x = kernels::dense(b);
-              Tensor out = Tensor::uninitialized(s, g.dtype());
-              kernels::gelu_tanh_grad_f32(g.data<float>(), x.data<float>(), out.data<float>(), g.numel());
-              return out;
-            }
-          }
-          return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_tanh_slope(x); });
-        case BinaryKind::tanh_grad:
-          return map_binary<T>(a, b, s, [](T g, T y) { return g * (T(1) - y * y); });
-        case BinaryKind::sigmoid_grad:
-          return map_binary<T>(a, b, s, [](T g, T y) { return g * y * (T(1) - y); });
-        default: return arithmetic<T>(a, b, s);
-      }
-    });
+    return kernels_on(in[0].device()).binary(kind_, in[0], in[1], args.out.shape);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor& out, const Tensor& g,
                           const std::vector<bool>& needs) const override {
@@ -201,16 +111,6 @@ class Binary final : public Op {
   }
 
  private:
-  template <class T>
-  Tensor arithmetic(const Tensor& a, const Tensor& b, const Shape& s) const {
-    switch (kind_) {
-      case BinaryKind::add: return map_binary<T>(a, b, s, [](T x, T y) { return x + y; });
-      case BinaryKind::sub: return map_binary<T>(a, b, s, [](T x, T y) { return x - y; });
-      case BinaryKind::mul: return map_binary<T>(a, b, s, [](T x, T y) { return x * y; });
-      case BinaryKind::div: return map_binary<T>(a, b, s, [](T x, T y) { return x / y; });
-      default: GLOBE_FAIL("[", name(), "] not defined for ", dtype_name(a.dtype()));
-    }
-  }
   BinaryKind kind_;
 };
 
@@ -235,15 +135,10 @@ std::vector<Tensor> Unary::vjp(const std::vector<Tensor>& in, const Tensor& out,
   return {};
 }
 
-// x + s, x * s, x ^ s with a scalar s.
-enum class ScalarKind { add, mul, pow };
-
 class Scalar final : public Op {
  public:
   Scalar(ScalarKind kind, double s) : kind_(kind), s_(s) {}
-  std::string name() const override {
-    return kind_ == ScalarKind::add ? "add_scalar" : kind_ == ScalarKind::mul ? "mul_scalar" : "pow";
-  }
+  std::string name() const override { return kernels::scalar_name(kind_); }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     GLOBE_CHECK(is_floating(in[0].dtype), "[", name(), "] expects a floating tensor, got ",
                 dtype_name(in[0].dtype));
@@ -256,18 +151,7 @@ class Scalar final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return visit_floating(in[0].dtype(), "scalar", [&](auto tag) {
-      using T = decltype(tag);
-      const T s = static_cast<T>(s_);
-      switch (kind_) {
-        case ScalarKind::add: return map_unary<T, T>(in[0], [s](T x) { return x + s; });
-        case ScalarKind::mul: return map_unary<T, T>(in[0], [s](T x) { return x * s; });
-        case ScalarKind::pow:
-          if (s_ == 2.0) return map_unary<T, T>(in[0], [](T x) { return x * x; });
-          return map_unary<T, T>(in[0], [s](T x) { return std::pow(x, s); });
-      }
-      GLOBE_FAIL("[scalar] bad kind");
-    });
+    return kernels_on(in[0].device()).scalar(kind_, in[0], s_);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -297,8 +181,8 @@ class Cast final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    Tensor out = Tensor::uninitialized(in[0].shape(), to_);
-    kernels::copy_into(out, in[0]);
+    Tensor out = Tensor::uninitialized(in[0].shape(), to_, in[0].device());
+    kernels_on(in[0].device()).copy_into(out, in[0]);
     return out;
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
@@ -310,7 +194,34 @@ class Cast final : public Op {
   DType to_;
 };
 
+// A copy on another device (to(device)).
+class ToDevice final : public Op {
+ public:
+  explicit ToDevice(Device to) : to_(to) {}
+  std::string name() const override { return "to_device"; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override { return in[0]; }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return kernels::copy_to_device(in[0], to_);
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
+                          const std::vector<bool>&) const override {
+    return {to(g, in[0].device())};
+  }
+
+ private:
+  Device to_;
+};
+
 }  // namespace
+
+Tensor to(const Tensor& a, const Device& device) {
+  GLOBE_CHECK(a.defined(), "[to] got an undefined tensor");
+  GLOBE_CHECK(!a.is_global(), "[to] ", describe(a), " is global: it changes device with its placement, "
+              "to_global(placement(\"", device_type_name(device.type), "\", ...))");
+  if (a.device() == device) return a;
+  check_device_usable(device, "[to]");
+  return apply_op<ToDevice>({a}, device);
+}
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryKind::add, a, b); }
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryKind::sub, a, b); }

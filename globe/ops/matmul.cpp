@@ -1,6 +1,6 @@
 // matmul: [..., n, k] @ [..., k, m] -> [..., n, m], batch dims broadcast; matmul_nt and linear take
 // b stored transposed ([..., m, k]) and an optional bias added inside the GEMM.
-#include "globe/kernels/matmul.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 #include "globe/ops/sbp_rules.h"
@@ -90,7 +90,7 @@ class Matmul final : public Op {
     return {out, in[0].dtype};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    return kernels::matmul(in[0], transpose_b_ ? swap_last_dims(in[1]) : in[1], args.out.shape,
+    return kernels::kernels_on(in[0].device()).matmul(in[0], transpose_b_ ? swap_last_dims(in[1]) : in[1], args.out.shape,
                            has_bias_ ? in[2] : Tensor());
   }
   // Shapes without transpose_b: a [..., n, k], b [..., k, m], g [..., n, m];

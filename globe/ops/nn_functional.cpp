@@ -5,8 +5,7 @@
 #include "globe/core/grad_mode.h"
 #include "globe/core/random.h"
 
-#include "globe/kernels/elementwise.h"
-#include "globe/kernels/nn.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/kernels/random_fill.h"
 #include "globe/ops/hooks.h"
 #include "globe/ops/op.h"
@@ -45,7 +44,7 @@ class SoftmaxBackwardLast final : public Op {
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override { return in[0]; }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::softmax_backward_last(in[0], in[1], scale_);
+    return kernels::kernels_for(in[0]).softmax_backward_last(in[0], in[1], scale_);
   }
 
  private:
@@ -74,7 +73,7 @@ class NormalizeLastBackward final : public Op {
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override { return in[1]; }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::normalize_last_backward(in[0], in[1], eps_, has_weight_ ? in[2] : Tensor());
+    return kernels::kernels_for(in[0]).normalize_last_backward(in[0], in[1], eps_, has_weight_ ? in[2] : Tensor());
   }
 
  private:
@@ -98,7 +97,7 @@ class NormalizeLastWeightGrad final : public Op {
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override { return {{in[1].shape.back()}, in[1].dtype}; }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::normalize_last_weight_grad(in[0], in[1], eps_);
+    return kernels::kernels_for(in[0]).normalize_last_weight_grad(in[0], in[1], eps_);
   }
 
  private:
@@ -124,7 +123,8 @@ class NormalizeLast final : public Op {
     return in[0];
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::normalize_last(in[0], eps_, has_weight_ ? in[1] : Tensor(), has_bias_ ? in.back() : Tensor());
+    return kernels::kernels_for(in[0]).normalize_last(in[0], eps_, has_weight_ ? in[1] : Tensor(),
+                                                      has_bias_ ? in.back() : Tensor());
   }
   // dx through the normalisation (g scaled by the weight inside the kernel), the weight's
   // gradient sum(g * xhat), the bias's sum(g), each over the rows.
@@ -162,7 +162,7 @@ class Softmax final : public Op {
     return in[0];
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::softmax(in[0], dim_, log_);
+    return kernels::kernels_for(in[0]).softmax(in[0], dim_, log_);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor& y, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -195,7 +195,7 @@ class CausalSoftmax final : public Op {
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const size_t rows_dim = size_t(in[0].dim() - 2);
     const int64_t row0 = args.in_block_starts.empty() ? 0 : args.in_block_starts[0][rows_dim];
-    return kernels::causal_softmax_last(in[0], scale_, row0);
+    return kernels::kernels_for(in[0]).causal_softmax_last(in[0], scale_, row0);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor& y, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -223,7 +223,7 @@ class EmbeddingBackward final : public Op {
     return {{vocab_, in[0].shape.back()}, in[0].dtype};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::embedding_backward(in[0], in[1], vocab_);
+    return kernels::kernels_for(in[0]).embedding_backward(in[0], in[1], vocab_);
   }
 
  private:
@@ -258,7 +258,7 @@ class Embedding final : public Op {
     // This rank holds rows [first, first + rows) of the table (all of them unless vocab-split).
     const int64_t first = args.in_block_starts.empty() ? 0 : args.in_block_starts[0][0];
     const int64_t vocab = args.in_global_shapes.empty() ? in[0].shape()[0] : args.in_global_shapes[0][0];
-    return kernels::embedding(in[0], in[1], first, vocab);
+    return kernels::kernels_for(in[0]).embedding(in[0], in[1], first, vocab);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -284,23 +284,7 @@ class CausalFill final : public Op {
     const int64_t nd = x.dim();
     const int64_t r0 = args.in_block_starts.empty() ? 0 : args.in_block_starts[0][size_t(nd - 2)];
     const int64_t c0 = args.in_block_starts.empty() ? 0 : args.in_block_starts[0][size_t(nd - 1)];
-    // One pass: each row's kept head copied, its tail filled.
-    const Tensor xd = kernels::dense(x);
-    Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
-    const int64_t rows = x.shape()[size_t(nd - 2)], cols = x.shape()[size_t(nd - 1)];
-    const int64_t mats = rows * cols == 0 ? 0 : out.numel() / (rows * cols);
-    visit_floating(x.dtype(), "causal_fill", [&](auto tag) {
-      using T = decltype(tag);
-      const T* src = xd.data<T>();
-      T* dst = out.data<T>();
-      for (int64_t r = 0; r < mats * rows; ++r) {
-        const int64_t keep = std::clamp<int64_t>(r % rows + r0 - c0 + 1, 0, cols);
-        std::copy(src + r * cols, src + r * cols + keep, dst + r * cols);
-        std::fill(dst + r * cols + keep, dst + (r + 1) * cols, T(value_));
-      }
-      return 0;
-    });
-    return out;
+    return kernels::kernels_for(x).causal_fill(x, value_, r0, c0);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -332,21 +316,7 @@ class PickBackward final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    const Tensor g = kernels::dense(in[0]), index = kernels::dense(in[1]);
-    Tensor out = Tensor::empty(args.out.shape, args.out.dtype);
-    const int64_t cols = args.out.shape.back(), c0 = column_offset(args, 2);
-    visit_floating(out.dtype(), "pick_backward", [&](auto tag) {
-      using T = decltype(tag);
-      const T* gp = g.data<T>();
-      const int64_t* ip = index.data<int64_t>();
-      T* op = out.data<T>();
-      for (int64_t r = 0; r < index.numel(); ++r) {
-        const int64_t j = ip[r] - c0;
-        if (j >= 0 && j < cols) op[r * cols + j] = gp[r];
-      }
-      return 0;
-    });
-    return out;
+    return kernels::kernels_for(in[0]).pick_backward(in[0], in[1], args.out.shape, column_offset(args, 2));
   }
 };
 
@@ -372,23 +342,8 @@ class Pick final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    const Tensor x = kernels::dense(in[0]), index = kernels::dense(in[1]);
-    const int64_t cols = x.shape().back(), c0 = column_offset(args, 0);
-    const int64_t classes = args.in_global_shapes.empty() ? cols : args.in_global_shapes[0].back();
-    Tensor out = Tensor::empty(args.out.shape, args.out.dtype);
-    visit_floating(x.dtype(), "pick", [&](auto tag) {
-      using T = decltype(tag);
-      const T* xp = x.data<T>();
-      const int64_t* ip = index.data<int64_t>();
-      T* op = out.data<T>();
-      for (int64_t r = 0; r < index.numel(); ++r) {
-        GLOBE_CHECK(ip[r] >= 0 && ip[r] < classes, "[pick] index ", ip[r], " is out of range for ", classes, " classes");
-        const int64_t j = ip[r] - c0;
-        if (j >= 0 && j < cols) op[r] = xp[r * cols + j];
-      }
-      return 0;
-    });
-    return out;
+    const int64_t classes = args.in_global_shapes.empty() ? in[0].shape().back() : args.in_global_shapes[0].back();
+    return kernels::kernels_for(in[0]).pick(in[0], in[1], column_offset(args, 0), classes);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -452,6 +407,7 @@ Tensor dropout(const Tensor& a, double p, bool training) {
   } else {
     mask = Tensor::uninitialized(a.shape(), a.dtype());
     fill(mask, Shape(a.dim(), 0));
+    mask = kernels::copy_to_device(mask, a.device());  // drawn on the host: the same mask on every device
   }
   return mul(a, mask);
 }

@@ -70,7 +70,9 @@ class Op : public GraphOp {
  public:
   // Output metadata; throws "[name] ..." naming shapes/dtypes when the inputs are invalid.
   virtual TensorMeta infer(const std::vector<TensorMeta>& inputs) const = 0;
-  // The local kernel. `inputs` are local tensors (for a global op: this rank's shards).
+  // The local kernel. `inputs` are local tensors on one device (for a global op: this rank's
+  // shards), and the output goes on that device: compute reaches kernels through
+  // kernels_on(device) (kernels/device_kernels.h), never branching on the device itself.
   virtual Tensor compute(const std::vector<Tensor>& inputs, const ComputeArgs& args) const = 0;
   // Valid layouts per mesh axis, in order of preference (ties in cost go to the earlier one).
   // All-broadcast is always valid and need not be listed. The default lists nothing more: such an
@@ -101,6 +103,9 @@ namespace detail {
 void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor& out);
 // Metadata of each input.
 std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs);
+// Checks that local `inputs` share one device; throws "[op] ..." naming the devices otherwise
+// (what torch says for a CUDA and a CPU tensor in one op).
+void check_devices(const Op& op, const std::vector<Tensor>& inputs);
 }  // namespace detail
 
 }  // namespace globe

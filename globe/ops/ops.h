@@ -14,9 +14,10 @@
 namespace globe {
 
 // ---- creation (local tensors; the global overloads live in globe/global/) -----------------------
-Tensor zeros(const Shape& shape, DType dtype = kFloat32);
-Tensor ones(const Shape& shape, DType dtype = kFloat32);
-Tensor full(const Shape& shape, double value, DType dtype = kFloat32);
+// On `device` (default the CPU): zeros({2, 3}, kFloat32, Device::parse("cuda:0")).
+Tensor zeros(const Shape& shape, DType dtype = kFloat32, const Device& device = kCPU);
+Tensor ones(const Shape& shape, DType dtype = kFloat32, const Device& device = kCPU);
+Tensor full(const Shape& shape, double value, DType dtype = kFloat32, const Device& device = kCPU);
 // 0, 1, ..., n-1 (or start, start+step, ... < end).
 Tensor arange(int64_t n, DType dtype = kInt64);
 Tensor arange(double start, double end, double step = 1.0, DType dtype = kFloat32);
@@ -24,9 +25,10 @@ Tensor arange(double start, double end, double step = 1.0, DType dtype = kFloat3
 Tensor from_vector(const std::vector<float>& values, const Shape& shape);
 Tensor from_vector(const std::vector<double>& values, const Shape& shape);
 Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape);
-// Seeded, counter-based (see globe/core/random.h): standard normal / uniform [low, high).
-Tensor randn(const Shape& shape, DType dtype = kFloat32);
-Tensor rand(const Shape& shape, DType dtype = kFloat32);
+// Seeded, counter-based (see globe/core/random.h): standard normal / uniform [low, high). On a
+// GPU: the CPU's values, copied (the same numbers on every device).
+Tensor randn(const Shape& shape, DType dtype = kFloat32, const Device& device = kCPU);
+Tensor rand(const Shape& shape, DType dtype = kFloat32, const Device& device = kCPU);
 Tensor uniform(const Shape& shape, double low, double high, DType dtype = kFloat32);
 // int64 integers uniform in [low, high) (torch.randint).
 Tensor randint(int64_t low, int64_t high, const Shape& shape);
@@ -55,6 +57,10 @@ Tensor gelu_tanh(const Tensor& a);  // tanh approximation (GPT-2; torch's approx
 Tensor tanh(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 Tensor to_dtype(const Tensor& a, DType dtype);
+// The same values on `device` (a copy; `a` itself when it is there already); differentiable, the
+// gradient going back to a's device. Local tensors: a global one changes device through its
+// placement (to_global).
+Tensor to(const Tensor& a, const Device& device);
 // torch.clamp: each value limited to [min, max] (either bound may be left out); the gradient passes
 // where min <= x <= max. abs: |x|, gradient sign(x) (0 at 0). masked_fill: `value` where the int64
 // mask (same shape) is non-zero, the input elsewhere; no gradient where filled.

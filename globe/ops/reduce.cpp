@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "globe/kernels/device_kernels.h"
 #include "globe/kernels/reduce.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
@@ -64,7 +65,7 @@ class Sum final : public Op {
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const auto dims = reduce_dims(dims_, in[0].shape(), "sum");
-    Tensor r = kernels::sum_to_keepdim(in[0], keepdim_shape(in[0].shape(), dims));
+    Tensor r = kernels::kernels_for(in[0]).sum_to_keepdim(in[0], keepdim_shape(in[0].shape(), dims));
     return Tensor::view_of(r, args.out.shape, contiguous_strides(args.out.shape), 0);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
@@ -93,7 +94,7 @@ class Argmax final : public Op {
     return {reduced_shape(in[0].shape, {dim_}, keepdim_), kInt64};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    Tensor r = kernels::argmax_keepdim(in[0], dim_);
+    Tensor r = kernels::kernels_for(in[0]).argmax_keepdim(in[0], dim_);
     return Tensor::view_of(r, args.out.shape, contiguous_strides(args.out.shape), 0);
   }
 
@@ -129,7 +130,7 @@ class Gather final : public Op {
     return {in[1].shape, in[0].dtype};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::gather(in[0], dim_, in[1]);
+    return kernels::kernels_for(in[0]).gather(in[0], dim_, in[1]);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -161,7 +162,7 @@ class ScatterAdd final : public Op {
     return {shape_, in[1].dtype};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    return kernels::scatter_add(args.out.shape, dim_, in[0], in[1]);
+    return kernels::kernels_for(in[1]).scatter_add(args.out.shape, dim_, in[0], in[1]);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {

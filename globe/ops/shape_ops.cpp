@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "globe/kernels/device_kernels.h"
 #include "globe/kernels/elementwise.h"
 #include "globe/ops/hooks.h"
 #include "globe/ops/op.h"
@@ -74,7 +75,7 @@ class Reshape final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    Tensor a = kernels::dense(in[0]);
+    Tensor a = kernels::device_dense(in[0]);
     return Tensor::view_of(a, args.out.shape, contiguous_strides(args.out.shape), a.offset());
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
@@ -180,8 +181,8 @@ class NarrowBackward final : public Op {
     return split_except(int64_t(in[0].shape.size()), dim_);
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    Tensor out = Tensor::uninitialized(args.out.shape, args.out.dtype);
-    const Tensor zero = Tensor::empty({1}, args.out.dtype);
+    Tensor out = Tensor::uninitialized(args.out.shape, args.out.dtype, in[0].device());
+    const Tensor zero = Tensor::empty({1}, args.out.dtype, in[0].device());
     const int64_t length = in[0].shape()[dim_], step = out.strides()[dim_];
     // [begin, begin + extent) along dim_: the gradient for the window, zeros before and after it
     auto part = [&](int64_t begin, int64_t extent) {
@@ -191,9 +192,9 @@ class NarrowBackward final : public Op {
     };
     auto zeros_of = [&](const Tensor& t) { return Tensor::view_of(zero, t.shape(), Shape(t.dim(), 0), 0); };
     const Tensor before = part(0, start_), after = part(start_ + length, full_ - start_ - length);
-    if (before.numel() > 0) kernels::copy_into(before, zeros_of(before));
-    if (after.numel() > 0) kernels::copy_into(after, zeros_of(after));
-    kernels::copy_into(part(start_, length), in[0]);
+    if (before.numel() > 0) kernels::device_copy(before, zeros_of(before));
+    if (after.numel() > 0) kernels::device_copy(after, zeros_of(after));
+    kernels::device_copy(part(start_, length), in[0]);
     return out;
   }
 
@@ -254,11 +255,11 @@ class Cat final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    Tensor out = Tensor::uninitialized(args.out.shape, args.out.dtype);
+    Tensor out = Tensor::uninitialized(args.out.shape, args.out.dtype, in[0].device());
     const int64_t d = dim_;
     int64_t at = 0;
     for (const Tensor& t : in) {
-      kernels::copy_into(Tensor::view_of(out, t.shape(), out.strides(), at * out.strides()[d]), t);
+      kernels::device_copy(Tensor::view_of(out, t.shape(), out.strides(), at * out.strides()[d]), t);
       at += t.shape()[d];
     }
     return out;
@@ -287,8 +288,8 @@ class Contiguous final : public Op {
     return split_except(int64_t(in[0].shape.size()), -1);
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    Tensor out = Tensor::uninitialized(in[0].shape(), in[0].dtype());
-    kernels::copy_into(out, in[0]);
+    Tensor out = Tensor::uninitialized(in[0].shape(), in[0].dtype(), in[0].device());
+    kernels::device_copy(out, in[0]);
     return out;
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor&, const Tensor& g,
@@ -310,8 +311,8 @@ class ScaleGrad final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    Tensor out = Tensor::uninitialized(in[0].shape(), in[0].dtype());
-    kernels::copy_into(out, in[0]);
+    Tensor out = Tensor::uninitialized(in[0].shape(), in[0].dtype(), in[0].device());
+    kernels::device_copy(out, in[0]);
     return out;
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>&, const Tensor&, const Tensor& g,
@@ -406,7 +407,7 @@ void copy_(const Tensor& dst, const Tensor& src) {
     detail::ops_hooks.copy_global(dst, src);
     return;
   }
-  kernels::copy_into(dst, src);
+  kernels::device_copy(dst, dst.device() == src.device() ? src : kernels::copy_to_device(src, dst.device()));
 }
 
 Tensor contiguous(const Tensor& a) {

@@ -9,7 +9,7 @@
 #include "globe/global/global_tensor.h"
 #include "globe/global/grad_buckets.h"
 #include "globe/global/op_history.h"
-#include "globe/kernels/reduce.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/ops/ops.h"
 
 namespace globe::optim {
@@ -20,14 +20,14 @@ namespace {
 // hold the same shard (mesh axes where the layout is broadcast), so that the sum over the world
 // counts every element once. Partial sums are reduced first (squares of summands do not add up).
 double local_share_of_squares(Tensor g) {
-  if (!g.is_global()) return kernels::sum_of_squares(g);
+  if (!g.is_global()) return kernels::kernels_for(g).sum_of_squares(g);
   if (g.sbp().any_partial()) g = box(g, g.placement(), partial_to_broadcast(g.sbp()));
   if (!g.placement().contains(dist::world_rank())) return 0.0;
   double replicas = 1;
   for (size_t a = 0; a < g.sbp().size(); ++a)
     if (g.sbp()[a].is_broadcast()) replicas *= double(g.placement().mesh_shape()[a]);
   const Tensor local = g.to_local();
-  return local.numel() == 0 ? 0.0 : kernels::sum_of_squares(local) / replicas;
+  return local.numel() == 0 ? 0.0 : kernels::kernels_for(local).sum_of_squares(local) / replicas;
 }
 
 }  // namespace

@@ -7,46 +7,12 @@
 #include "globe/global/global_tensor.h"
 #include "globe/global/boxing.h"
 #include "globe/global/grad_buckets.h"
-#include "globe/kernels/elementwise.h"
-#include "globe/kernels/vector_clones.h"
+#include "globe/kernels/device_kernels.h"
 #include "globe/ops/ops.h"
 
 namespace globe::optim {
 
 namespace {
-
-// One Adam / AdamW update of n elements, torch's formulas: AdamW first scales the parameter by
-// `decay`, Adam adds wd * p to the gradient. The branch is outside the loops, the arrays do not
-// alias: the loops vectorise.
-template <class T>
-struct AdamConstants {
-  T b1, b2, one_minus_b1, one_minus_b2, step_size, decay, bc2s, eps, wd;
-  bool decoupled;
-};
-
-template <class T>
-inline __attribute__((always_inline)) void adam_update(T* __restrict p, const T* __restrict g, T* __restrict m,
-                                                       T* __restrict v, int64_t n, const AdamConstants<T>& k) {
-  auto one = [&](int64_t j, T grad) {
-    m[j] = k.b1 * m[j] + k.one_minus_b1 * grad;
-    v[j] = k.b2 * v[j] + k.one_minus_b2 * grad * grad;
-    p[j] -= k.step_size * m[j] / (std::sqrt(v[j]) / k.bc2s + k.eps);
-  };
-  if (k.decoupled) {
-    for (int64_t j = 0; j < n; ++j) {
-      p[j] *= k.decay;
-      one(j, g[j]);
-    }
-  } else {
-    for (int64_t j = 0; j < n; ++j) one(j, g[j] + k.wd * p[j]);
-  }
-}
-
-// The float update compiled for AVX2 too.
-GLOBE_VECTOR_CLONES void adam_update_f32(float* p, const float* g, float* m, float* v, int64_t n,
-                                         const AdamConstants<float>& k) {
-  adam_update(p, g, m, v, n, k);
-}
 
 // The layout ZeRO updates `p` in (stage >= 1): split over every mesh axis where p is broadcast,
 // along the first dim long enough to give every rank a block — nested inside the axes that split
@@ -74,14 +40,14 @@ NdSbp update_layout(const Tensor& p, int zero_stage) {
 Tensor owned_copy(const Tensor& p, const NdSbp& u) {
   const Tensor boxed = box(p, p.placement(), u);
   const Tensor& shard = shard_of(boxed);
-  Tensor own = Tensor::empty(shard.shape(), shard.dtype());
-  kernels::copy_into(own, shard);
+  Tensor own = Tensor::uninitialized(shard.shape(), shard.dtype(), shard.device());
+  kernels::device_copy(own, shard);
   return make_global(own, p.shape(), p.placement(), u);
 }
 
-// Calls fn(T* p, const T* g, int64_t n, i, target) over each parameter's local data with a
-// gradient; `target` is the tensor updated: the parameter, or with ZeRO its copy in the update
-// layout, whose block is all-gathered back into the parameter afterwards.
+// Calls fn(p, g, i, target) with each parameter's local data and its gradient's (contiguous, one
+// device) where it has a gradient; `target` is the tensor updated: the parameter, or with ZeRO its
+// copy in the update layout, whose block is all-gathered back into the parameter afterwards.
 template <class Fn>
 void for_each_param(const std::vector<Tensor>& params, const char* op, int zero_stage, Fn&& fn) {
   // A parameter may still be on its way to another placement (a tied weight's move sends without
@@ -118,11 +84,12 @@ void for_each_param(const std::vector<Tensor>& params, const char* op, int zero_
     }
     Tensor pl = target.to_local(), gl = contiguous(g.to_local());
     GLOBE_CHECK(pl.is_contiguous(), "[", op, "] parameter ", i, " is not contiguous");
-    visit_floating(pl.dtype(), op, [&](auto tag) {
-      using T = decltype(tag);
-      fn(pl.template data<T>(), gl.template data<T>(), pl.numel(), i, target);
-    });
-    if (!target.same(p)) kernels::copy_into(p.to_local(), shard_of(box(target, p.placement(), p.sbp())));
+    GLOBE_CHECK(is_floating(pl.dtype()) && gl.dtype() == pl.dtype(), "[", op, "] parameter ", i, " (", describe(p),
+                ") and its gradient (", describe(g), ") must share one floating dtype");
+    GLOBE_CHECK(gl.device() == pl.device(), "[", op, "] parameter ", i, " is on ", pl.device().str(),
+                " but its gradient on ", gl.device().str());
+    fn(pl, gl, i, target);
+    if (!target.same(p)) kernels::device_copy(p.to_local(), shard_of(box(target, p.placement(), p.sbp())));
   }
 }
 
@@ -142,45 +109,12 @@ void follow(Tensor& state, const Tensor& p) {
   state = contiguous(s).detach();  // the update writes the shard through a flat pointer
 }
 
-// Runs body(j) for j in [0, n) in fixed blocks of 16. With the __restrict pointers of the callers
-// below this is what GCC vectorises at -O2 (its cheap cost model skips plain loops that need a
-// scalar epilogue or alias checks); the per-element arithmetic is unchanged.
-template <class Body>
-inline void blocked(int64_t n, Body&& body) {
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
-    for (int k = 0; k < 16; ++k) body(j + k);
-  for (; j < n; ++j) body(j);
-}
-
-// noinline: the __restrict promises only hold while these are separate functions.
-template <class T>
-[[gnu::noinline]] void sgd_update(T* __restrict p, const T* __restrict g, int64_t n, T lr, T wd) {
-  if (wd == 0) blocked(n, [&](int64_t j) { p[j] -= lr * g[j]; });
-  else blocked(n, [&](int64_t j) { p[j] -= lr * (g[j] + wd * p[j]); });
-}
-
-template <bool kFirst, bool kNesterov, class T>
-[[gnu::noinline]] void sgd_momentum_update(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t n, T lr, T wd,
-                         T mom, T damp) {
-  blocked(n, [&](int64_t j) {
-    const T d = g[j] + wd * p[j];
-    buf[j] = kFirst ? d : mom * buf[j] + damp * d;
-    p[j] -= lr * (kNesterov ? d + mom * buf[j] : buf[j]);
-  });
-}
-
 // A zero-filled state tensor in the layout parameter p is updated in (its own, or ZeRO's), so
 // state_dict() saves it like any global tensor.
 Tensor state_like(const Tensor& p, int zero_stage = 0) {
   const NdSbp u = update_layout(p, zero_stage);
   if (!p.is_global() || u == p.sbp()) return zeros_like(p);
   return zeros(p.shape(), p.placement(), u, p.dtype());
-}
-
-template <class T>
-T* state_data(const Tensor& s) {
-  return s.to_local().template data<T>();
 }
 
 }  // namespace
@@ -220,21 +154,17 @@ void SGD::step() {
   NoGradGuard no_grad;
   const SGDOptions o = options_;
   // Plain SGD keeps no state: ZeRO would only add the gathers.
-  for_each_param(params_, "SGD", o.momentum == 0 ? 0 : zero_stage_, [&](auto* p, const auto* g, int64_t n, size_t i, const Tensor& target) {
-    using T = std::remove_pointer_t<decltype(p)>;
-    const T lr = T(o.lr), wd = T(o.weight_decay), mom = T(o.momentum), damp = T(1 - o.dampening);
-    if (o.momentum == 0) {
-      sgd_update<T>(p, g, n, lr, wd);
-      return;
+  for_each_param(params_, "SGD", o.momentum == 0 ? 0 : zero_stage_,
+                 [&](const Tensor& p, const Tensor& g, size_t i, const Tensor& target) {
+    kernels::SgdStep step{o.lr, o.weight_decay, o.momentum, o.dampening, o.nesterov, false};
+    Tensor buffer;
+    if (o.momentum != 0) {
+      follow(momentum_[i], target);
+      step.first = !momentum_[i].defined();
+      if (step.first) momentum_[i] = state_like(target);
+      buffer = momentum_[i].to_local();
     }
-    follow(momentum_[i], target);
-    const bool first = !momentum_[i].defined();
-    if (first) momentum_[i] = state_like(target);
-    T* buf = state_data<T>(momentum_[i]);
-    if (first && o.nesterov) sgd_momentum_update<true, true, T>(p, g, buf, n, lr, wd, mom, damp);
-    else if (first) sgd_momentum_update<true, false, T>(p, g, buf, n, lr, wd, mom, damp);
-    else if (o.nesterov) sgd_momentum_update<false, true, T>(p, g, buf, n, lr, wd, mom, damp);
-    else sgd_momentum_update<false, false, T>(p, g, buf, n, lr, wd, mom, damp);
+    kernels::kernels_for(p).sgd_update(p, g, buffer, step);
   });
 }
 
@@ -293,8 +223,7 @@ void Adam::step() {
   NoGradGuard no_grad;
   const AdamOptions o = options_;
   for_each_param(params_, decoupled_ ? "AdamW" : "Adam", zero_stage_,
-                 [&](auto* p, const auto* g, int64_t n, size_t i, const Tensor& target) {
-    using T = std::remove_pointer_t<decltype(p)>;
+                 [&](const Tensor& p, const Tensor& g, size_t i, const Tensor& target) {
     follow(exp_avg_[i], target);
     follow(exp_avg_sq_[i], target);
     if (!exp_avg_[i].defined()) {
@@ -305,17 +234,9 @@ void Adam::step() {
     const int64_t step = ++steps_[i];
     const double bc1 = 1 - std::pow(o.beta1, double(step));
     const double bc2_sqrt = std::sqrt(1 - std::pow(o.beta2, double(step)));
-    T* m = state_data<T>(exp_avg_[i]);
-    T* v = state_data<T>(exp_avg_sq_[i]);
-    // 1 - beta in double, as torch does: 1 - float(0.999) would be off by 1.3e-5 relative.
-    const AdamConstants<T> k{T(o.beta1), T(o.beta2), T(1 - o.beta1), T(1 - o.beta2), T(o.lr / bc1),
-                             T(1 - o.lr * weight_decay_[i]), T(bc2_sqrt), T(o.eps), T(weight_decay_[i]),
-                             decoupled_};
-    if constexpr (std::is_same_v<T, float>) {
-      adam_update_f32(p, g, m, v, n, k);
-    } else {
-      adam_update(p, g, m, v, n, k);
-    }
+    const kernels::AdamStep k{o.beta1, o.beta2, o.lr / bc1, 1 - o.lr * weight_decay_[i], bc2_sqrt, o.eps,
+                              weight_decay_[i], decoupled_};
+    kernels::kernels_for(p).adam_update(p, g, exp_avg_[i].to_local(), exp_avg_sq_[i].to_local(), k);
   });
 }
 

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 
 namespace globe::pipeline {
 

@@ -49,16 +49,15 @@ __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_glob
 
 
 class device:  # noqa: N801  (torch.device / flow.device)
-    """device("cpu"), device("cpu:0") or device("cpu", 0). Globe's tensors live on the CPU: "cuda"
-    is an error that says so (a OneFlow program's "cuda" becomes "cpu")."""
+    """device("cpu"), device("cuda"), device("cuda:1") or device("cuda", 1), as torch's. "cuda"
+    needs a build with the CUDA backend and a visible GPU; asking for one where there is none is an
+    error saying which of the two is missing when a tensor is put there."""
 
     def __init__(self, type="cpu", index=None):  # noqa: A002
         if isinstance(type, device):
             type, index = type.type, type.index if index is None else index
         name, _, idx = str(type).partition(":")
-        if name != "cpu":
-            raise Error(f'[device] "{type}": this build of Globe runs on "cpu"; use "cpu" (and '
-                        f'placement("cpu", ...)) where a OneFlow program says "cuda"')
+        _globe.parse_device(str(type) if index is None else f"{name}:{index}")  # "[device] ..." errors
         self.type, self.index = name, int(idx) if idx else index
 
     def __eq__(self, other):
@@ -77,36 +76,33 @@ class device:  # noqa: N801  (torch.device / flow.device)
 
 
 class cuda:  # noqa: N801  (flow.cuda)
-    """Globe runs on the CPU: no CUDA device is available."""
+    """Whether this build has the CUDA backend and the process sees a GPU."""
 
     @staticmethod
     def is_available():
-        return False
+        return _globe.cuda_device_count() > 0
 
     @staticmethod
     def device_count():
-        return 0
+        return _globe.cuda_device_count()
 
 
 def placement(type="cpu", ranks=None):  # noqa: A002  (OneFlow's keyword)
     """flow.placement(type, ranks): ranks a list, range or numpy array (1-D), or a nested list /
-    2-D array (a mesh, row-major); None: every rank. Globe runs on "cpu"; "cuda" is an error saying
-    so. placement.all("cpu") is every rank."""
-    if type != "cpu":
-        raise Error(f'[placement] device type "{type}": this build of Globe runs on "cpu"; '
-                    f'use placement("cpu", ranks=...)')
+    2-D array (a mesh, row-major); None: every rank. placement.all("cpu") is every rank. "cuda"
+    says what it needs where it cannot be had (the C++ Placement's errors)."""
     if ranks is None:
-        return Placement.all("cpu")
+        return Placement.all(type)
     if isinstance(ranks, (range, _np.ndarray)):
         a = _np.asarray(ranks)
-        return Placement("cpu", [int(r) for r in a.flat], list(a.shape))
+        return Placement(type, [int(r) for r in a.flat], list(a.shape))
     shape, level, flat = [], ranks, list(ranks)
     while isinstance(level, (list, tuple)):  # the mesh: the lengths along the first elements
         shape.append(len(level))
         level = level[0] if len(level) else None
     while flat and isinstance(flat[0], (list, tuple)):
         flat = [r for row in flat for r in row]
-    return Placement("cpu", [int(r) for r in flat], shape)
+    return Placement(type, [int(r) for r in flat], shape)
 
 
 placement.all = lambda type="cpu": placement(type)  # noqa: A002  (OneFlow's placement.all)
@@ -122,14 +118,15 @@ def _shape(size):
     return list(size)
 
 
-def _check_device(dev):
-    if dev is not None:
-        device(dev)  # "cpu" only: the device's own error otherwise
+def _on_device(t, dev):
+    """`t` moved to `dev` (a local tensor; None or the CPU: t itself)."""
+    if dev is None:
+        return t
+    return _globe.to_device(t, str(device(dev)))
 
 
 def _create(fn, size, dtype, placement, sbp, requires_grad, dev=None):
-    _check_device(dev)
-    t = fn(_shape(size), dtype, placement, sbp)
+    t = _on_device(fn(_shape(size), dtype, placement, sbp), dev)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -172,7 +169,6 @@ def tensor(data, dtype=None, requires_grad=False, placement=None, sbp=None, devi
     and each rank keeps its block of it, so a split(0) tensor of (8, 8) data has shape (8, 8) and
     each of 2 ranks holds 4 rows (a collective). To put together a global tensor from each rank's
     piece instead, use local_to_global."""
-    _check_device(device)
     if isinstance(data, Tensor):
         data = data.numpy()
     a = _np.array(data)  # a copy, as torch.tensor makes (from_numpy shares)
@@ -187,6 +183,8 @@ def tensor(data, dtype=None, requires_grad=False, placement=None, sbp=None, devi
             t = t.to_global(sbp=sbp)  # each rank's block of it: no communication from B
     elif sbp is not None:
         raise Error("[tensor] sbp= needs placement= too")
+    else:
+        t = _on_device(t, device)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -220,15 +218,10 @@ def _numpy_array(self, dtype=None):
 Tensor.__array__ = _numpy_array
 Tensor.__iter__ = lambda self: iter(self.numpy())
 tensor_methods.install()
-# Where a tensor lives: a local one on the CPU; a global one on its placement's device type.
-Tensor.device = property(lambda self: device(self.placement.type if self.is_global else "cpu"))
-
-
-def _cuda(self, *args, **kwargs):
-    device("cuda")  # the error: this build runs on "cpu"
-
-
-Tensor.cuda = _cuda
+# Where a tensor lives: a local one on its storage's device; a global one on its placement's type.
+Tensor.device = property(lambda self: device(self.placement.type if self.is_global else self._device))
+Tensor.cuda = lambda self, device=None: self.to("cuda" if device is None else f"cuda:{int(device)}"
+                                                if isinstance(device, int) else device)
 
 
 def _tensor_from_args(*args, **kwargs):

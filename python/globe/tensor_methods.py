@@ -109,7 +109,7 @@ def backward(self, gradient=None, retain_graph=False, create_graph=False):  # no
 
 def dtype_and_device(args, kwargs):
     """What to(...) asks for, as torch's and OneFlow's to() take it (dtype, device, both, another
-    tensor, or keywords): (dtype or None, device or None), the device checked ("cpu" only)."""
+    tensor, or keywords): (dtype or None, device or None), the device's name checked."""
     from . import device  # noqa: PLC0415  (the package's, defined after this module)
     dtype = kwargs.pop("dtype", None)
     dev = kwargs.pop("device", None)
@@ -126,9 +126,13 @@ def dtype_and_device(args, kwargs):
 
 
 def to(self, *args, **kwargs):
-    """The same tensor where nothing changes (as torch), else a converted copy."""
-    dtype, _ = dtype_and_device(args, kwargs)
-    return self if dtype is None or dtype == self.dtype else _globe.to_dtype(self, dtype)
+    """The same tensor where nothing changes (as torch), else a converted copy: another dtype,
+    another device ("cpu", "cuda", "cuda:1"; a local tensor), or both."""
+    dtype, dev = dtype_and_device(args, kwargs)
+    out = self if dtype is None or dtype == self.dtype else _globe.to_dtype(self, dtype)
+    if dev is not None and not out.is_global and dev != out.device:
+        out = _globe.to_device(out, str(dev))
+    return out
 
 
 def _index(self, key):
@@ -241,7 +245,7 @@ METHODS = {
     "double": lambda self: to(self, _globe.dtype.float64),
     "long": lambda self: to(self, _globe.dtype.int64),
     "type_as": lambda self, other: to(self, other.dtype),
-    "cpu": lambda self: self,
+    "cpu": lambda self: to(self, "cpu"),
     "tolist": lambda self: self.numpy().tolist(),
     # math
     "matmul": lambda self, other: _globe.matmul(self, other),

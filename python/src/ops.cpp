@@ -67,6 +67,15 @@ void bind_ops(pyb::module_& m) {
   m.def("matmul", &matmul);
   m.def("matmul_nt", &matmul_nt, pyb::arg("a"), pyb::arg("b"), pyb::arg("bias") = Tensor());
   m.def("to_dtype", &to_dtype, pyb::arg("input"), pyb::arg("dtype"));
+  // Devices: names as C++ parses them ("cpu", "cuda", "cuda:N"), the CUDA build and its GPUs.
+  m.def("to_device", [](const Tensor& t, const std::string& d) { return to(t, Device::parse(d)); },
+        pyb::arg("input"), pyb::arg("device"));
+  m.def("parse_device", [](const std::string& d) {
+    const Device dev = Device::parse(d);
+    return pyb::make_tuple(device_type_name(dev.type), dev.index);
+  });
+  m.def("cuda_built", &cuda_built);
+  m.def("cuda_device_count", &cuda_device_count);
   m.def("zeros_like", &zeros_like);
   m.def("ones_like", &ones_like);
   creation(m, "rand", [](const Shape& s, DType d) { return rand(s, d); },

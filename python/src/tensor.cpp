@@ -123,6 +123,7 @@ void bind_tensor(pyb::module_& m) {
         return pyb::int_(t.size(d.cast<int64_t>()));
       }, pyb::arg("dim") = pyb::none())
       .def_property_readonly("is_global", &Tensor::is_global)
+      .def_property_readonly("_device", [](const Tensor& t) { return t.device().str(); })
       .def_property_readonly("placement", &Tensor::placement)
       .def_property_readonly("sbp", [](const Tensor& t) {
         pyb::tuple out(t.sbp().size());

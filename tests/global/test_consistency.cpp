@@ -243,6 +243,17 @@ TEST_P(Consistency, OneDimensionalMesh) {
   for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all(), l); });
 }
 
+// The device axis: the same cases with the global tensors on placement "cuda" (each rank's shard on
+// GPU local_rank % GPUs), compared with the CPU's single-process result, gradients too.
+TEST_P(Consistency, OneDimensionalMeshOnCuda) {
+  if (cuda_device_count() == 0)
+    GTEST_SKIP() << (cuda_built() ? "no CUDA device visible" : "this build has no CUDA backend");
+  const OpCase& c = GetParam();
+  std::vector<std::vector<NdSbp>> options;
+  for (const Input& in : c.inputs) options.push_back(layouts_1d(in));
+  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all("cuda"), l); });
+}
+
 TEST_P(Consistency, SubsetPlacement) {
   if (dist::world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
   // Ranks outside the placement hold nothing and still run every op; the order is reversed.

@@ -201,9 +201,17 @@ TEST(PlacementErrors, BadMeshShape) {
 }
 
 TEST(PlacementErrors, UnknownDevice) {
-  for (const std::string dev : {"cuda", "tpu"})
+  for (const std::string dev : {"tpu", "gpu"})
     expect_error([&] { placement(dev, {0}); }, "[placement]",
-                 {"unknown device type '" + dev + "'", "placement(" + dev + ", [0])"}, "device " + dev);
+                 {"unknown device type '" + dev + "' (supported: cpu, cuda)", "placement(" + dev + ", [0])"},
+                 "device " + dev);
+}
+
+// "cuda" is a device type; without a GPU every rank says what is missing (tests/device has the rest).
+TEST(PlacementErrors, CudaWithoutAGpuSaysWhatIsMissing) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is visible";
+  expect_error([&] { placement("cuda", {0}); }, "[placement] placement(cuda, [0]) on rank " + std::to_string(dist::world_rank()),
+               {cuda_built() ? "no CUDA device visible" : "this build has no CUDA"}, "device cuda");
 }
 
 // ---- SBP ------------------------------------------------------------------------------------------

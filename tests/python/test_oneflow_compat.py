@@ -206,13 +206,28 @@ def test_in_place_forms_write_and_refuse_where_autograd_needs_the_old_value():
 def test_devices_and_cuda():
     assert flow.device("cpu") == "cpu" and flow.device("cpu:0").index == 0 and repr(flow.device("cpu")) == "device(type='cpu')"
     assert flow.tensor([1.0]).device == flow.device("cpu")
-    assert flow.cuda.is_available() is False
-    with pytest.raises(flow.Error, match='this build of Globe runs on "cpu"'):
-        flow.device("cuda:0")
-    with pytest.raises(flow.Error, match='runs on "cpu"'):
-        flow.tensor([1.0]).to("cuda")
-    with pytest.raises(flow.Error, match='runs on "cpu"'):
-        flow.zeros(2, device="cuda")
+    assert flow.device("cuda:1").index == 1 and str(flow.device("cuda", 2)) == "cuda:2"
+    with pytest.raises(flow.Error, match=r"\[device\] unknown device type 'gpu' \(supported: cpu, cuda\)"):
+        flow.device("gpu")
+    with pytest.raises(flow.Error, match=r"'cuda:x' is not a device"):
+        flow.device("cuda:x")
+    assert flow.cuda.is_available() == (flow.cuda.device_count() > 0)
+    if not flow.cuda.is_available():
+        # Where there is no GPU, each way of asking for one says why (which of the two is missing).
+        why = "no CUDA device visible" if flow._globe.cuda_built() else "this build has no CUDA"
+        with pytest.raises(flow.Error, match=r"\[to\] cuda:0: " + why):
+            flow.tensor([1.0]).to("cuda")
+        with pytest.raises(flow.Error, match=why):
+            flow.tensor([1.0]).cuda()
+        with pytest.raises(flow.Error, match=why):
+            flow.zeros(2, device="cuda")
+        with pytest.raises(flow.Error, match=why):
+            flow.tensor([1.0, 2.0], device="cuda:0")
+    else:
+        x = flow.tensor([1.0, 2.0]).cuda()
+        assert x.device == flow.device("cuda:0") and x.cpu().device == "cpu"
+        np.testing.assert_array_equal((x * 2).cpu().numpy(), [2.0, 4.0])
+    assert flow.tensor([1.0]).cpu().device == "cpu"
     assert flow.randn(2, 3, device="cpu").shape == (2, 3)
     assert flow.tensor([1, 2], device=flow.device("cpu")).dtype == flow.int64
     layer = nn.Linear(2, 2)

@@ -121,8 +121,10 @@ def test_errors_carry_the_cores_message():
         flow.matmul(flow.randn(2, 3), flow.randn(2, 3))
     with pytest.raises(RuntimeError):  # globe.Error is a RuntimeError
         flow.add(flow.randn(2), flow.randn(3))
-    with pytest.raises(flow.Error, match='runs on "cpu"'):
+    with pytest.raises(flow.Error, match=r"\[placement\] placement\(cuda, \[0\]\)"):
         flow.placement("cuda", ranks=[0])
+    with pytest.raises(flow.Error, match=r"unknown device type 'tpu'"):
+        flow.placement("tpu", ranks=[0])
 
 
 def test_from_numpy_shares_memory_where_it_can():

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 #include "globe/io/safetensors_header.h"
 #include "globe/io/sharded_index.h"
 

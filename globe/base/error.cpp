@@ -1,4 +1,4 @@
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 
 namespace globe::detail {
 

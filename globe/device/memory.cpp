@@ -1,0 +1,113 @@
+#include "globe/device/memory.h"
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "globe/base/error.h"
+#include "globe/device/cuda_backend.h"
+
+namespace globe {
+
+namespace {
+
+struct Counter {
+  std::atomic<int64_t> current{0};
+  std::atomic<int64_t> peak{0};
+};
+
+// Slot 0 counts the CPU, slot 1 + N cuda:N.
+constexpr int kMaxGpus = 64;
+Counter g_counters[1 + kMaxGpus];
+
+Counter& counter(const Device& d) {
+  if (d.is_cpu()) return g_counters[0];
+  GLOBE_CHECK(d.index >= 0 && d.index < kMaxGpus, "[memory] ", d.str(), ": Globe counts at most ", kMaxGpus, " GPUs");
+  return g_counters[1 + d.index];
+}
+
+void count(const Device& d, int64_t delta) {
+  Counter& c = counter(d);
+  const int64_t now = c.current.fetch_add(delta, std::memory_order_relaxed) + delta;
+  int64_t peak = c.peak.load(std::memory_order_relaxed);
+  while (now > peak && !c.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+// Training allocates and frees the same large buffers every step. glibc's defaults serve them
+// with mmap or trim them back to the OS on free, so every step page-faults its memory in again
+// (measured: ~4-6 ms of a 17 ms MLP step). Keep freed memory in the heap instead.
+void keep_freed_memory_in_heap() {
+  static const bool done = [] {
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)done;
+}
+
+}  // namespace
+
+MemoryStats memory_stats(const Device& device) {
+  const Counter& c = counter(device);
+  MemoryStats m{c.current.load(), c.peak.load(), c.current.load()};
+  if (device.is_cuda() && cuda::built() && device.index < cuda::device_count())
+    m.reserved_bytes += int64_t(cuda::cached_bytes(device.index));
+  return m;
+}
+
+void reset_peak_memory(const Device& device) {
+  Counter& c = counter(device);
+  c.peak.store(c.current.load());
+}
+
+void empty_cache(const Device& device) {
+  if (device.is_cuda() && cuda::built() && device.index < cuda::device_count()) cuda::empty_cache(device.index);
+}
+
+namespace detail {
+
+void* allocate(const Device& device, size_t nbytes, bool zero) {
+  void* data = nullptr;
+  if (device.is_cpu()) {
+    keep_freed_memory_in_heap();
+    const size_t rounded = std::max<size_t>(64, (nbytes + 63) / 64 * 64);
+    data = std::aligned_alloc(64, rounded);
+    GLOBE_CHECK(data != nullptr, "[alloc] out of memory allocating ", nbytes, " bytes");
+    if (zero) std::memset(data, 0, rounded);
+  } else {
+    check_device_usable(device, "[alloc]");
+    data = cuda::allocate(device.index, std::max<size_t>(nbytes, 1));
+    if (zero) cuda::zero(device.index, data, nbytes);
+  }
+  count(device, int64_t(nbytes));
+  return data;
+}
+
+void release(const Device& device, void* p, size_t nbytes) {
+  count(device, -int64_t(nbytes));
+  if (device.is_cpu()) {
+    std::free(p);
+  } else {
+    cuda::release(device.index, p);
+  }
+}
+
+void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, const void* src, size_t n) {
+  if (n == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, n);
+  } else if (dst_device.is_cuda() && src_device.is_cuda() && dst_device.index != src_device.index) {
+    cuda::copy_peer(dst_device.index, dst, src_device.index, src, n);
+  } else {
+    const int gpu = dst_device.is_cuda() ? dst_device.index : src_device.index;
+    cuda::copy(gpu, dst, dst_device.is_cpu(), src, src_device.is_cpu(), n);
+  }
+}
+
+}  // namespace detail
+
+}  // namespace globe

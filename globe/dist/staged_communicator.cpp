@@ -1,0 +1,129 @@
+#include "globe/dist/staged_communicator.h"
+
+#include <cstdio>
+
+#include "globe/device/memory.h"
+#include "globe/dist/runtime.h"
+
+namespace globe::dist {
+
+namespace {
+
+bool on_host(const Tensor& t) { return t.device().is_cpu(); }
+
+void say_once(const Device& d) {
+  static bool said = false;
+  if (said) return;
+  said = true;
+  std::fprintf(stderr, "[globe] rank %d: tensors on %s cross ranks host-staged over MPI (copied to the host and "
+               "back; the NCCL communicator is not built yet)\n", world_rank(), d.str().c_str());
+}
+
+// A host tensor with t's values (t itself on the host). Communicator tensors are contiguous.
+Tensor to_host(const Tensor& t) {
+  if (on_host(t)) return t;
+  say_once(t.device());
+  Tensor h = Tensor::uninitialized(t.shape(), t.dtype());
+  detail::copy_bytes(kCPU, h.raw_data(), t.device(), t.device_data(), size_t(t.numel()) * itemsize(t.dtype()));
+  return h;
+}
+
+// A host tensor to receive into for t (t itself on the host).
+Tensor host_buffer(const Tensor& t) {
+  if (on_host(t)) return t;
+  say_once(t.device());
+  return Tensor::uninitialized(t.shape(), t.dtype());
+}
+
+// t = host's values (nothing when t is the host tensor).
+void copy_back(const Tensor& t, const Tensor& host) {
+  if (t.same(host) || on_host(t)) return;
+  detail::copy_bytes(t.device(), t.device_data(), kCPU, host.raw_data(), size_t(t.numel()) * itemsize(t.dtype()));
+}
+
+// A request whose received host buffer is copied to the device tensor once it completes.
+class CopyBackOnCompletion final : public Request::Impl {
+ public:
+  CopyBackOnCompletion(Request inner, Tensor device_t, Tensor host)
+      : inner_(std::move(inner)), device_(std::move(device_t)), host_(std::move(host)) {}
+  bool test() override {
+    if (!done_ && inner_.test()) finish();
+    return done_;
+  }
+  void wait() override {
+    if (done_) return;
+    inner_.wait();
+    finish();
+  }
+
+ private:
+  void finish() {
+    copy_back(device_, host_);
+    done_ = true;
+  }
+  Request inner_;
+  Tensor device_, host_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+void HostStagedCommunicator::all_reduce_sum(const Tensor& t) {
+  const Tensor h = to_host(t);
+  inner_->all_reduce_sum(h);
+  copy_back(t, h);
+}
+
+Request HostStagedCommunicator::start_all_reduce_sum(const Tensor& t) {
+  if (on_host(t)) return inner_->start_all_reduce_sum(t);
+  const Tensor h = to_host(t);
+  return Request(std::make_shared<CopyBackOnCompletion>(inner_->start_all_reduce_sum(h), t, h));
+}
+
+void HostStagedCommunicator::all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) {
+  const Tensor h = host_buffer(out);
+  inner_->all_gather_v(to_host(local), h, counts);
+  copy_back(out, h);
+}
+
+void HostStagedCommunicator::reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) {
+  const Tensor h = host_buffer(out);
+  inner_->reduce_scatter_v(to_host(in), h, counts);
+  copy_back(out, h);
+}
+
+void HostStagedCommunicator::all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts,
+                                          const Tensor& recv, const std::vector<int64_t>& recv_counts) {
+  const Tensor h = host_buffer(recv);
+  inner_->all_to_all_v(to_host(send), send_counts, h, recv_counts);
+  copy_back(recv, h);
+}
+
+void HostStagedCommunicator::exchange(const std::vector<Tensor>& send, const std::vector<Tensor>& recv) {
+  std::vector<Tensor> hs(send.size()), hr(recv.size());
+  for (size_t i = 0; i < send.size(); ++i)
+    if (int(i) != rank() && send[i].defined()) hs[i] = to_host(send[i]);
+  for (size_t i = 0; i < recv.size(); ++i)
+    if (int(i) != rank() && recv[i].defined()) hr[i] = host_buffer(recv[i]);
+  inner_->exchange(hs, hr);
+  for (size_t i = 0; i < recv.size(); ++i)
+    if (int(i) != rank() && recv[i].defined()) copy_back(recv[i], hr[i]);
+}
+
+void HostStagedCommunicator::broadcast(const Tensor& t, int root) {
+  const Tensor h = rank() == root ? to_host(t) : host_buffer(t);
+  inner_->broadcast(h, root);
+  copy_back(t, h);
+}
+
+Request HostStagedCommunicator::isend(const Tensor& t, int peer, int tag) {
+  return inner_->isend(to_host(t), peer, tag);  // the inner request keeps the host copy alive
+}
+
+Request HostStagedCommunicator::irecv(const Tensor& t, int peer, int tag) {
+  if (on_host(t)) return inner_->irecv(t, peer, tag);
+  const Tensor h = host_buffer(t);
+  return Request(std::make_shared<CopyBackOnCompletion>(inner_->irecv(h, peer, tag), t, h));
+}
+
+}  // namespace globe::dist

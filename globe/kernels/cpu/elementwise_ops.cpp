@@ -1,0 +1,153 @@
+// The CPU table's elementwise families: unary math, binary arithmetic and backward kernels with
+// broadcasting, scalar arithmetic, fill (kernels/device_kernels.h). The loops are elementwise.h's
+// templates; float32 exp and GELU take the vectorised loops of elementwise.cpp.
+#include <cmath>
+#include <type_traits>
+
+#include "globe/kernels/cpu/table.h"
+#include "globe/kernels/elementwise.h"
+#include "globe/kernels/fast_math.h"
+
+namespace globe::kernels::cpu {
+
+namespace {
+
+template <class T>
+T gelu_value(T x) {
+  return T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2)));
+}
+template <class T>
+T gelu_slope(T x) {
+  return T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2))) +
+         x * std::exp(T(-0.5) * x * x) * T(0.5 * M_2_SQRTPI * M_SQRT1_2);
+}
+
+// A float32 kernel kernel(x, y, n) over a contiguous copy of `a` (a itself when contiguous).
+Tensor dense_f32(const Tensor& a, void (*kernel)(const float*, float*, int64_t)) {
+  const Tensor d = dense(a);
+  Tensor out = Tensor::uninitialized(d.shape(), d.dtype());
+  kernel(d.data<float>(), out.data<float>(), d.numel());
+  return out;
+}
+
+template <class T>
+Tensor arithmetic(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& s) {
+  switch (kind) {
+    case BinaryKind::add: return map_binary<T>(a, b, s, [](T x, T y) { return x + y; });
+    case BinaryKind::sub: return map_binary<T>(a, b, s, [](T x, T y) { return x - y; });
+    case BinaryKind::mul: return map_binary<T>(a, b, s, [](T x, T y) { return x * y; });
+    case BinaryKind::div: return map_binary<T>(a, b, s, [](T x, T y) { return x / y; });
+    default: GLOBE_FAIL("[", binary_name(kind), "] not defined for ", dtype_name(a.dtype()));
+  }
+}
+
+}  // namespace
+
+Tensor unary(UnaryKind kind, const Tensor& a) {
+  return visit_floating(a.dtype(), unary_name(kind), [&](auto tag) {
+    using T = decltype(tag);
+    switch (kind) {
+      case UnaryKind::neg: return map_unary<T, T>(a, [](T x) { return -x; });
+      case UnaryKind::exp:
+        if constexpr (std::is_same_v<T, float>) return dense_f32(a, exp_f32);
+        return map_unary<T, T>(a, [](T x) { return std::exp(x); });
+      case UnaryKind::log: return map_unary<T, T>(a, [](T x) { return std::log(x); });
+      case UnaryKind::sqrt: return map_unary<T, T>(a, [](T x) { return std::sqrt(x); });
+      case UnaryKind::relu: return map_unary<T, T>(a, [](T x) { return x > T(0) ? x : T(0); });
+      case UnaryKind::gelu: return map_unary<T, T>(a, [](T x) { return gelu_value(x); });
+      case UnaryKind::gelu_tanh:
+        if constexpr (std::is_same_v<T, float>) return dense_f32(a, gelu_tanh_f32);
+        return map_unary<T, T>(a, [](T x) { return gelu_tanh_value(x); });
+      case UnaryKind::tanh: return map_unary<T, T>(a, [](T x) { return std::tanh(x); });
+      case UnaryKind::sigmoid: return map_unary<T, T>(a, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
+    }
+    GLOBE_FAIL("[unary] bad kind");
+  });
+}
+
+Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& s) {
+  if (a.dtype() == DType::int64) {
+    return visit_dtype(a.dtype(), [&](auto tag) { return arithmetic<decltype(tag)>(kind, a, b, s); });
+  }
+  return visit_floating(a.dtype(), binary_name(kind), [&](auto tag) {
+    using T = decltype(tag);
+    switch (kind) {
+      case BinaryKind::relu_grad: return map_binary<T>(a, b, s, [](T g, T x) { return x > T(0) ? g : T(0); });
+      case BinaryKind::gelu_grad: return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_slope(x); });
+      case BinaryKind::gelu_tanh_grad:
+        if constexpr (std::is_same_v<T, float>) {
+          if (a.shape() == s && b.shape() == s) {
+            const Tensor g = dense(a), x = dense(b);
+            Tensor out = Tensor::uninitialized(s, g.dtype());
+            gelu_tanh_grad_f32(g.data<float>(), x.data<float>(), out.data<float>(), g.numel());
+            return out;
+          }
+        }
+        return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_tanh_slope(x); });
+      case BinaryKind::tanh_grad: return map_binary<T>(a, b, s, [](T g, T y) { return g * (T(1) - y * y); });
+      case BinaryKind::sigmoid_grad: return map_binary<T>(a, b, s, [](T g, T y) { return g * y * (T(1) - y); });
+      default: return arithmetic<T>(kind, a, b, s);
+    }
+  });
+}
+
+Tensor scalar(ScalarKind kind, const Tensor& a, double value) {
+  return visit_floating(a.dtype(), scalar_name(kind), [&](auto tag) {
+    using T = decltype(tag);
+    const T s = static_cast<T>(value);
+    switch (kind) {
+      case ScalarKind::add: return map_unary<T, T>(a, [s](T x) { return x + s; });
+      case ScalarKind::mul: return map_unary<T, T>(a, [s](T x) { return x * s; });
+      case ScalarKind::pow:
+        if (value == 2.0) return map_unary<T, T>(a, [](T x) { return x * x; });
+        return map_unary<T, T>(a, [s](T x) { return std::pow(x, s); });
+    }
+    GLOBE_FAIL("[scalar] bad kind");
+  });
+}
+
+Tensor clamp(const Tensor& a, double lo_in, double hi_in) {
+  return visit_floating(a.dtype(), "clamp", [&](auto tag) {
+    using T = decltype(tag);
+    const T lo = T(lo_in), hi = T(hi_in);
+    // torch's order: the min bound first, then the max (lo > hi gives hi everywhere).
+    return map_unary<T, T>(a, [lo, hi](T x) { return x < lo ? lo : (x > hi ? hi : x); });
+  });
+}
+
+Tensor clamp_backward(const Tensor& g, const Tensor& x, double lo_in, double hi_in) {
+  return visit_floating(g.dtype(), "clamp_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T lo = T(lo_in), hi = T(hi_in);
+    return map_binary<T>(g, x, g.shape(), [lo, hi](T gv, T xv) { return xv >= lo && xv <= hi ? gv : T(0); });
+  });
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  const Tensor m = dense(mask);
+  const Tensor d = dense(x);
+  return visit_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
+    const T* src = d.data<T>();
+    const int64_t* keep = m.data<int64_t>();
+    T* dst = out.data<T>();
+    const T v = T(value);
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) dst[i] = keep[i] != 0 ? v : src[i];
+    return out;
+  });
+}
+
+void fill(const Tensor& dst, double value) {
+  visit_dtype(dst.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* base = static_cast<T*>(dst.storage()->data);
+    const T v = static_cast<T>(value);
+    for_each_run<1>(dst.shape(), {dst.strides()}, {dst.offset()}, [&](const StridedRun<1>& r) {
+      T* p = base + r.offset[0];
+      for (int64_t i = 0; i < r.count; ++i) p[i * r.stride[0]] = v;
+    });
+  });
+}
+
+}  // namespace globe::kernels::cpu

@@ -1,0 +1,276 @@
+// The CUDA table's elementwise families (kernels/device_kernels.h): unary, binary with
+// broadcasting, scalar, copy with dtype conversion, fill. One thread per output element over any
+// strides (strided.cuh), on the device's compute stream. The formulas are the CPU table's; results
+// agree with it within float rounding (the GPU's exp / tanh / erf differ from glibc's by an ulp or
+// two), exactly for neg, relu, add, sub, mul, copies and fills.
+#include <cuda_runtime.h>
+
+#include "globe/device/cuda/cuda_check.h"
+#include "globe/device/stream.h"
+#include "globe/kernels/cuda/strided.cuh"
+#include "globe/kernels/cuda/kernels.h"
+
+namespace globe::kernels::cuda {
+
+namespace {
+
+cudaStream_t stream_of(const Tensor& t) { return static_cast<cudaStream_t>(compute_stream(t.device()).handle); }
+
+template <class T>
+__device__ T gelu_value(T x) {
+  return T(0.5) * x * (T(1) + erf(x * T(M_SQRT1_2)));
+}
+template <class T>
+__device__ T gelu_slope(T x) {
+  return T(0.5) * (T(1) + erf(x * T(M_SQRT1_2))) + x * exp(T(-0.5) * x * x) * T(0.5 * M_2_SQRTPI * M_SQRT1_2);
+}
+// GELU's tanh form through the logistic function, as the CPU's: 0.5 (1 + tanh u) = 1 / (1 + e^-2u).
+template <class T>
+__device__ T gelu_tanh_value(T x) {
+  const T u = T(0.7978845608028654) * (x + T(0.044715) * x * x * x);
+  return x / (T(1) + exp(T(-2) * u));
+}
+template <class T>
+__device__ T gelu_tanh_slope(T x) {
+  const T u = T(0.7978845608028654) * (x + T(0.044715) * x * x * x);
+  const T s = T(1) / (T(1) + exp(T(-2) * u));  // 0.5 (1 + tanh u)
+  const T du = T(0.7978845608028654) * (T(1) + T(3 * 0.044715) * x * x);
+  return s + x * T(2) * s * (T(1) - s) * du;
+}
+
+template <class T>
+__device__ T apply_unary(UnaryKind k, T x) {
+  switch (k) {
+    case UnaryKind::neg: return -x;
+    case UnaryKind::exp: return exp(x);
+    case UnaryKind::log: return log(x);
+    case UnaryKind::sqrt: return sqrt(x);
+    case UnaryKind::relu: return x > T(0) ? x : T(0);
+    case UnaryKind::gelu: return gelu_value(x);
+    case UnaryKind::tanh: return tanh(x);
+    case UnaryKind::sigmoid: return T(1) / (T(1) + exp(-x));
+    case UnaryKind::gelu_tanh: return gelu_tanh_value(x);
+  }
+  return x;
+}
+
+template <class T>
+__device__ T apply_binary(BinaryKind k, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    switch (k) {
+      case BinaryKind::add: return a + b;
+      case BinaryKind::sub: return a - b;
+      case BinaryKind::mul: return a * b;
+      default: return T(0);  // refused on the host before launch
+    }
+  } else {
+    switch (k) {
+      case BinaryKind::add: return a + b;
+      case BinaryKind::sub: return a - b;
+      case BinaryKind::mul: return a * b;
+      case BinaryKind::div: return a / b;
+      case BinaryKind::relu_grad: return b > T(0) ? a : T(0);
+      case BinaryKind::gelu_grad: return a * gelu_slope(b);
+      case BinaryKind::tanh_grad: return a * (T(1) - b * b);
+      case BinaryKind::sigmoid_grad: return a * b * (T(1) - b);
+      case BinaryKind::gelu_tanh_grad: return a * gelu_tanh_slope(b);
+    }
+    return T(0);
+  }
+}
+
+template <class T>
+__device__ T apply_scalar(ScalarKind k, T x, T s) {
+  switch (k) {
+    case ScalarKind::add: return x + s;
+    case ScalarKind::mul: return x * s;
+    case ScalarKind::pow: return s == T(2) ? x * x : pow(x, s);
+  }
+  return x;
+}
+
+// out (contiguous) [i] = f(operands at i); F gets the operands' offsets.
+template <int N, class F>
+__global__ void map_kernel(int64_t n, Indexer<N> ix, F f) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int64_t off[N];
+  ix.offsets_of(i, off);
+  f(i, off);
+}
+
+template <int N, class F>
+void launch(int64_t n, const Indexer<N>& ix, cudaStream_t stream, F f, const char* op) {
+  if (n == 0) return;
+  map_kernel<N><<<blocks_for(n), kThreads, 0, stream>>>(n, ix, f);
+  GLOBE_CUDA_CHECK(cudaGetLastError(), op);
+}
+
+template <class T>
+struct UnaryFn {
+  UnaryKind k;
+  const T* a;
+  T* out;
+  __device__ void operator()(int64_t i, const int64_t* off) const { out[i] = apply_unary(k, a[off[0]]); }
+};
+template <class T>
+struct BinaryFn {
+  BinaryKind k;
+  const T* a;
+  const T* b;
+  T* out;
+  __device__ void operator()(int64_t i, const int64_t* off) const { out[i] = apply_binary(k, a[off[0]], b[off[1]]); }
+};
+template <class T>
+struct ScalarFn {
+  ScalarKind k;
+  T s;
+  const T* a;
+  T* out;
+  __device__ void operator()(int64_t i, const int64_t* off) const { out[i] = apply_scalar(k, a[off[0]], s); }
+};
+template <class T>
+struct ClampFn {
+  T lo, hi;
+  const T* a;
+  T* out;
+  // torch's order: the min bound first, then the max.
+  __device__ void operator()(int64_t i, const int64_t* off) const {
+    const T x = a[off[0]];
+    out[i] = x < lo ? lo : (x > hi ? hi : x);
+  }
+};
+template <class T>
+struct ClampBackwardFn {
+  T lo, hi;
+  const T* g;
+  const T* x;
+  T* out;
+  __device__ void operator()(int64_t i, const int64_t* off) const {
+    const T v = x[off[1]];
+    out[i] = v >= lo && v <= hi ? g[off[0]] : T(0);
+  }
+};
+template <class T>
+struct MaskedFillFn {
+  T v;
+  const T* x;
+  const int64_t* mask;
+  T* out;
+  __device__ void operator()(int64_t i, const int64_t* off) const { out[i] = mask[off[1]] != 0 ? v : x[off[0]]; }
+};
+template <class D, class S>
+struct CopyFn {
+  D* dst;
+  const S* src;
+  __device__ void operator()(int64_t, const int64_t* off) const { dst[off[0]] = static_cast<D>(src[off[1]]); }
+};
+template <class T>
+struct FillFn {
+  T* dst;
+  T v;
+  __device__ void operator()(int64_t, const int64_t* off) const { dst[off[0]] = v; }
+};
+
+template <class T>
+const T* base_of(const Tensor& t) {
+  return static_cast<const T*>(t.storage()->data);
+}
+template <class T>
+T* mutable_base_of(const Tensor& t) {
+  return static_cast<T*>(t.storage()->data);
+}
+
+}  // namespace
+
+Tensor unary(UnaryKind kind, const Tensor& a) {
+  Tensor out = Tensor::uninitialized(a.shape(), a.dtype(), a.device());
+  visit_floating(a.dtype(), unary_name(kind), [&](auto tag) {
+    using T = decltype(tag);
+    const Tensor* ops[1] = {&a};
+    launch(a.numel(), make_indexer<1>(a.shape(), ops, unary_name(kind)), stream_of(a),
+           UnaryFn<T>{kind, base_of<T>(a), mutable_base_of<T>(out)}, unary_name(kind));
+  });
+  return out;
+}
+
+Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& shape) {
+  GLOBE_CHECK(is_floating(a.dtype()) || kind == BinaryKind::add || kind == BinaryKind::sub || kind == BinaryKind::mul,
+              "[", binary_name(kind), "] not defined for ", dtype_name(a.dtype()));
+  Tensor out = Tensor::uninitialized(shape, a.dtype(), a.device());
+  visit_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const Tensor* ops[2] = {&a, &b};
+    launch(out.numel(), make_indexer<2>(shape, ops, binary_name(kind)), stream_of(a),
+           BinaryFn<T>{kind, base_of<T>(a), base_of<T>(b), mutable_base_of<T>(out)}, binary_name(kind));
+  });
+  return out;
+}
+
+Tensor scalar(ScalarKind kind, const Tensor& a, double s) {
+  Tensor out = Tensor::uninitialized(a.shape(), a.dtype(), a.device());
+  visit_floating(a.dtype(), scalar_name(kind), [&](auto tag) {
+    using T = decltype(tag);
+    const Tensor* ops[1] = {&a};
+    launch(a.numel(), make_indexer<1>(a.shape(), ops, scalar_name(kind)), stream_of(a),
+           ScalarFn<T>{kind, static_cast<T>(s), base_of<T>(a), mutable_base_of<T>(out)}, scalar_name(kind));
+  });
+  return out;
+}
+
+Tensor clamp(const Tensor& a, double lo, double hi) {
+  Tensor out = Tensor::uninitialized(a.shape(), a.dtype(), a.device());
+  visit_floating(a.dtype(), "clamp", [&](auto tag) {
+    using T = decltype(tag);
+    const Tensor* ops[1] = {&a};
+    launch(a.numel(), make_indexer<1>(a.shape(), ops, "clamp"), stream_of(a),
+           ClampFn<T>{T(lo), T(hi), base_of<T>(a), mutable_base_of<T>(out)}, "clamp");
+  });
+  return out;
+}
+
+Tensor clamp_backward(const Tensor& g, const Tensor& x, double lo, double hi) {
+  Tensor out = Tensor::uninitialized(g.shape(), g.dtype(), g.device());
+  visit_floating(g.dtype(), "clamp_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const Tensor* ops[2] = {&g, &x};
+    launch(g.numel(), make_indexer<2>(g.shape(), ops, "clamp_backward"), stream_of(g),
+           ClampBackwardFn<T>{T(lo), T(hi), base_of<T>(g), base_of<T>(x), mutable_base_of<T>(out)}, "clamp_backward");
+  });
+  return out;
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  Tensor out = Tensor::uninitialized(x.shape(), x.dtype(), x.device());
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const Tensor* ops[2] = {&x, &mask};
+    launch(x.numel(), make_indexer<2>(x.shape(), ops, "masked_fill"), stream_of(x),
+           MaskedFillFn<T>{T(value), base_of<T>(x), base_of<int64_t>(mask), mutable_base_of<T>(out)}, "masked_fill");
+  });
+  return out;
+}
+
+void copy_into(const Tensor& dst, const Tensor& src) {
+  GLOBE_CHECK(dst.shape() == src.shape(), "[copy] shapes differ: ", describe(dst), " and ", describe(src));
+  visit_dtype(dst.dtype(), [&](auto dtag) {
+    visit_dtype(src.dtype(), [&](auto stag) {
+      using D = decltype(dtag);
+      using S = decltype(stag);
+      const Tensor* ops[2] = {&dst, &src};
+      launch(dst.numel(), make_indexer<2>(dst.shape(), ops, "copy"), stream_of(dst),
+             CopyFn<D, S>{mutable_base_of<D>(dst), base_of<S>(src)}, "copy");
+    });
+  });
+}
+
+void fill(const Tensor& dst, double value) {
+  visit_dtype(dst.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const Tensor* ops[1] = {&dst};
+    launch(dst.numel(), make_indexer<1>(dst.shape(), ops, "fill"), stream_of(dst),
+           FillFn<T>{mutable_base_of<T>(dst), static_cast<T>(value)}, "fill");
+  });
+}
+
+}  // namespace globe::kernels::cuda

@@ -1,0 +1,43 @@
+#include "globe/kernels/cuda/table.h"
+
+#include "globe/kernels/cuda/kernels.h"
+
+namespace globe::kernels::cuda {
+
+const DeviceKernels& table() {
+  static const DeviceKernels t{
+      .device_name = "cuda",
+      .unary = unary,
+      .binary = binary,
+      .scalar = scalar,
+      .clamp = clamp,
+      .clamp_backward = clamp_backward,
+      .masked_fill = masked_fill,
+      .copy_into = copy_into,
+      .fill = fill,
+      .sum_to_keepdim = sum_to_keepdim,
+      .argmax_keepdim = argmax_keepdim,
+      .gather = gather,
+      .scatter_add = scatter_add,
+      .matmul = matmul,
+      .softmax = softmax,
+      .softmax_backward_last = softmax_backward_last,
+      .causal_softmax_last = causal_softmax_last,
+      .causal_fill = causal_fill,
+      .normalize_last = normalize_last,
+      .normalize_last_backward = normalize_last_backward,
+      .normalize_last_weight_grad = normalize_last_weight_grad,
+      .embedding = embedding,
+      .embedding_backward = embedding_backward,
+      .pick = pick,
+      .pick_backward = pick_backward,
+      .causal_attention = causal_attention,
+      .causal_attention_backward = causal_attention_backward,
+      .sgd_update = sgd_update,
+      .adam_update = adam_update,
+      .sum_of_squares = sum_of_squares,
+  };
+  return t;
+}
+
+}  // namespace globe::kernels::cuda

@@ -1,0 +1,36 @@
+// The dispatcher of the kernel tables: the one file that includes kernels/cpu and kernels/cuda.
+#include "globe/kernels/device_kernels.h"
+
+#include "globe/device/memory.h"
+#include "globe/kernels/cpu/table.h"
+#include "globe/kernels/cuda/table.h"
+
+namespace globe::kernels {
+
+const DeviceKernels& kernels_on(const Device& device) {
+  if (device.is_cpu()) return cpu::table();
+  check_device_usable(device, "[kernels]");
+  return cuda::table();
+}
+
+void device_copy(const Tensor& dst, const Tensor& src) { kernels_on(dst.device()).copy_into(dst, src); }
+
+Tensor device_dense(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor out = Tensor::uninitialized(t.shape(), t.dtype(), t.device());
+  device_copy(out, t);
+  return out;
+}
+
+Tensor copy_to_device(const Tensor& src, const Device& device) {
+  const Device from = src.device();
+  const Tensor dense = device_dense(src);
+  if (from == device) return dense;
+  check_device_usable(device, "[to]");
+  Tensor out = Tensor::uninitialized(src.shape(), src.dtype(), device);
+  detail::copy_bytes(device, out.device_data(), from, dense.device_data(),
+                     size_t(dense.numel()) * itemsize(dense.dtype()));
+  return out;
+}
+
+}  // namespace globe::kernels

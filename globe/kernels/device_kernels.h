@@ -1,0 +1,85 @@
+// The kernel table of each device: every kernel family that runs on more than the CPU has an entry
+// here, keyed by its op kind (kinds.h), and ops call it through kernels_on(the inputs' device), so
+// no op branches on the device (docs/design.md §16). The CPU table is in kernels/cpu/, the CUDA
+// table in kernels/cuda/ (a CPU-only build links kernels/no_cuda.cpp, whose entries throw); only
+// device_kernels.cpp includes either (scripts/check_layers.py enforces it).
+//
+// Every entry takes local tensors on the table's device and returns (or writes) tensors there.
+#pragma once
+
+#include "globe/core/tensor.h"
+#include "globe/kernels/kinds.h"
+
+namespace globe::kernels {
+
+struct DeviceKernels {
+  const char* device_name;
+  // A new contiguous tensor f(a) of a's shape and dtype (a any strides; floating dtypes).
+  Tensor (*unary)(UnaryKind kind, const Tensor& a);
+  // A new contiguous tensor f(a, b) of shape `out`, a and b broadcast to it (same dtype; add, sub,
+  // mul on int64 too).
+  Tensor (*binary)(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& out);
+  // A new contiguous tensor f(a, s) (floating dtypes).
+  Tensor (*scalar)(ScalarKind kind, const Tensor& a, double s);
+  // Per element, between a tensor's value and a bound or a fill (floating dtypes; lo / hi are
+  // -inf / inf where absent): clamp (the min bound first, as torch), its gradient (g where
+  // lo <= x <= hi, else 0), and masked_fill (value where the int64 mask, of x's shape, is non-zero).
+  Tensor (*clamp)(const Tensor& a, double lo, double hi);
+  Tensor (*clamp_backward)(const Tensor& g, const Tensor& x, double lo, double hi);
+  Tensor (*masked_fill)(const Tensor& x, const Tensor& mask, double value);
+  // dst = src elementwise, converting the dtype; same shape, any strides on both sides.
+  void (*copy_into)(const Tensor& dst, const Tensor& src);
+  // Every element of `dst` (any strides) set to `value` converted to its dtype.
+  void (*fill)(const Tensor& dst, double value);
+  // The sum of `a` over the dims where `keep_shape` (a's rank) is 1 and a is not: a new tensor of
+  // keep_shape; float32 accumulates in float64.
+  Tensor (*sum_to_keepdim)(const Tensor& a, const Shape& keep_shape);
+  // Indexing (kernels/reduce.h describes each): argmax along dim (int64, dim kept as 1), torch's
+  // gather, and its adjoint scatter_add into zeros of `shape`.
+  Tensor (*argmax_keepdim)(const Tensor& a, int64_t dim);
+  Tensor (*gather)(const Tensor& a, int64_t dim, const Tensor& index);
+  Tensor (*scatter_add)(const Shape& shape, int64_t dim, const Tensor& index, const Tensor& src);
+  // a [..., n, k] @ b [..., k, m] (+ bias broadcastable to out_shape) -> a new [batch..., n, m]
+  // (the batch dims already broadcast into out_shape); float32 and float64.
+  Tensor (*matmul)(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& bias);
+
+  // The neural-network rows (kernels/nn.h describes each; undefined tensors where optional).
+  Tensor (*softmax)(const Tensor& a, int64_t dim, bool log);
+  Tensor (*softmax_backward_last)(const Tensor& y, const Tensor& g, double scale);
+  Tensor (*causal_softmax_last)(const Tensor& x, double scale, int64_t row0);
+  Tensor (*causal_fill)(const Tensor& x, double value, int64_t r0, int64_t c0);
+  Tensor (*normalize_last)(const Tensor& x, double eps, const Tensor& weight, const Tensor& bias);
+  Tensor (*normalize_last_backward)(const Tensor& g, const Tensor& x, double eps, const Tensor& weight);
+  Tensor (*normalize_last_weight_grad)(const Tensor& g, const Tensor& x, double eps);
+  Tensor (*embedding)(const Tensor& weight, const Tensor& indices, int64_t first, int64_t vocab);
+  Tensor (*embedding_backward)(const Tensor& grad, const Tensor& indices, int64_t vocab);
+  Tensor (*pick)(const Tensor& x, const Tensor& index, int64_t c0, int64_t classes);
+  Tensor (*pick_backward)(const Tensor& grad, const Tensor& index, const Shape& out_shape, int64_t c0);
+  // Fused causal attention on packed qkv (kernels/attention.h).
+  Tensor (*causal_attention)(const Tensor& qkv, double scale, Tensor* probs);
+  Tensor (*causal_attention_backward)(const Tensor& qkv, const Tensor& gy, double scale, const Tensor& probs);
+
+  // The optimizers' updates, in place on contiguous tensors of one dtype (kinds.h's SgdStep and
+  // AdamStep carry the constants, already computed as the optimizer defines them).
+  void (*sgd_update)(const Tensor& p, const Tensor& g, const Tensor& momentum_buffer, const SgdStep& step);
+  void (*adam_update)(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                      const AdamStep& step);
+  // The sum of the squares of a's elements (floating), accumulated in double, back on the host.
+  double (*sum_of_squares)(const Tensor& a);
+};
+
+// The table of `device`'s type (the CUDA one checks that the device is usable first).
+const DeviceKernels& kernels_on(const Device& device);
+// The table of the device `t` lives on.
+inline const DeviceKernels& kernels_for(const Tensor& t) { return kernels_on(t.device()); }
+
+// dst = src on their device (the same for both): kernels_on(dst.device()).copy_into.
+void device_copy(const Tensor& dst, const Tensor& src);
+// `t` itself when contiguous, else a contiguous copy on its device.
+Tensor device_dense(const Tensor& t);
+
+// A copy of `src` on `device`, contiguous, same dtype (src itself when it is already there and
+// contiguous). Crosses devices through device/memory.h's copy.
+Tensor copy_to_device(const Tensor& src, const Device& device);
+
+}  // namespace globe::kernels

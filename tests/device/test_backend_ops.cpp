@@ -1,0 +1,300 @@
+// Every entry of the CUDA kernel table against the CPU table (ggml's test-backend-ops idea): the
+// same op on the same inputs, on contiguous, transposed and broadcast operands, float32 and
+// float64 (int64 where the op takes it). Exact where both devices round once per element (neg,
+// relu, the four arithmetic ops, sqrt, copies, fills); within a few ulp where the GPU's math
+// library differs from glibc (exp, log, tanh, erf, pow); matmul within a summation-order bound.
+// Skipped where no GPU is visible.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "device/gpu.h"
+#include "globe/globe.h"
+#include "test_util.h"
+
+namespace globe {
+namespace {
+
+const Device kGpu = cuda_device(0);
+
+// |gpu - cpu| <= tol * max(1, |cpu|) for every element (tol 0: equal bits, as doubles).
+void expect_close(const Tensor& cpu, const Tensor& gpu, double tol, const std::string& what) {
+  ASSERT_EQ(gpu.device(), kGpu) << what;
+  ASSERT_EQ(cpu.shape(), gpu.shape()) << what;
+  ASSERT_EQ(cpu.dtype(), gpu.dtype()) << what;
+  const auto c = testing::values(cpu), g = testing::values(gpu);
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (std::isnan(c[i])) {
+      EXPECT_TRUE(std::isnan(g[i])) << what << " element " << i;
+    } else if (tol == 0) {
+      ASSERT_EQ(g[i], c[i]) << what << " element " << i;
+    } else {
+      ASSERT_LE(std::abs(g[i] - c[i]), tol * std::max(1.0, std::abs(c[i]))) << what << " element " << i;
+    }
+  }
+}
+
+// Runs `f` on CPU inputs and on the same inputs moved to the GPU, with gradients for every floating
+// input, and compares the outputs and the gradients.
+void expect_same_with_grads(const std::vector<Tensor>& inputs, const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                            double tol, const std::string& what) {
+  std::vector<Tensor> cpu, gpu;
+  for (const Tensor& t : inputs) {
+    const bool grad = is_floating(t.dtype());
+    cpu.push_back(grad ? t.detach().set_requires_grad() : t);
+    gpu.push_back(grad ? to(t.detach(), kGpu).set_requires_grad() : to(t, kGpu));
+  }
+  const Tensor yc = f(cpu), yg = f(gpu);
+  expect_close(yc, yg, tol, what);
+  sum(mul(yc, yc)).backward();
+  sum(mul(yg, yg)).backward();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (cpu[i].requires_grad()) expect_close(cpu[i].grad(), gpu[i].grad(), tol, what + " gradient " + std::to_string(i));
+}
+
+// The operands a test runs on: each made on the CPU, then the same values moved to the GPU.
+struct Case {
+  std::string name;
+  std::function<Tensor(DType)> make;
+};
+std::vector<Case> layouts(const Shape& shape) {
+  return {
+      {"contiguous", [shape](DType dt) { return to_dtype(randn(shape), dt); }},
+      {"transposed", [shape](DType dt) { return transpose(to_dtype(randn({shape[1], shape[0]}), dt), 0, 1); }},
+      {"narrowed", [shape](DType dt) { return narrow(to_dtype(randn({shape[0], shape[1] + 3}), dt), 1, 2, shape[1]); }},
+  };
+}
+
+double tolerance(DType dt, bool exact) { return exact ? 0.0 : dt == kFloat32 ? 4e-6 : 1e-13; }
+
+TEST(BackendOps, UnaryKinds) {
+  GLOBE_REQUIRE_GPU();
+  struct U {
+    const char* name;
+    Tensor (*fn)(const Tensor&);
+    bool exact;
+    bool positive;  // log and sqrt take |x| + 0.1
+  };
+  const U ops[] = {{"neg", neg, true, false},        {"exp", exp, false, false},  {"log", log, false, true},
+                   {"sqrt", sqrt, true, true},       {"relu", relu, true, false}, {"gelu", gelu, false, false},
+                   {"gelu_tanh", gelu_tanh, false, false}, {"tanh", tanh, false, false},
+                   {"sigmoid", sigmoid, false, false}};
+  for (DType dt : {kFloat32, kFloat64})
+    for (const Case& c : layouts({17, 33}))
+      for (const U& op : ops) {
+        Tensor x = c.make(dt);
+        if (op.positive) x = add(abs(x), 0.1);
+        const std::string what = std::string(op.name) + " " + c.name + " " + dtype_name(dt);
+        expect_close(op.fn(x), op.fn(to(x, kGpu)), tolerance(dt, op.exact), what);
+      }
+}
+
+TEST(BackendOps, BinaryKindsWithBroadcasting) {
+  GLOBE_REQUIRE_GPU();
+  struct B {
+    const char* name;
+    Tensor (*fn)(const Tensor&, const Tensor&);
+  };
+  const B ops[] = {{"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}};
+  for (DType dt : {kFloat32, kFloat64})
+    for (const Case& c : layouts({9, 12}))
+      for (const B& op : ops) {
+        const Tensor a = c.make(dt);
+        for (const Shape& bs : {Shape{9, 12}, Shape{12}, Shape{9, 1}, Shape{1}}) {
+          const Tensor b = add(to_dtype(rand(bs), dt), 0.5);
+          const std::string what = std::string(op.name) + " " + c.name + " with " + shape_str(bs) + " " + dtype_name(dt);
+          expect_close(op.fn(a, b), op.fn(to(a, kGpu), to(b, kGpu)), 0.0, what);
+          expect_close(op.fn(b, a), op.fn(to(b, kGpu), to(a, kGpu)), 0.0, what + " (swapped)");
+        }
+      }
+  const Tensor i = randint(-50, 50, {6, 5}), j = randint(-50, 50, {5});
+  for (const B& op : {ops[0], ops[1], ops[2]})
+    expect_close(op.fn(i, j), op.fn(to(i, kGpu), to(j, kGpu)), 0.0, std::string(op.name) + " int64");
+}
+
+// The backward kernels of the unary ops, through autograd on both devices.
+TEST(BackendOps, UnaryGradients) {
+  GLOBE_REQUIRE_GPU();
+  for (Tensor (*fn)(const Tensor&) : {relu, gelu, gelu_tanh, tanh, sigmoid, exp})
+    for (DType dt : {kFloat32, kFloat64}) {
+      const Tensor x0 = to_dtype(randn({8, 16}), dt);
+      Tensor xc = x0.detach().set_requires_grad(), xg = to(x0, kGpu).set_requires_grad();
+      sum(mul(fn(xc), 0.5)).backward();
+      sum(mul(fn(xg), 0.5)).backward();
+      expect_close(xc.grad(), xg.grad(), tolerance(dt, false), std::string("gradient ") + dtype_name(dt));
+    }
+}
+
+TEST(BackendOps, ScalarKinds) {
+  GLOBE_REQUIRE_GPU();
+  for (DType dt : {kFloat32, kFloat64})
+    for (const Case& c : layouts({5, 11})) {
+      const Tensor x = c.make(dt), xg = to(x, kGpu);
+      expect_close(add(x, 0.25), add(xg, 0.25), 0.0, "add_scalar");
+      expect_close(mul(x, -3.0), mul(xg, -3.0), 0.0, "mul_scalar");
+      expect_close(pow(x, 2.0), pow(xg, 2.0), 0.0, "square");
+      expect_close(pow(abs(x), 1.5), pow(abs(xg), 1.5), tolerance(dt, false), "pow");
+    }
+}
+
+TEST(BackendOps, ClampAndMaskedFill) {
+  GLOBE_REQUIRE_GPU();
+  for (DType dt : {kFloat32, kFloat64})
+    for (const Case& c : layouts({6, 9})) {
+      const Tensor x = c.make(dt), mask = randint(0, 2, {6, 9});
+      expect_same_with_grads({x}, [](const auto& in) { return clamp(in[0], -0.5, 0.7); }, 0.0, "clamp");
+      expect_same_with_grads({x}, [](const auto& in) { return clamp(in[0], std::nullopt, 0.2); }, 0.0, "clamp max");
+      expect_same_with_grads({x, mask}, [](const auto& in) { return masked_fill(in[0], in[1], -3.0); }, 0.0,
+                             "masked_fill");
+    }
+}
+
+TEST(BackendOps, CastsAndCopies) {
+  GLOBE_REQUIRE_GPU();
+  for (const Case& c : layouts({7, 6}))
+    for (DType from : {kFloat32, kFloat64})
+      for (DType into : {kFloat32, kFloat64, kInt64}) {
+        const Tensor x = mul(c.make(from), 10.0);
+        expect_close(to_dtype(x, into), to_dtype(to(x, kGpu), into), 0.0, std::string("cast ") + c.name);
+        expect_close(contiguous(x), contiguous(to(x, kGpu)), 0.0, std::string("contiguous ") + c.name);
+      }
+}
+
+TEST(BackendOps, MatmulShapes) {
+  GLOBE_REQUIRE_GPU();
+  for (DType dt : {kFloat32, kFloat64}) {
+    const double tol = dt == kFloat32 ? 2e-5 : 1e-12;
+    auto r = [dt](const Shape& s) { return to_dtype(randn(s), dt); };
+    struct M {
+      const char* name;
+      Tensor a, b;
+    };
+    const M cases[] = {
+        {"2-D", r({13, 7}), r({7, 5})},
+        {"batched", r({3, 4, 6}), r({3, 6, 2})},
+        {"broadcast batch", r({2, 1, 4, 6}), r({3, 6, 5})},
+        {"transposed a", transpose(r({7, 13}), 0, 1), r({7, 5})},
+        {"transposed b", r({13, 7}), transpose(r({5, 7}), 0, 1)},
+        {"vector", r({4, 8}), r({8})},
+        {"empty inner", r({3, 0}), r({0, 4})},
+    };
+    for (const M& m : cases)
+      expect_close(matmul(m.a, m.b), matmul(to(m.a, kGpu), to(m.b, kGpu)), tol, std::string("matmul ") + m.name);
+    const Tensor x = r({6, 10}), w = r({4, 10}), bias = r({4});
+    expect_close(linear(x, w, bias), linear(to(x, kGpu), to(w, kGpu), to(bias, kGpu)), tol, "linear with bias");
+    // The gradients of a product, which are products too.
+    Tensor a = r({5, 3}).set_requires_grad(), b = r({3, 4}).set_requires_grad();
+    Tensor ag = to(a.detach(), kGpu).set_requires_grad(), bg = to(b.detach(), kGpu).set_requires_grad();
+    sum(matmul(a, b)).backward();
+    sum(matmul(ag, bg)).backward();
+    expect_close(a.grad(), ag.grad(), tol, "matmul gradient a");
+    expect_close(b.grad(), bg.grad(), tol, "matmul gradient b");
+  }
+}
+
+TEST(BackendOps, Fills) {
+  GLOBE_REQUIRE_GPU();
+  for (DType dt : {kFloat32, kFloat64, kInt64}) {
+    expect_close(full({4, 3}, 7.0, dt), full({4, 3}, 7.0, dt, kGpu), 0.0, "full");
+    expect_close(zeros({5}, dt), zeros({5}, dt, kGpu), 0.0, "zeros");
+    expect_close(ones_like(full({2}, 3.0, dt)), ones_like(full({2}, 3.0, dt, kGpu)), 0.0, "ones_like");
+  }
+}
+
+TEST(BackendOps, SoftmaxFamily) {
+  GLOBE_REQUIRE_GPU();
+  for (DType dt : {kFloat32, kFloat64}) {
+    const double tol = tolerance(dt, false);
+    const Tensor x = to_dtype(mul(randn({4, 5, 37}), 3.0), dt);
+    for (int64_t dim : {-1, 1, 0}) {
+      expect_same_with_grads({x}, [dim](const auto& in) { return softmax(in[0], dim); }, tol, "softmax");
+      expect_same_with_grads({x}, [dim](const auto& in) { return log_softmax(in[0], dim); }, tol, "log_softmax");
+    }
+    const Tensor scores = to_dtype(randn({2, 3, 9, 9}), dt);
+    expect_same_with_grads({scores}, [](const auto& in) { return causal_softmax(in[0], 0.5); }, tol, "causal_softmax");
+    expect_same_with_grads({scores}, [](const auto& in) { return causal_fill(in[0], -5.0); }, 0.0, "causal_fill");
+  }
+}
+
+TEST(BackendOps, LayerNormEmbeddingAndLosses) {
+  GLOBE_REQUIRE_GPU();
+  for (DType dt : {kFloat32, kFloat64}) {
+    const double tol = dt == kFloat32 ? 2e-5 : 1e-12;
+    const Tensor x = to_dtype(randn({6, 33}), dt), w = to_dtype(randn({33}), dt), b = to_dtype(randn({33}), dt);
+    expect_same_with_grads({x, w, b}, [](const auto& in) { return layer_norm(in[0], {33}, in[1], in[2], 1e-5); }, tol,
+                           "layer_norm");
+    expect_same_with_grads({x}, [](const auto& in) { return layer_norm(in[0], {33}, Tensor(), Tensor(), 1e-5); }, tol,
+                           "layer_norm without affine");
+    const Tensor table = to_dtype(randn({11, 7}), dt), ids = randint(0, 11, {3, 5});
+    expect_same_with_grads({table, ids}, [](const auto& in) { return embedding(in[0], in[1]); }, tol, "embedding");
+    const Tensor logits = to_dtype(randn({8, 13}), dt), target = randint(0, 13, {8});
+    expect_same_with_grads({logits, target}, [](const auto& in) { return cross_entropy(in[0], in[1]); }, tol,
+                           "cross_entropy");
+    expect_same_with_grads({logits, target}, [](const auto& in) { return pick(in[0], in[1]); }, 0.0, "pick");
+    expect_same_with_grads({logits}, [](const auto& in) { return max(in[0], {-1}); }, 0.0, "max");
+    expect_close(argmax(logits, -1), argmax(to(logits, kGpu), -1), 0.0, "argmax");
+    expect_same_with_grads({x, w}, [](const auto& in) { return mse_loss(in[0], expand(in[1], {6, 33})); }, tol, "mse");
+  }
+}
+
+TEST(BackendOps, CausalAttention) {
+  GLOBE_REQUIRE_GPU();
+  for (DType dt : {kFloat32, kFloat64}) {
+    const double tol = dt == kFloat32 ? 2e-5 : 1e-12;
+    // Packed [3, B, H, T, D], and GPT's layout: a [B, T, 3, H, D] projection viewed as heads.
+    const Tensor qkv = to_dtype(randn({3, 2, 2, 19, 12}), dt);
+    expect_same_with_grads({qkv}, [](const auto& in) { return causal_attention(in[0], 0.3); }, tol, "attention");
+    const Tensor proj = to_dtype(randn({2, 7, 3, 2, 8}), dt);
+    expect_same_with_grads({proj}, [](const auto& in) { return causal_attention(permute(in[0], {2, 0, 3, 1, 4}), 0.35); },
+                           tol, "attention on a heads view");
+  }
+}
+
+TEST(BackendOps, DropoutDrawsTheSameMask) {
+  GLOBE_REQUIRE_GPU();
+  const Tensor x = randn({64, 16});
+  manual_seed(7);
+  const Tensor c = dropout(x, 0.3);
+  manual_seed(7);
+  const Tensor g = dropout(to(x, kGpu), 0.3);
+  expect_close(c, g, 0.0, "dropout");
+}
+
+// One optimizer step on each device from the same parameters and gradients.
+TEST(BackendOps, OptimizerStepsAndClipping) {
+  GLOBE_REQUIRE_GPU();
+  for (DType dt : {kFloat32, kFloat64}) {
+    const double tol = dt == kFloat32 ? 1e-6 : 1e-14;
+    auto run = [&](const Device& d, int which) {
+      manual_seed(3);
+      Tensor w = to(to_dtype(randn({5, 6}), dt), d).set_requires_grad();
+      Tensor b = to(to_dtype(randn({6}), dt), d).set_requires_grad();
+      std::unique_ptr<optim::Optimizer> opt;
+      if (which == 0) opt = std::make_unique<optim::SGD>(std::vector<Tensor>{w, b}, optim::SGDOptions{.lr = 0.1});
+      if (which == 1)
+        opt = std::make_unique<optim::SGD>(std::vector<Tensor>{w, b},
+                                           optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+      if (which == 2) opt = std::make_unique<optim::Adam>(std::vector<Tensor>{w, b}, optim::AdamOptions{.lr = 0.01});
+      if (which == 3)
+        opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{w, b}, optim::AdamOptions{.lr = 0.01, .weight_decay = 0.1});
+      for (int step = 0; step < 3; ++step) {
+        const Tensor x = to(to_dtype(randn({4, 5}), dt), d);
+        sum(mul(add(matmul(x, w), b), 2.0)).backward();
+        optim::clip_grad_norm({w, b}, 1.0);
+        opt->step();
+        opt->zero_grad();
+      }
+      return std::vector<Tensor>{w.detach(), b.detach()};
+    };
+    for (int which = 0; which < 4; ++which) {
+      const auto c = run(kCPU, which), g = run(kGpu, which);
+      expect_close(c[0], g[0], tol, "optimizer " + std::to_string(which) + " weight");
+      expect_close(c[1], g[1], tol, "optimizer " + std::to_string(which) + " bias");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace globe

@@ -1,0 +1,207 @@
+// The device layer: devices by name, memory per device, streams and events, tensors' devices, the
+// errors of a build or machine without a GPU, and (on a GPU) moving tensors and mixing devices.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "device/gpu.h"
+#include "globe/globe.h"
+#include "test_util.h"
+
+namespace globe {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::error_of;
+
+TEST(Device, ParsesAndPrintsTorchNames) {
+  EXPECT_EQ(Device::parse("cpu"), kCPU);
+  EXPECT_EQ(Device::parse("cpu:0"), kCPU);
+  EXPECT_EQ(Device::parse("cuda"), cuda_device(0));
+  EXPECT_EQ(Device::parse("cuda:3"), cuda_device(3));
+  EXPECT_EQ(Device::parse("cuda:12").index, 12);
+  EXPECT_EQ(kCPU.str(), "cpu");
+  EXPECT_EQ(cuda_device(1).str(), "cuda:1");
+  EXPECT_EQ(Device::parse(cuda_device(7).str()), cuda_device(7));
+  EXPECT_TRUE(kCPU.is_cpu());
+  EXPECT_TRUE(cuda_device(0).is_cuda());
+  EXPECT_NE(cuda_device(0), cuda_device(1));
+  EXPECT_NE(std::hash<Device>()(kCPU), std::hash<Device>()(cuda_device(0)));
+}
+
+TEST(Device, RefusesWhatIsNotADevice) {
+  EXPECT_THAT(error_of([] { Device::parse("gpu"); }), HasSubstr("unknown device type 'gpu' (supported: cpu, cuda)"));
+  EXPECT_THAT(error_of([] { Device::parse("cuda:x"); }), HasSubstr("'cuda:x' is not a device"));
+  EXPECT_THAT(error_of([] { Device::parse("cuda:-1"); }), HasSubstr("'cuda:-1' is not a device"));
+  EXPECT_THAT(error_of([] { Device::parse("cuda:"); }), HasSubstr("'cuda:' is not a device"));
+  EXPECT_THAT(error_of([] { Device::parse("cpu:1"); }), HasSubstr("the cpu device has only index 0"));
+}
+
+TEST(Device, KnowsWhetherThisBuildHasCuda) {
+  EXPECT_EQ(cuda_built(), bool(GLOBE_TEST_CUDA_BUILT));
+  if (!cuda_built()) {
+    EXPECT_EQ(cuda_device_count(), 0);
+  }
+}
+
+// What a program that asks for a GPU is told where it cannot have one: the CPU-only build and a
+// CUDA build on a machine without a GPU say different things, each naming the fix.
+std::string no_gpu_reason() {
+  return cuda_built() ? "no CUDA device visible" : "this build has no CUDA (configure with a CUDA toolkit";
+}
+
+TEST(Device, WithoutAGpuEveryWayInSaysWhy) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is visible";
+  const Device gpu = cuda_device(0);
+  EXPECT_THAT(error_of([&] { Tensor::empty({2, 3}, kFloat32, gpu); }), HasSubstr(no_gpu_reason()));
+  EXPECT_THAT(error_of([&] { zeros({2}, kFloat32, gpu); }), HasSubstr(no_gpu_reason()));
+  EXPECT_THAT(error_of([&] { randn({2}, kFloat32, gpu); }), AllOf(HasSubstr("[randn] cuda:0"), HasSubstr(no_gpu_reason())));
+  EXPECT_THAT(error_of([&] { to(ones({2}), gpu); }), AllOf(HasSubstr("[to] cuda:0"), HasSubstr(no_gpu_reason())));
+  EXPECT_THAT(error_of([&] { placement("cuda", {0}); }),
+              AllOf(HasSubstr("[placement] placement(cuda, [0]) on rank 0: cuda:0"), HasSubstr(no_gpu_reason())));
+  EXPECT_THAT(error_of([&] { Event e(gpu); }), HasSubstr(no_gpu_reason()));
+  EXPECT_THAT(error_of([&] { synchronize(gpu); }), HasSubstr(no_gpu_reason()));
+  // Nothing was allocated on the way.
+  EXPECT_EQ(memory_stats(gpu).current_bytes, 0);
+  EXPECT_EQ(memory_stats(gpu).reserved_bytes, 0);
+}
+
+TEST(Device, PlacementNamesOnlyKnownDeviceTypes) {
+  EXPECT_THAT(error_of([] { placement("tpu", {0}); }),
+              HasSubstr("[placement] placement(tpu, [0]): unknown device type 'tpu' (supported: cpu, cuda)"));
+  EXPECT_EQ(placement("cpu", {0}).local_device(), kCPU);
+  EXPECT_EQ(placement("cpu", {0}).device_type(), DeviceType::cpu);
+}
+
+TEST(Device, TensorsLiveOnTheCpuByDefault) {
+  const Tensor x = randn({3, 4});
+  EXPECT_EQ(x.device(), kCPU);
+  EXPECT_EQ(x.storage()->device, kCPU);
+  EXPECT_EQ((x * 2.0).device(), kCPU);
+  EXPECT_TRUE(to(x, kCPU).same(x));  // already there: no copy
+  EXPECT_EQ(zeros({2}, kFloat32, kCPU).device(), kCPU);
+  const Tensor g = randn({4, 2}, placement("cpu", {0}), {sbp::split(0)});
+  EXPECT_EQ(g.device(), kCPU);
+  EXPECT_THAT(error_of([&] { to(g, kCPU); }), HasSubstr("is global: it changes device with its placement"));
+}
+
+TEST(Device, CountsCpuMemory) {
+  reset_peak_memory(kCPU);
+  const MemoryStats before = memory_stats(kCPU);
+  {
+    const Tensor big = Tensor::empty({1000}, kFloat64, kCPU);
+    const MemoryStats during = memory_stats();
+    EXPECT_EQ(during.current_bytes - before.current_bytes, 8000);
+    EXPECT_EQ(during.reserved_bytes, during.current_bytes);
+  }
+  const MemoryStats after = memory_stats(kCPU);
+  EXPECT_EQ(after.current_bytes, before.current_bytes);
+  EXPECT_GE(after.peak_bytes - before.current_bytes, 8000);
+}
+
+TEST(Device, CpuStreamsAndEventsAreImmediate) {
+  const Stream s = compute_stream(kCPU);
+  EXPECT_EQ(s.handle, nullptr);
+  Event e(kCPU);
+  e.record(s);
+  e.wait(s);
+  e.synchronize();
+  EXPECT_TRUE(e.done());
+  synchronize(kCPU);
+}
+
+// ---- on a GPU --------------------------------------------------------------------------------
+
+TEST(DeviceGpu, MovesTensorsBothWaysBitExact) {
+  GLOBE_REQUIRE_GPU();
+  const Device gpu = cuda_device(0);
+  const Tensor x = randn({5, 7});
+  const Tensor on_gpu = to(x, gpu);
+  EXPECT_EQ(on_gpu.device(), gpu);
+  EXPECT_EQ(testing::values(on_gpu), testing::values(x));  // read through the host
+  EXPECT_EQ(testing::values(to(on_gpu, kCPU)), testing::values(x));
+  // A transposed view copies its elements in its own order.
+  const Tensor t = transpose(on_gpu, 0, 1);
+  EXPECT_EQ(testing::values(to(t, kCPU)), testing::values(transpose(x, 0, 1)));
+  EXPECT_EQ(randn({3}, kFloat32, gpu).device(), gpu);
+  EXPECT_EQ(testing::values(full({2, 2}, 1.5, kFloat64, gpu)), std::vector<double>(4, 1.5));
+  EXPECT_EQ(testing::values(zeros({3}, kInt64, gpu)), std::vector<double>(3, 0.0));
+}
+
+TEST(DeviceGpu, GradientsGoBackToTheSourceDevice) {
+  GLOBE_REQUIRE_GPU();
+  Tensor w = randn({4, 3}).set_requires_grad();
+  const Tensor y = to(mul(to(w, cuda_device(0)), 3.0), kCPU);
+  sum(y).backward();
+  EXPECT_EQ(w.grad().device(), kCPU);
+  EXPECT_EQ(testing::values(w.grad()), std::vector<double>(12, 3.0));
+}
+
+TEST(DeviceGpu, MixingDevicesInOneOpNamesBoth) {
+  GLOBE_REQUIRE_GPU();
+  const Tensor a = ones({2, 2}), b = ones({2, 2}, kFloat32, cuda_device(0));
+  EXPECT_THAT(error_of([&] { add(a, b); }),
+              HasSubstr("[add] expects all tensors on one device, but input 0 is on cpu and input 1 on cuda:0"));
+  EXPECT_THAT(error_of([&] { matmul(b, a); }), HasSubstr("input 0 is on cuda:0 and input 1 on cpu"));
+}
+
+TEST(DeviceGpu, AskingForMoreThanTheGpuHoldsIsAnErrorNotACrash) {
+  GLOBE_REQUIRE_GPU();
+  EXPECT_THAT(error_of([] { Tensor::empty({int64_t(1) << 50}, kFloat32, cuda_device(0)); }),
+              AllOf(HasSubstr("[alloc] out of memory on cuda:0: asked 4503599627370496 bytes"), HasSubstr("free of")));
+  // The GPU still works afterwards.
+  EXPECT_EQ(testing::values(ones({2}, kFloat32, cuda_device(0))), std::vector<double>(2, 1.0));
+}
+
+TEST(DeviceGpu, AGpuPastTheLastOneIsRefused) {
+  GLOBE_REQUIRE_GPU();
+  const int n = cuda_device_count();
+  EXPECT_THAT(error_of([&] { zeros({1}, kFloat32, cuda_device(n)); }),
+              HasSubstr("cuda:" + std::to_string(n) + " does not exist"));
+}
+
+TEST(DeviceGpu, TheCachingAllocatorReusesBlocks) {
+  GLOBE_REQUIRE_GPU();
+  const Device gpu = cuda_device(0);
+  { const Tensor warm = Tensor::empty({1 << 20}, kFloat32, gpu); }
+  const MemoryStats before = memory_stats(gpu);
+  for (int step = 0; step < 5; ++step) {
+    const Tensor a = Tensor::empty({1 << 20}, kFloat32, gpu);
+    EXPECT_EQ(memory_stats(gpu).current_bytes, before.current_bytes + (4 << 20));
+  }
+  EXPECT_EQ(memory_stats(gpu).reserved_bytes, before.reserved_bytes);  // no new block from the driver
+  empty_cache(gpu);
+  EXPECT_EQ(memory_stats(gpu).reserved_bytes, memory_stats(gpu).current_bytes);
+}
+
+TEST(DeviceGpu, EventsOrderTheComputeStream) {
+  GLOBE_REQUIRE_GPU();
+  const Device gpu = cuda_device(0);
+  const Tensor x = ones({1 << 16}, kFloat32, gpu);
+  Event e(gpu);
+  e.record(compute_stream(gpu));
+  e.synchronize();
+  EXPECT_TRUE(e.done());
+  EXPECT_EQ(sum(to(x, kCPU)).item(), double(1 << 16));
+}
+
+// A global tensor on a "cuda" placement: shards on the GPU, ops through the CUDA table, boxing
+// through the host-staged communicator; its values are the CPU placement's.
+TEST(DeviceGpu, GlobalTensorsOnACudaPlacement) {
+  GLOBE_REQUIRE_GPU();
+  const Placement gpu = placement("cuda", {0}), cpu = placement("cpu", {0});
+  EXPECT_EQ(gpu.local_device(), cuda_device(0));
+  const Tensor xc = randn({6, 4}, cpu, {sbp::split(0)}), xg = randn({6, 4}, gpu, {sbp::split(0)});
+  EXPECT_EQ(xg.device(), cuda_device(0));
+  EXPECT_EQ(xg.to_local().device(), cuda_device(0));
+  EXPECT_EQ(testing::values(xg), testing::values(xc));  // the same random values on every device
+  const Tensor w = randn({4, 3}, cpu, {sbp::broadcast});
+  const Tensor yc = matmul(xc, w), yg = matmul(xg, w.to_global(gpu, {sbp::broadcast}));
+  const auto a = testing::values(yc), b = testing::values(yg);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * std::max(1.0, std::abs(a[i])));
+  // Between placements the shard changes device.
+  EXPECT_EQ(yg.to_global(cpu).to_local().device(), kCPU);
+  EXPECT_NEAR(sum(xg * 2.0).item(), sum(xc * 2.0).item(), 1e-5);
+}
+
+}  // namespace
+}  // namespace globe
