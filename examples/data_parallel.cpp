@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   const int max_iter = example::int_flag(argc, argv, "--iters", 10);
   const std::string ckpt_dir = example::string_flag(argc, argv, "--ckpt", "");
   globe::manual_seed(0);
-  auto placement = globe::Placement::all("cpu");  // every launched rank: {0, 1} under --nproc_per_node 2
+  auto placement = globe::Placement::all(example::device(argc, argv));  // every launched rank ({0, 1} on 2)
 
   ToyModel model;
   model.to_global(placement, sbp::broadcast);  // rank 0's initial parameters win

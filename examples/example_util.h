@@ -24,6 +24,10 @@ inline std::string string_flag(int argc, char** argv, const char* name, const st
   return fallback;
 }
 
+// The device type of the example's placements: "cpu", or "cuda" with `--device cuda` (a GPU per
+// rank, or ranks sharing one: docs/design.md §16).
+inline std::string device(int argc, char** argv) { return string_flag(argc, argv, "--device", "cpu"); }
+
 // Prints from rank 0 only (every rank runs the same program).
 inline bool is_rank0() { return globe::dist::world_rank() == 0; }
 

@@ -40,7 +40,7 @@ struct ToyModel : nn::Module {
 int main(int argc, char** argv) {
   const int max_iter = example::int_flag(argc, argv, "--iters", 10);
   globe::manual_seed(0);
-  auto placement = globe::Placement::all("cpu");
+  auto placement = globe::Placement::all(example::device(argc, argv));
 
   ToyModel model(placement);
   optim::SGD optimizer(model.parameters(), {.lr = 0.05});

@@ -33,8 +33,8 @@ struct Stage1 : nn::Module {
 int main(int argc, char** argv) {
   const int iters = example::int_flag(argc, argv, "--iters", 20);
   const int last = globe::dist::world_size() > 1 ? 1 : 0;
-  const auto P0 = globe::placement("cpu", {0});
-  const auto P1 = globe::placement("cpu", {last});
+  const auto P0 = globe::placement(example::device(argc, argv), {0});
+  const auto P1 = globe::placement(example::device(argc, argv), {last});
 
   globe::manual_seed(0);
   Stage0 stage0;

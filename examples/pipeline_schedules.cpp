@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
 
   // One stage per rank (rank group r = placement {r}).
   std::vector<globe::Placement> groups;
-  for (int r = 0; r < globe::dist::world_size(); ++r) groups.push_back(globe::placement("cpu", {r}));
+  for (int r = 0; r < globe::dist::world_size(); ++r) groups.push_back(globe::placement(example::device(argc, argv), {r}));
 
   // The model: Flatten + Linear(784, 256) first, 8 blocks of Linear(256, 256) + ReLU, a head last.
   globe::manual_seed(0);

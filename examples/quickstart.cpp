@@ -26,7 +26,7 @@ struct HybridModel : nn::Module {
 int main(int argc, char** argv) {
   const int max_iter = example::int_flag(argc, argv, "--iters", 20);
   globe::manual_seed(0);
-  auto placement = globe::Placement::all("cpu");
+  auto placement = globe::Placement::all(example::device(argc, argv));
   HybridModel model(placement);
   optim::SGD optimizer(model.parameters(), {.lr = 0.1, .momentum = 0.9});
 

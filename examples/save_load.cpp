@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   std::string path = "model_weights.safetensors";
   for (int i = 1; i + 1 < argc; ++i)
     if (std::string(argv[i]) == "--path") path = argv[i + 1];
-  auto placement = globe::Placement::all("cpu");
+  auto placement = globe::Placement::all(example::device(argc, argv));
 
   globe::manual_seed(0);
   ToyModel model;

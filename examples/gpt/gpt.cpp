@@ -84,12 +84,12 @@ struct Layout {
 };
 
 // One dp x tp mesh per pipeline stage.
-std::vector<globe::Placement> stage_meshes(const Layout& l) {
+std::vector<globe::Placement> stage_meshes(const Layout& l, const std::string& device) {
   std::vector<globe::Placement> groups;
   for (int s = 0; s < l.pp; ++s) {
     std::vector<int> ranks;
     for (int r = 0; r < l.dp * l.tp; ++r) ranks.push_back(s * l.dp * l.tp + r);
-    groups.emplace_back("cpu", ranks, std::vector<int64_t>{l.dp, l.tp});
+    groups.emplace_back(device, ranks, std::vector<int64_t>{l.dp, l.tp});
   }
   return groups;
 }
@@ -141,7 +141,7 @@ int run(int argc, char** argv) {
                  {"losses-out", ""}, {"val-batches", "8"}, {"val-every", "0"}, {"log-every", "10"}, {"dp", "0"},
                  {"tp", "1"}, {"pp", "1"}, {"microbatches", "1"}, {"schedule", "1f1b"}, {"ckpt", ""},
                  {"ckpt-every", "0"}, {"resume", ""}, {"export", ""}, {"generate", ""}, {"tokens", "200"},
-                 {"temperature", "0"}, {"top-k", "0"}},
+                 {"temperature", "0"}, {"top-k", "0"}, {"device", "cpu"}},
                 {"print-keys", "show-layout", "boxing-report"});
   const int threads = int(f.i64("threads"));
   GLOBE_CHECK(threads >= 1, "[gpt] --threads must be at least 1");
@@ -180,7 +180,7 @@ int run(int argc, char** argv) {
     for (const auto& [k, v] : model.state_dict()) std::cout << k << " " << globe::shape_str(v.shape()) << "\n";
 
   // The pipeline puts each stage's modules on its mesh; then tensor parallelism splits them there.
-  const std::vector<globe::Placement> meshes = stage_meshes(L);
+  const std::vector<globe::Placement> meshes = stage_meshes(L, f.str("device"));
   pp::Pipeline pipe(meshes, model.block_list(), {.schedule = f.str("schedule"), .microbatches = microbatches},
                     {&model.embed}, {&model.head});
   gpt::distribute_tensor_parallel(model);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "globe/core/error.h"
+#include "globe/base/error.h"
 #include "globe/io/ckpt_tools.h"
 
 namespace {

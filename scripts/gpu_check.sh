@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# One command for a GPU machine (docs/design.md §16): builds Globe with the CUDA backend using all
+# cores, runs the device tests (every CUDA kernel against the CPU's) and the tutorials' programs on
+# placement "cuda" and "cpu" on 1 and 2 ranks, compares their printed losses, and writes a report.
+# Meant to finish within 8 minutes on a 16-core machine.
+#
+#   scripts/gpu_check.sh [--out DIR] [--debs DIR] [--jobs N]
+#
+# Such a machine may have no network and lack Open MPI, OpenBLAS, GoogleTest or nlohmann-json:
+# scripts/gpu_debs.sh downloads their Debian packages into .gpu-debs/ beforehand (where the archive
+# can be reached), and this script unpacks them with dpkg -x into a private root when the machine
+# lacks mpirun. The report goes to DIR/gpu_report.md (default build-gpu/), logs beside it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=build-gpu
+debs=.gpu-debs
+jobs=$(nproc)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --debs) debs=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    *) echo "gpu_check.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+report="$out/gpu_report.md"
+start=$(date +%s)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=
+say() { echo "$*" | tee -a "$report"; }
+: >"$report"
+say "# Globe GPU check, $(date -u +%Y-%m-%dT%H:%MZ)"
+say ""
+say "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+say "- nvcc: $( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) | xargs -I{} sh -c '{} --version 2>/dev/null | tail -1')"
+
+# ---- dependencies: the machine's own, else the carried Debian packages ------------------------
+cmake_deps=()
+if ! command -v mpirun >/dev/null 2>&1; then
+  root=/tmp/globe-deps
+  if ! ls "$debs"/*.deb >/dev/null 2>&1; then
+    say "- FAIL: no mpirun here and no .deb files in $debs (run scripts/gpu_debs.sh where the archive is reachable)"
+    exit 1
+  fi
+  rm -rf "$root" && mkdir -p "$root/bin"
+  for f in "$debs"/*.deb; do dpkg -x "$f" "$root"; done
+  lib=$root/usr/lib/x86_64-linux-gnu
+  # Debian picks these through update-alternatives, which dpkg -x does not run.
+  ln -sf "$root/usr/bin/mpirun.openmpi" "$root/bin/mpirun"
+  ln -sf "$root/usr/bin/mpicxx.openmpi" "$root/bin/mpicxx"
+  ln -sf "$lib/openblas-pthread/libopenblas.so.0" "$lib/libopenblas.so.0"
+  ln -sf "$lib/openblas-pthread/libopenblas.so" "$lib/libopenblas.so"
+  export PATH="$root/bin:$PATH" OPAL_PREFIX="$root/usr"
+  export LD_LIBRARY_PATH="$lib:$lib/openmpi/lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  cmake_deps=(-DMPI_SKIP_COMPILER_WRAPPER=ON -DMPI_CXX_HEADER_DIR="$lib/openmpi/include" -DMPI_CXX_LIB_NAMES="mpi"
+              -DMPI_mpi_LIBRARY="$lib/openmpi/lib/libmpi.so" -DBLAS_LIBRARIES="$lib/openblas-pthread/libopenblas.so"
+              -DCMAKE_PREFIX_PATH="$root/usr;$lib/cmake" -DGTest_DIR="$lib/cmake/GTest"
+              -Dnlohmann_json_DIR="$root/usr/share/cmake/nlohmann_json")
+  say "- dependencies: unpacked from $(ls "$debs"/*.deb | wc -l) carried .deb files into $root"
+else
+  say "- dependencies: the machine's own (mpirun at $(command -v mpirun))"
+fi
+
+# ---- build ----------------------------------------------------------------------------------------
+build=build-gpu
+targets=(globe-launch test_device quickstart data_parallel model_parallel save_load pipeline gpt)
+if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGLOBE_CUDA=ON -DGLOBE_BUILD_BENCH=OFF "${cmake_deps[@]}" \
+     >"$out/configure.log" 2>&1 && cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$out/build.log" 2>&1; then
+  say "- build: ok in $(($(date +%s) - start)) s ($(grep -c 'warning' "$out/build.log") warning lines in build.log)"
+else
+  say "- FAIL: configure or build; the end of the logs:"
+  tail -30 "$out/configure.log" "$out/build.log" | tee -a "$report"
+  exit 1
+fi
+say ""
+
+status=0
+# ---- the device tests: every CUDA kernel against the CPU's --------------------------------------
+say "## Device tests (build-gpu/bin/test_device)"
+if "$build/bin/test_device" >"$out/test_device.log" 2>&1; then res=ok; else res=FAILED; status=1; fi
+say ""
+say "$res: $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$out/test_device.log" | sed 's/^/  /' | tr '\n' ' ')"
+grep -E '^\[  FAILED  \] [A-Za-z]|Failure' -A3 "$out/test_device.log" | head -40 | sed 's/^/    /' >>"$report"
+say ""
+
+# ---- the tutorials' programs on "cuda" against "cpu" ---------------------------------------------
+say "## Tutorials' programs: the last printed loss on cpu and cuda"
+say ""
+say "| program | ranks | cpu | cuda | relative difference |"
+say "|---|---|---|---|---|"
+last_loss() { grep -oE 'loss[ =:]+[-0-9.e+]+' "$1" | tail -1 | grep -oE '[-0-9.e+]+$'; }
+run_case() {  # name, ranks, program and its arguments
+  local name=$1 n=$2
+  shift 2
+  local cpu gpu log_cpu="$out/$name-np$n-cpu.log" log_gpu="$out/$name-np$n-cuda.log"
+  timeout 120 "$build/bin/globe-launch" --nproc_per_node "$n" "$@" --device cpu >"$log_cpu" 2>&1
+  timeout 120 "$build/bin/globe-launch" --nproc_per_node "$n" "$@" --device cuda >"$log_gpu" 2>&1
+  local rc=$?
+  cpu=$(last_loss "$log_cpu"); gpu=$(last_loss "$log_gpu")
+  local diff
+  diff=$(python3 -c "c, g = float('${cpu:-nan}'), float('${gpu:-nan}'); print(f'{abs(c - g) / max(abs(c), 1e-12):.2e}')" 2>/dev/null)
+  [ $rc -ne 0 ] && { diff="exit $rc: $(grep -m1 -E 'Error|error|\] ' "$log_gpu" | cut -c1-160)"; status=1; }
+  say "| $name | $n | ${cpu:-?} | ${gpu:-?} | $diff |"
+}
+for n in 1 2; do
+  run_case quickstart "$n" "$build/bin/quickstart"
+  run_case data_parallel "$n" "$build/bin/data_parallel"
+  run_case model_parallel "$n" "$build/bin/model_parallel"
+  run_case save_load "$n" "$build/bin/save_load" --path "$out/weights-np$n.safetensors"
+  run_case gpt "$n" "$build/bin/gpt" --steps 20 --log-every 5 --val-batches 0
+done
+run_case pipeline 2 "$build/bin/pipeline"
+say ""
+say "Which communicator carried GPU tensors: $(grep -h -m1 'cross ranks' "$out"/*-np2-cuda.log 2>/dev/null | head -1 | cut -c1-200)"
+say ""
+say "Total: $(($(date +%s) - start)) s; exit status $status. Logs: $out/"
+exit $status
