@@ -4,22 +4,25 @@
 # placement "cuda" and "cpu" on 1 and 2 ranks, compares their printed losses, and writes a report.
 # Meant to finish within 8 minutes on a 16-core machine.
 #
-#   scripts/gpu_check.sh [--out DIR] [--debs DIR] [--jobs N]
+#   scripts/gpu_check.sh [--out DIR] [--debs DIR] [--jobs N] [--force-debs]
 #
 # Such a machine may have no network and lack Open MPI, OpenBLAS, GoogleTest or nlohmann-json:
 # scripts/gpu_debs.sh downloads their Debian packages into .gpu-debs/ beforehand (where the archive
 # can be reached), and this script unpacks them with dpkg -x into a private root when the machine
-# lacks mpirun. The report goes to DIR/gpu_report.md (default build-gpu/), logs beside it.
+# lacks mpirun (or always, with --force-debs). The report goes to DIR/gpu_report.md (default
+# build-gpu/), logs beside it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=build-gpu
 debs=.gpu-debs
 jobs=$(nproc)
+force_debs=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --debs) debs=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
+    --force-debs) force_debs=1; shift ;;
     *) echo "gpu_check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -37,7 +40,7 @@ say "- nvcc: $( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) | xargs -I{} 
 
 # ---- dependencies: the machine's own, else the carried Debian packages ------------------------
 cmake_deps=()
-if ! command -v mpirun >/dev/null 2>&1; then
+if [ $force_debs = 1 ] || ! command -v mpirun >/dev/null 2>&1; then
   root=/tmp/globe-deps
   if ! ls "$debs"/*.deb >/dev/null 2>&1; then
     say "- FAIL: no mpirun here and no .deb files in $debs (run scripts/gpu_debs.sh where the archive is reachable)"
@@ -80,7 +83,7 @@ status=0
 say "## Device tests (build-gpu/bin/test_device)"
 if "$build/bin/test_device" >"$out/test_device.log" 2>&1; then res=ok; else res=FAILED; status=1; fi
 say ""
-say "$res: $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$out/test_device.log" | sed 's/^/  /' | tr '\n' ' ')"
+say "$res: $(grep -cE '^\[       OK \]' "$out/test_device.log") passed, $(grep -cE '^\[  FAILED  \] [A-Za-z].*\(' "$out/test_device.log") failed, $(grep -cE '^\[  SKIPPED \] [A-Za-z].*\(' "$out/test_device.log") skipped"
 grep -E '^\[  FAILED  \] [A-Za-z]|Failure' -A3 "$out/test_device.log" | head -40 | sed 's/^/    /' >>"$report"
 say ""
 
@@ -100,7 +103,7 @@ run_case() {  # name, ranks, program and its arguments
   cpu=$(last_loss "$log_cpu"); gpu=$(last_loss "$log_gpu")
   local diff
   diff=$(python3 -c "c, g = float('${cpu:-nan}'), float('${gpu:-nan}'); print(f'{abs(c - g) / max(abs(c), 1e-12):.2e}')" 2>/dev/null)
-  [ $rc -ne 0 ] && { diff="exit $rc: $(grep -m1 -E 'Error|error|\] ' "$log_gpu" | cut -c1-160)"; status=1; }
+  [ $rc -ne 0 ] && { diff="exit $rc: $(grep -m1 -oE '\[[a-z_]+\] .*' "$log_gpu" | cut -c1-160)"; status=1; }
   say "| $name | $n | ${cpu:-?} | ${gpu:-?} | $diff |"
 }
 for n in 1 2; do
