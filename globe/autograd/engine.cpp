@@ -5,9 +5,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "globe/autograd/grad_route.h"
 #include "globe/core/grad_mode.h"
 #include "globe/core/node.h"
-#include "globe/autograd/hooks.h"
 #include "globe/ops/ops.h"
 
 namespace globe {
@@ -35,24 +35,19 @@ std::vector<std::shared_ptr<Node>> order_nodes(const std::shared_ptr<Node>& root
 
 Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? add(sum, g) : g; }
 
-// A leaf's gradient in the leaf's layout (what grad() returns).
-Tensor settled(const Tensor& leaf, const Tensor& g) {
-  return detail::autograd_hooks.grad_to_leaf_layout(g, leaf);
-}
-
 void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
-  if (leaf.impl().grad && leaf.impl().grad_unsettled) detail::autograd_hooks.finish_reduction(leaf);  // may be in flight
-  const bool may_wait = detail::autograd_hooks.grad_may_wait(g, leaf);
-  if (!may_wait) g = settled(leaf, g);
+  GradRoute& route = grad_route();
+  if (leaf.impl().grad && leaf.impl().grad_pending) route.finish(leaf);  // its reduction may be in flight
+  if (!route.may_stay_pending(g, leaf)) g = route.to_leaf_layout(g, leaf);
   GLOBE_CHECK(g.shape() == leaf.shape(), "[backward] gradient of shape ", shape_str(g.shape()),
               " does not match its leaf of shape ", shape_str(leaf.shape()));
   if (g.dtype() != leaf.dtype()) g = to_dtype(g, leaf.dtype());
   TensorImpl& impl = leaf.impl();
   Tensor sum = impl.grad ? add(Tensor(impl.grad), g) : contiguous(g);
-  // Deferred reduction: a sum that may wait stays in its layout until read; otherwise
-  // the sum of two gradients may come out in another layout (add picks its cheapest signature).
-  impl.grad_unsettled = detail::autograd_hooks.grad_may_wait(sum, leaf);
-  if (!impl.grad_unsettled) sum = settled(leaf, sum);
+  // Deferred reduction: a sum that may stay pending keeps its layout until read; otherwise the
+  // sum of two gradients may come out in another layout (add picks its cheapest signature).
+  impl.grad_pending = route.may_stay_pending(sum, leaf);
+  if (!impl.grad_pending) sum = route.to_leaf_layout(sum, leaf);
   impl.grad = sum.impl_ptr();
 }
 
@@ -96,9 +91,9 @@ class GraphTask {
           accumulate_into_leaf(in[i], grads[i]);
         }
       }
-      detail::autograd_hooks.progress();
+      grad_route().progress();
     }
-    detail::autograd_hooks.backward_done();
+    grad_route().backward_done();
     return true;
   }
 
@@ -130,7 +125,7 @@ class GraphTask {
   }
   void announce_ready(size_t i) {
     if (i < ready_.size())
-      for (const Tensor& leaf : ready_[i]) detail::autograd_hooks.grad_ready(leaf);
+      for (const Tensor& leaf : ready_[i]) grad_route().grad_ready(leaf);
   }
 
   std::vector<std::shared_ptr<Node>> order_;
@@ -164,14 +159,22 @@ Tensor checked_seed(const Tensor& root, const Tensor& grad_seed) {
 
 }  // namespace
 
-Tensor detail::settle_grad(const Tensor& leaf) {
+namespace {
+GradRoute g_local_route;  // the defaults: nothing pending, nothing in flight
+GradRoute* g_route = &g_local_route;
+}  // namespace
+
+GradRoute& grad_route() { return *g_route; }
+void set_grad_route(GradRoute* route) { g_route = route != nullptr ? route : &g_local_route; }
+
+Tensor detail::resolve_pending_grad(const Tensor& leaf) {
   finish_backward();
   TensorImpl& impl = leaf.impl();
-  if (impl.grad_unsettled && impl.grad) {
+  if (impl.grad_pending && impl.grad) {
     NoGradGuard no_grad;
-    impl.grad = settled(leaf, Tensor(impl.grad)).impl_ptr();
+    impl.grad = grad_route().to_leaf_layout(Tensor(impl.grad), leaf).impl_ptr();
   }
-  impl.grad_unsettled = false;
+  impl.grad_pending = false;
   return Tensor(impl.grad);
 }
 
@@ -197,7 +200,7 @@ void finish_backward() {
     paused().front().run(/*may_pause=*/false);
     paused().pop_front();
   }
-  detail::autograd_hooks.finish_reductions();
+  grad_route().finish_all();
 }
 
 WeightGradWork run_input_backward(const Tensor& root, const Tensor& grad_seed, const std::vector<Tensor>& inputs) {
@@ -222,11 +225,11 @@ void WeightGradWork::run() {
         std::erase_if(leaves, [&](const Tensor& t) { return t.same(leaf); });
         leaves.push_back(leaf);
       }
-    detail::autograd_hooks.progress();
+    grad_route().progress();
   }
   items_.clear();
-  for (const Tensor& leaf : leaves) detail::autograd_hooks.grad_ready(leaf);
-  detail::autograd_hooks.backward_done();
+  for (const Tensor& leaf : leaves) grad_route().grad_ready(leaf);
+  grad_route().backward_done();
 }
 
 void Tensor::backward() const { run_backward(*this); }

@@ -44,9 +44,10 @@ class WeightGradWork {
 WeightGradWork run_input_backward(const Tensor& root, const Tensor& grad_seed, const std::vector<Tensor>& inputs);
 
 namespace detail {
-// grad() of a leaf whose backward may be paused or whose gradient may wait for its reduction:
-// finishes the paused passes and reduces (core's settle_grad hook, installed with the global layer).
-Tensor settle_grad(const Tensor& leaf);
+// grad() of a leaf whose backward may be paused or whose gradient may be pending (grad_route.h):
+// finishes the paused passes and resolves it (core's resolve_pending_grad hook, installed with the
+// global layer).
+Tensor resolve_pending_grad(const Tensor& leaf);
 }  // namespace detail
 
 }  // namespace globe

@@ -21,8 +21,8 @@ struct CoreHooks {
     GLOBE_FAIL("[device] a global tensor, but the global layer's hooks are not installed");
   };
   // A leaf's gradient made ready to read: paused backward passes finished, a deferred reduction
-  // done (autograd's settle_grad, installed with the global layer, which is what pauses them).
-  Tensor (*settle_grad)(const Tensor& leaf) = [](const Tensor& leaf) { return Tensor(leaf.impl().grad); };
+  // done (autograd's resolve_pending_grad, installed with the global layer, which is what pauses them).
+  Tensor (*resolve_pending_grad)(const Tensor& leaf) = [](const Tensor& leaf) { return Tensor(leaf.impl().grad); };
 };
 inline CoreHooks core_hooks;
 

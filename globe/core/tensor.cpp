@@ -97,7 +97,7 @@ TensorImpl& Tensor::impl() const {
 }
 
 Tensor Tensor::grad() const {
-  return detail::core_hooks.settle_grad(*this);
+  return detail::core_hooks.resolve_pending_grad(*this);
 }
 
 int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, shape(), "size")]; }
@@ -229,7 +229,7 @@ void Tensor::rebind(const Tensor& src) const {
   dst.offset = from.offset;
   dst.global = from.global;
   dst.grad = nullptr;
-  dst.grad_unsettled = false;
+  dst.grad_pending = false;
   dst.grad_fn = nullptr;
 }
 

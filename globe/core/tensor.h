@@ -59,7 +59,7 @@ struct TensorImpl {
   // Autograd.
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;
-  bool grad_unsettled = false;  // grad not yet boxed to this leaf's layout
+  bool grad_pending = false;  // grad not yet boxed to this leaf's layout
   std::shared_ptr<Node> grad_fn;
   // Non-null for a global tensor.
   std::shared_ptr<const GlobalMeta> global;
@@ -124,7 +124,7 @@ class Tensor {
   Tensor grad() const;
   void set_grad(const Tensor& g) const {
     impl_->grad = g.impl_;
-    impl_->grad_unsettled = false;
+    impl_->grad_pending = false;
   }
   const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
   // Reverse-mode from a scalar tensor (globe/autograd/engine.cpp).

@@ -18,7 +18,7 @@ namespace globe {
 
 namespace {
 
-struct Waiting {
+struct Pending {
   Tensor param, grad, local;  // local: the gradient's shard on this rank
 };
 
@@ -35,10 +35,10 @@ Key key_of(const Tensor& param, const Tensor& grad) {
   return {param.placement().hash(), grad.dtype(), grad.sbp(), param.sbp()};
 }
 
-// A waiting gradient of `param` that a bucket can reduce, or nothing.
-bool waiting(const Tensor& param, Waiting& w) {
+// A pending gradient of `param` that a bucket can reduce, or nothing.
+bool pending(const Tensor& param, Pending& w) {
   TensorImpl& impl = param.impl();
-  if (!impl.grad_unsettled || !impl.grad) return false;
+  if (!impl.grad_pending || !impl.grad) return false;
   const Tensor g(impl.grad);
   if (!g.is_global() || !param.is_global() || g.placement() != param.placement()) return false;
   w = {param, g, g.to_local()};
@@ -51,18 +51,18 @@ bool waiting(const Tensor& param, Waiting& w) {
 // `flat` in their own layout. Started at once; finish() waits.
 class Flight {
  public:
-  explicit Flight(std::vector<Waiting> members) : members_(std::move(members)) {
-    const Waiting& first = members_.front();
+  explicit Flight(std::vector<Pending> members) : members_(std::move(members)) {
+    const Pending& first = members_.front();
     const Placement& pl = first.param.placement();
     const NdSbp& from = first.grad.sbp();
     const NdSbp& to = first.param.sbp();
     uint32_t detail = dist::kMixSeed;
-    for (const Waiting& w : members_) detail = hash_layout(w.grad.shape(), w.grad.dtype(), to, detail);
+    for (const Pending& w : members_) detail = hash_layout(w.grad.shape(), w.grad.dtype(), to, detail);
     const RecordOp record(pl, "reduce gradients", detail);
     const int me = dist::world_rank();
     if (!pl.contains(me)) return;  // empty shards: nothing to send or wait for
     int64_t n = 0;
-    for (const Waiting& w : members_) n += w.local.numel();
+    for (const Pending& w : members_) n += w.local.numel();
     // Every element copied in below, on the gradients' device.
     flat_ = Tensor::uninitialized({n}, first.grad.dtype(), first.local.device());
     for (size_t i = 0, at = 0; i < members_.size(); at += size_t(members_[i++].local.numel()))
@@ -75,7 +75,7 @@ class Flight {
 
   bool test() { return req_.test(); }
   bool holds(const Tensor& param) const {
-    return std::any_of(members_.begin(), members_.end(), [&](const Waiting& w) { return w.param.same(param); });
+    return std::any_of(members_.begin(), members_.end(), [&](const Pending& w) { return w.param.same(param); });
   }
 
   // Waits for the sum and gives each parameter its gradient, unless the parameter's gradient was
@@ -84,7 +84,7 @@ class Flight {
     req_.wait();
     const bool mine = flat_.defined();
     for (size_t i = 0, at = 0; i < members_.size(); at += size_t(members_[i++].local.numel())) {
-      const Waiting& w = members_[i];
+      const Pending& w = members_[i];
       if (w.param.impl().grad != w.grad.impl_ptr()) continue;
       const Tensor local = mine ? piece(i, int64_t(at)) : w.local;
       w.param.set_grad(make_global(local, w.param.shape(), w.param.placement(), w.param.sbp()));
@@ -97,7 +97,7 @@ class Flight {
     return Tensor::view_of(flat_, shape, contiguous_strides(shape), at);
   }
 
-  std::vector<Waiting> members_;
+  std::vector<Pending> members_;
   Tensor flat_;
   dist::Request req_;
 };
@@ -105,12 +105,12 @@ class Flight {
 // Gradients gathered by key, in first-seen order (the same on every rank).
 struct Bucket {
   Key key;
-  std::vector<Waiting> members;
+  std::vector<Pending> members;
   int64_t bytes = 0;
 };
 using Buckets = std::vector<Bucket>;
 
-Bucket& join(Buckets& buckets, const Waiting& w) {
+Bucket& join(Buckets& buckets, const Pending& w) {
   const Key key = key_of(w.param, w.grad);
   auto it = std::find_if(buckets.begin(), buckets.end(), [&](const Bucket& b) { return b.key == key; });
   if (it == buckets.end()) it = buckets.insert(buckets.end(), Bucket{key, {}, 0});
@@ -130,7 +130,7 @@ struct Overlap {
   int no_sync = 0;
   Buckets open;  // collecting gradients, in the order they opened
   std::deque<Flight> flying;  // started, in order
-  std::map<const TensorImpl*, std::weak_ptr<TensorImpl>> read_only;  // reduce_when_read
+  std::map<const TensorImpl*, std::weak_ptr<TensorImpl>> read_only;  // keep_pending_until_read
 };
 
 Overlap& overlap() {
@@ -138,7 +138,7 @@ Overlap& overlap() {
   return *o;
 }
 
-void launch(std::vector<Waiting> members) {
+void launch(std::vector<Pending> members) {
   static const bool at_exit = [] { return std::atexit([] { detail::finish_reductions(); }) == 0; }();
   (void)at_exit;
   NoGradGuard no_grad;
@@ -156,7 +156,7 @@ void land(More more) {
   }
 }
 
-bool reduced_when_read(const Tensor& param) {
+bool kept_pending_until_read(const Tensor& param) {
   auto& ro = overlap().read_only;
   auto it = ro.find(&param.impl());
   if (it == ro.end()) return false;
@@ -169,11 +169,11 @@ bool reduced_when_read(const Tensor& param) {
 
 void detail::grad_ready(const Tensor& leaf) {
   Overlap& o = overlap();
-  Waiting w;
-  if (o.bucket_bytes <= 0 || o.no_sync > 0 || !waiting(leaf, w) || reduced_when_read(leaf)) return;
+  Pending w;
+  if (o.bucket_bytes <= 0 || o.no_sync > 0 || !pending(leaf, w) || kept_pending_until_read(leaf)) return;
   Bucket& b = join(o.open, w);
   if (b.bytes < o.bucket_bytes) return;
-  std::vector<Waiting> full = std::move(b.members);
+  std::vector<Pending> full = std::move(b.members);
   o.open.erase(o.open.begin() + (&b - o.open.data()));
   launch(std::move(full));
 }
@@ -200,23 +200,23 @@ void detail::finish_reductions() {
 
 size_t detail::reductions_in_flight() { return overlap().flying.size(); }
 
-void settle_grads(const std::vector<Tensor>& params) {
+void resolve_pending_grads(const std::vector<Tensor>& params) {
   finish_backward();  // and the reductions in flight
-  // What still waits, in buckets in first-seen order (every rank sees the same parameters in the
+  // What is still pending, in buckets in first-seen order (every rank sees the same parameters in the
   // same order).
   Buckets buckets;
   for (const Tensor& p : params) {
-    Waiting w;
-    if (waiting(p, w)) join(buckets, w);
+    Pending w;
+    if (pending(p, w)) join(buckets, w);
   }
   NoGradGuard no_grad;
   for (Bucket& b : buckets) Flight(std::move(b.members)).finish();
 }
 
-Tensor take_waiting_grad(const Tensor& param) {
+Tensor take_pending_grad(const Tensor& param) {
   finish_backward();
   TensorImpl& impl = param.impl();
-  if (!impl.grad_unsettled || !impl.grad) return Tensor();
+  if (!impl.grad_pending || !impl.grad) return Tensor();
   Tensor g(impl.grad);
   param.set_grad(Tensor());
   return g;
@@ -229,7 +229,7 @@ int64_t grad_bucket_bytes() { return overlap().bucket_bytes; }
 NoSyncGuard::NoSyncGuard() { ++overlap().no_sync; }
 NoSyncGuard::~NoSyncGuard() { --overlap().no_sync; }
 
-void reduce_when_read(const std::vector<Tensor>& params, bool on) {
+void keep_pending_until_read(const std::vector<Tensor>& params, bool on) {
   for (const Tensor& p : params)
     if (on) overlap().read_only[&p.impl()] = p.impl_ptr();
     else overlap().read_only.erase(&p.impl());

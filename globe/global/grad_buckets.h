@@ -1,14 +1,14 @@
 // Data-parallel gradient reductions in buckets, overlapped with the backward pass.
 //
-// A gradient that is a partial sum where its parameter is broadcast (data parallelism) waits
-// unreduced (docs/DECISIONS.md, "Autograd"). During backward, as soon as such a gradient is
+// A gradient that is a partial sum where its parameter is broadcast (data parallelism) stays
+// pending, unreduced (docs/DECISIONS.md, "Autograd"). During backward, as soon as such a gradient is
 // complete (no later node of the pass adds to it) it joins an open bucket of gradients that need
 // the same reduction (placement, dtype, layout change); a bucket that reaches the bucket size
 // starts its all-reduce, non-blocking, at once, and the end of the pass starts the rest. The
 // engine moves reductions in flight on between nodes; reading or adding to a gradient completes
 // them (docs/design.md §11, "Overlap"). Every rank runs the same graph, so buckets start in the same order
-// everywhere. Gradients that still wait when read (overlap off, NoSyncGuard, ZeRO stage 2) are
-// reduced by settle_grads(), again one all-reduce per bucket.
+// everywhere. Gradients still pending when read (overlap off, NoSyncGuard, ZeRO stage 2) are
+// reduced by resolve_pending_grads(), again one all-reduce per bucket.
 #pragma once
 
 #include <cstdint>
@@ -18,19 +18,19 @@
 
 namespace globe {
 
-// Completes reductions in flight, then reduces every gradient of `params` that still waits, one
+// Completes reductions in flight, then reduces every gradient of `params` still pending, one
 // flat all-reduce per group that shares a reduction. Optimizers and clip_grad_norm call it before
 // they read gradients. Collective.
-void settle_grads(const std::vector<Tensor>& params);
+void resolve_pending_grads(const std::vector<Tensor>& params);
 
-// The gradient of `param` as backward left it when its reduction waits (partial_sum where the
+// The gradient of `param` as backward left it while it is pending (partial_sum where the
 // parameter is broadcast), else undefined; the parameter then holds no gradient, and the caller
 // reduces this one into a layout of its choice (ZeRO stage 2: a reduce-scatter, not an
 // all-reduce). Finishes paused backward passes first; no communication of its own.
-Tensor take_waiting_grad(const Tensor& param);
+Tensor take_pending_grad(const Tensor& param);
 
 // Bytes of gradients a bucket collects before its reduction starts (default 4 MiB, env
-// GLOBE_BUCKET_MB; bench/RESULTS.md, "Overlap"). 0 turns overlap off: gradients wait until read.
+// GLOBE_BUCKET_MB; bench/RESULTS.md, "Overlap"). 0 turns overlap off: gradients stay pending until read.
 // Every rank must use the same size.
 void set_grad_bucket_bytes(int64_t bytes);
 int64_t grad_bucket_bytes();
@@ -48,10 +48,11 @@ class NoSyncGuard {
 
 // With `on`, the gradients of `params` are never reduced during backward, only when read: ZeRO
 // stage 2 reduce-scatters them into its update layout instead of all-reducing them.
-void reduce_when_read(const std::vector<Tensor>& params, bool on);
+void keep_pending_until_read(const std::vector<Tensor>& params, bool on);
 
 namespace detail {
-// The autograd engine's overlap hooks (globe/autograd/hooks.h), installed with the global layer.
+// The overlap half of the gradient's route (globe/autograd/grad_route.h), installed with the
+// global layer.
 void grad_ready(const Tensor& leaf);
 void backward_done();
 void progress_reductions();

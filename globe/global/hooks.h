@@ -1,5 +1,6 @@
-// The global layer's side of the hook tables (core/hooks.h, ops/hooks.h, autograd/hooks.h): the
-// functions it lends the layers below, and the one function that installs them all.
+// The global layer's side of the hook tables (core/hooks.h, ops/hooks.h) and of the gradient's
+// route (autograd/grad_route.h): the functions it lends the layers below, and the one function
+// that installs them all.
 #pragma once
 
 #include <functional>
@@ -24,7 +25,7 @@ Tensor full_like_global(const Tensor& t, double value);
 Tensor fill_like_global(const Tensor& t, const std::function<void(const Tensor&, const Shape&)>& fill);
 // to_global.cpp
 Tensor grad_to_leaf_layout(const Tensor& grad, const Tensor& leaf);
-bool grad_may_wait(const Tensor& grad, const Tensor& leaf);
+bool may_stay_pending(const Tensor& grad, const Tensor& leaf);
 void copy_global(const Tensor& dst, const Tensor& src);
 // dispatch_global.cpp
 Tensor dispatch_global(const OpPtr& op, const std::vector<Tensor>& inputs);

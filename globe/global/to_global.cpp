@@ -176,7 +176,7 @@ Tensor local_to_global(const Tensor& local, const Placement& p, const NdSbp& sbp
 
 // Deferred reduction: a gradient on the leaf's placement that differs from the leaf's
 // layout only by being partial_sum where the leaf is broadcast may wait for its reduction.
-bool detail::grad_may_wait(const Tensor& g, const Tensor& leaf) {
+bool detail::may_stay_pending(const Tensor& g, const Tensor& leaf) {
   if (!g.is_global() || !leaf.is_global() || g.placement() != leaf.placement()) return false;
   bool differs = false;
   for (size_t a = 0; a < g.sbp().size(); ++a) {

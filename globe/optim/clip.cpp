@@ -34,7 +34,7 @@ double local_share_of_squares(Tensor g) {
 
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   NoGradGuard no_grad;
-  settle_grads(params);  // data-parallel reductions in buckets, not one per parameter
+  resolve_pending_grads(params);  // data-parallel reductions in buckets, not one per parameter
   double squares = 0;
   for (const Tensor& p : params) {
     const Tensor g = p.grad();

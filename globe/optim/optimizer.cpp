@@ -60,10 +60,10 @@ void for_each_param(const std::vector<Tensor>& params, const char* op, int zero_
       if (!p.is_global()) continue;
       const NdSbp u = update_layout(p, zero_stage);
       if (u == p.sbp()) continue;
-      const Tensor waiting = take_waiting_grad(p);
+      const Tensor waiting = take_pending_grad(p);
       if (waiting.defined()) p.set_grad(box(waiting, p.placement(), u));
     }
-  settle_grads(params);  // data-parallel reductions in buckets, not one per parameter
+  resolve_pending_grads(params);  // data-parallel reductions in buckets, not one per parameter
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     // Held by this optimizer alone: nothing else (no model) can see the update, which torch would
@@ -132,7 +132,7 @@ void Optimizer::set_zero_stage(int stage) {
   GLOBE_CHECK(stage >= 0 && stage <= 2, "[optimizer] ZeRO stage ", stage, " is not supported: 0 (off), 1 (optimizer ",
               "state split over the data-parallel axes) or 2 (gradients too); parameters stay whole between steps");
   zero_stage_ = stage;  // existing state moves to the new layout at the next step (follow)
-  reduce_when_read(params_, stage >= 2);  // reduce-scattered at the step, not all-reduced during backward
+  keep_pending_until_read(params_, stage >= 2);  // reduce-scattered at the step, not all-reduced during backward
 }
 
 int64_t Optimizer::state_bytes() const {

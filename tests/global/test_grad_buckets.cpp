@@ -1,4 +1,4 @@
-// settle_grads: data-parallel gradients waiting as partial sums are reduced together (one flat
+// resolve_pending_grads: data-parallel gradients waiting as partial sums are reduced together (one flat
 // all-reduce per bucket) to the same values as reading them one by one, in each parameter's own
 // layout, on ranks outside a placement too. Overlap: buckets start their reductions during
 // backward, as their gradients complete, for any bucket size, and change no value.
@@ -72,11 +72,11 @@ TEST(GradBuckets, SettleTogetherEqualsOneByOne) {
   backward_on_split_batch(a, p);
   backward_on_split_batch(b, p);
   if (dist::world_size() > 1) {
-    for (const Tensor& t : a) EXPECT_TRUE(t.impl().grad_unsettled) << "the test needs waiting gradients";
+    for (const Tensor& t : a) EXPECT_TRUE(t.impl().grad_pending) << "the test needs waiting gradients";
   }
-  settle_grads(a);
+  resolve_pending_grads(a);
   for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_FALSE(a[i].impl().grad_unsettled);
+    EXPECT_FALSE(a[i].impl().grad_pending);
     const Tensor ga(a[i].impl().grad);
     EXPECT_EQ(ga.sbp(), a[i].sbp()) << i;
     const auto got = ga.to_local().to_vector<float>(), want = b[i].grad().to_local().to_vector<float>();
@@ -90,7 +90,7 @@ TEST(GradBuckets, RanksOutsideThePlacementTakePart) {
   const Placement p = placement("cpu", {0, 1});
   const auto a = make_params(p);
   backward_on_split_batch(a, p);
-  settle_grads(a);  // rank 2 and up hold empty shards: nothing to send, nothing to wait for
+  resolve_pending_grads(a);  // rank 2 and up hold empty shards: nothing to send, nothing to wait for
   for (const Tensor& t : a) EXPECT_EQ(Tensor(t.impl().grad).sbp(), t.sbp());
   if (p.contains(dist::world_rank())) {
     EXPECT_GT(a[0].grad().to_local().numel(), 0);
@@ -112,7 +112,7 @@ TEST(GradOverlap, EveryBucketSizeGivesTheSameGradients) {
       if (gradients_wait()) {
         // Started during backward, not yet read.
         EXPECT_EQ(detail::reductions_in_flight(), flights) << what;
-        for (const Tensor& t : w) EXPECT_TRUE(t.impl().grad_unsettled) << what;
+        for (const Tensor& t : w) EXPECT_TRUE(t.impl().grad_pending) << what;
       }
       expect_grads(w, want, what);
       EXPECT_EQ(detail::reductions_in_flight(), 0u) << what;
@@ -176,7 +176,7 @@ TEST(GradOverlap, ZeroGradWhileInFlightWins) {
   const auto w = make_params(p);
   backward_on_split_batch(w, p);
   for (const Tensor& t : w) t.set_grad(Tensor());
-  settle_grads(w);
+  resolve_pending_grads(w);
   for (const Tensor& t : w) EXPECT_FALSE(t.grad().defined());
   EXPECT_EQ(detail::reductions_in_flight(), 0u);
 }
@@ -185,11 +185,11 @@ TEST(GradOverlap, ZeroGradWhileInFlightWins) {
 TEST(GradOverlap, ReduceWhenReadKeepsGradientsWaiting) {
   const Placement p = Placement::all();
   const auto w = make_params(p);
-  reduce_when_read(w, true);
+  keep_pending_until_read(w, true);
   backward_on_split_batch(w, p);
   EXPECT_EQ(detail::reductions_in_flight(), 0u);
-  if (gradients_wait()) { EXPECT_TRUE(take_waiting_grad(w[0]).defined()); }
-  reduce_when_read(w, false);
+  if (gradients_wait()) { EXPECT_TRUE(take_pending_grad(w[0]).defined()); }
+  keep_pending_until_read(w, false);
 }
 
 }  // namespace
