@@ -144,10 +144,10 @@ void* compute_stream(int device) {
   std::lock_guard<std::mutex> lock(mutex);
   GLOBE_CHECK(device >= 0 && device < int(streams->size()), "[stream] cuda:", device, " does not exist");
   cudaStream_t& s = (*streams)[size_t(device)];
-  if (s == nullptr) {
-    use(device);
-    GLOBE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
-  }
+  // Kernels are launched right after asking for their stream: make its device current, so a rank
+  // on cuda:1 never launches onto another device's context.
+  use(device);
+  if (s == nullptr) GLOBE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
   return s;
 }
 

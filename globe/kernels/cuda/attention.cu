@@ -11,6 +11,7 @@
 
 #include "globe/device/cuda/cuda_check.h"
 #include "globe/device/stream.h"
+#include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/cublas.h"
 #include "globe/kernels/cuda/kernels.h"
 
@@ -19,11 +20,6 @@ namespace globe::kernels::cuda {
 namespace {
 
 constexpr const char* kOp = "causal_attention";
-
-template <class T>
-T* dptr(const Tensor& t) {
-  return static_cast<T*>(t.device_data());
-}
 
 // The sizes of a packed input [3, ..., T, D]: `count` matrices of n x d per operand.
 struct Sizes {
@@ -158,13 +154,13 @@ Tensor causal_attention(const Tensor& qkv, double scale, Tensor* probs) {
   visit_floating(qkv.dtype(), "causal_attention", [&](auto tag) {
     using T = decltype(tag);
     const int64_t per = z.count * z.n * z.d, nd = z.n * z.d, nn = z.n * z.n;
-    const T* q = dptr<T>(dense);
+    const T* q = ptr<T>(dense);
     const T* k = q + per;
     const T* v = k + per;
-    T* pp = dptr<T>(p);
+    T* pp = ptr<T>(p);
     probabilities<T>(h, stream, z, q, k, T(scale), pp);
     // P v
-    gemm_rows<T>(h, kOp, false, false, z.n, z.d, z.n, pp, z.n, nn, v, z.d, nd, T(0), dptr<T>(y), z.d, nd, z.count);
+    gemm_rows<T>(h, kOp, false, false, z.n, z.d, z.n, pp, z.n, nn, v, z.d, nd, T(0), ptr<T>(y), z.d, nd, z.count);
   });
   return y;
 }
@@ -190,13 +186,13 @@ Tensor causal_attention_backward(const Tensor& qkv, const Tensor& gy, double sca
   visit_floating(qkv.dtype(), "causal_attention_backward", [&](auto tag) {
     using T = decltype(tag);
     const int64_t per = z.count * z.n * z.d, nd = z.n * z.d, nn = z.n * z.n, n = z.n, d = z.d, c = z.count;
-    const T* q = dptr<T>(dense);
+    const T* q = ptr<T>(dense);
     const T* k = q + per;
     const T* v = k + per;
-    const T* gp = dptr<T>(g);
-    T* pp = dptr<T>(p);
-    T* ds = dptr<T>(dp);
-    T* dq = dptr<T>(dqkv);
+    const T* gp = ptr<T>(g);
+    T* pp = ptr<T>(p);
+    T* ds = ptr<T>(dp);
+    T* dq = ptr<T>(dqkv);
     if (!probs.defined()) probabilities<T>(h, stream, z, q, k, T(scale), pp);
     gemm_rows<T>(h, kOp, false, true, n, n, d, gp, d, nd, v, d, nd, T(0), ds, n, nn, c);            // dP = gy v^T
     gemm_rows<T>(h, kOp, true, false, n, d, n, pp, n, nn, gp, d, nd, T(0), dq + 2 * per, d, nd, c);  // dV = P^T gy

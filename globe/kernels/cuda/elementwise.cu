@@ -7,14 +7,13 @@
 
 #include "globe/device/cuda/cuda_check.h"
 #include "globe/device/stream.h"
+#include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/strided.cuh"
 #include "globe/kernels/cuda/kernels.h"
 
 namespace globe::kernels::cuda {
 
 namespace {
-
-cudaStream_t stream_of(const Tensor& t) { return static_cast<cudaStream_t>(compute_stream(t.device()).handle); }
 
 template <class T>
 __device__ T gelu_value(T x) {
@@ -172,14 +171,6 @@ struct FillFn {
   __device__ void operator()(int64_t, const int64_t* off) const { dst[off[0]] = v; }
 };
 
-template <class T>
-const T* base_of(const Tensor& t) {
-  return static_cast<const T*>(t.storage()->data);
-}
-template <class T>
-T* mutable_base_of(const Tensor& t) {
-  return static_cast<T*>(t.storage()->data);
-}
 
 }  // namespace
 
@@ -189,7 +180,7 @@ Tensor unary(UnaryKind kind, const Tensor& a) {
     using T = decltype(tag);
     const Tensor* ops[1] = {&a};
     launch(a.numel(), make_indexer<1>(a.shape(), ops, unary_name(kind)), stream_of(a),
-           UnaryFn<T>{kind, base_of<T>(a), mutable_base_of<T>(out)}, unary_name(kind));
+           UnaryFn<T>{kind, base_of<T>(a), base_of<T>(out)}, unary_name(kind));
   });
   return out;
 }
@@ -202,7 +193,7 @@ Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& sh
     using T = decltype(tag);
     const Tensor* ops[2] = {&a, &b};
     launch(out.numel(), make_indexer<2>(shape, ops, binary_name(kind)), stream_of(a),
-           BinaryFn<T>{kind, base_of<T>(a), base_of<T>(b), mutable_base_of<T>(out)}, binary_name(kind));
+           BinaryFn<T>{kind, base_of<T>(a), base_of<T>(b), base_of<T>(out)}, binary_name(kind));
   });
   return out;
 }
@@ -213,7 +204,7 @@ Tensor scalar(ScalarKind kind, const Tensor& a, double s) {
     using T = decltype(tag);
     const Tensor* ops[1] = {&a};
     launch(a.numel(), make_indexer<1>(a.shape(), ops, scalar_name(kind)), stream_of(a),
-           ScalarFn<T>{kind, static_cast<T>(s), base_of<T>(a), mutable_base_of<T>(out)}, scalar_name(kind));
+           ScalarFn<T>{kind, static_cast<T>(s), base_of<T>(a), base_of<T>(out)}, scalar_name(kind));
   });
   return out;
 }
@@ -224,7 +215,7 @@ Tensor clamp(const Tensor& a, double lo, double hi) {
     using T = decltype(tag);
     const Tensor* ops[1] = {&a};
     launch(a.numel(), make_indexer<1>(a.shape(), ops, "clamp"), stream_of(a),
-           ClampFn<T>{T(lo), T(hi), base_of<T>(a), mutable_base_of<T>(out)}, "clamp");
+           ClampFn<T>{T(lo), T(hi), base_of<T>(a), base_of<T>(out)}, "clamp");
   });
   return out;
 }
@@ -235,7 +226,7 @@ Tensor clamp_backward(const Tensor& g, const Tensor& x, double lo, double hi) {
     using T = decltype(tag);
     const Tensor* ops[2] = {&g, &x};
     launch(g.numel(), make_indexer<2>(g.shape(), ops, "clamp_backward"), stream_of(g),
-           ClampBackwardFn<T>{T(lo), T(hi), base_of<T>(g), base_of<T>(x), mutable_base_of<T>(out)}, "clamp_backward");
+           ClampBackwardFn<T>{T(lo), T(hi), base_of<T>(g), base_of<T>(x), base_of<T>(out)}, "clamp_backward");
   });
   return out;
 }
@@ -246,7 +237,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
     using T = decltype(tag);
     const Tensor* ops[2] = {&x, &mask};
     launch(x.numel(), make_indexer<2>(x.shape(), ops, "masked_fill"), stream_of(x),
-           MaskedFillFn<T>{T(value), base_of<T>(x), base_of<int64_t>(mask), mutable_base_of<T>(out)}, "masked_fill");
+           MaskedFillFn<T>{T(value), base_of<T>(x), base_of<int64_t>(mask), base_of<T>(out)}, "masked_fill");
   });
   return out;
 }
@@ -259,7 +250,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
       using S = decltype(stag);
       const Tensor* ops[2] = {&dst, &src};
       launch(dst.numel(), make_indexer<2>(dst.shape(), ops, "copy"), stream_of(dst),
-             CopyFn<D, S>{mutable_base_of<D>(dst), base_of<S>(src)}, "copy");
+             CopyFn<D, S>{base_of<D>(dst), base_of<S>(src)}, "copy");
     });
   });
 }
@@ -269,7 +260,7 @@ void fill(const Tensor& dst, double value) {
     using T = decltype(tag);
     const Tensor* ops[1] = {&dst};
     launch(dst.numel(), make_indexer<1>(dst.shape(), ops, "fill"), stream_of(dst),
-           FillFn<T>{mutable_base_of<T>(dst), static_cast<T>(value)}, "fill");
+           FillFn<T>{base_of<T>(dst), static_cast<T>(value)}, "fill");
   });
 }
 

@@ -7,19 +7,13 @@
 
 #include "globe/device/cuda/cuda_check.h"
 #include "globe/device/stream.h"
+#include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/kernels.h"
 #include "globe/kernels/cuda/strided.cuh"
 
 namespace globe::kernels::cuda {
 
 namespace {
-
-cudaStream_t stream_of(const Tensor& t) { return static_cast<cudaStream_t>(compute_stream(t.device()).handle); }
-
-template <class T>
-T* ptr(const Tensor& t) {
-  return static_cast<T*>(t.device_data());
-}
 
 // out[o] = the first j where a's row through o along dim is largest (ties to the first, as the CPU).
 template <class T>

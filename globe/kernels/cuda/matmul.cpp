@@ -3,6 +3,7 @@
 // written into the output first and the GEMM adds onto it (beta = 1), as on the CPU.
 #include "globe/device/cuda/cuda_check.h"
 #include "globe/device/stream.h"
+#include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/cublas.h"
 #include "globe/kernels/cuda/kernels.h"
 #include "globe/kernels/elementwise.h"
@@ -10,11 +11,6 @@
 namespace globe::kernels::cuda {
 
 namespace {
-
-template <class T>
-T* dptr(const Tensor& t) {
-  return static_cast<T*>(t.device_data());
-}
 
 // `t` read as `shape` (broadcast), as a dense tensor: t itself when it already is one.
 Tensor dense_as(const Tensor& t, const Shape& shape) {
@@ -50,8 +46,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Te
   cublasHandle_t h = cublas_handle(a.device());
   visit_floating(a.dtype(), "matmul", [&](auto tag) {
     using T = decltype(tag);
-    gemm_rows<T>(h, "matmul", false, false, n, m, k, dptr<T>(da), k, n * k, dptr<T>(db), m, k * m,
-                 T(bias.defined() ? 1 : 0), dptr<T>(out), m, n * m, count);
+    gemm_rows<T>(h, "matmul", false, false, n, m, k, ptr<T>(da), k, n * k, ptr<T>(db), m, k * m,
+                 T(bias.defined() ? 1 : 0), ptr<T>(out), m, n * m, count);
   });
   return out;
 }

@@ -18,6 +18,7 @@
 
 #include "globe/device/cuda/cuda_check.h"
 #include "globe/device/stream.h"
+#include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/kernels.h"
 
 namespace globe::kernels::cuda {
@@ -29,8 +30,6 @@ constexpr int kWarps = kRowThreads / 32;
 constexpr int kFlatThreads = 256;  // threads per block of the one-thread-per-element kernels
 // More blocks than this would not run at once anyway; kernels loop over what is left.
 constexpr int64_t kMaxBlocks = int64_t(1) << 20;
-
-cudaStream_t stream_of(const Tensor& t) { return static_cast<cudaStream_t>(compute_stream(t.device()).handle); }
 
 unsigned row_grid(int64_t rows) { return unsigned(std::min(rows, kMaxBlocks)); }
 unsigned flat_grid(int64_t n) { return unsigned(std::min((n + kFlatThreads - 1) / kFlatThreads, kMaxBlocks)); }

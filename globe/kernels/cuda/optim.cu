@@ -6,19 +6,13 @@
 
 #include "globe/device/cuda/cuda_check.h"
 #include "globe/device/stream.h"
+#include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/kernels.h"
 #include "globe/kernels/cuda/strided.cuh"
 
 namespace globe::kernels::cuda {
 
 namespace {
-
-cudaStream_t stream_of(const Tensor& t) { return static_cast<cudaStream_t>(compute_stream(t.device()).handle); }
-
-template <class T>
-T* ptr(const Tensor& t) {
-  return static_cast<T*>(t.device_data());
-}
 
 template <class T>
 __global__ void sgd_kernel(int64_t n, T* p, const T* g, T* buf, T lr, T wd, T mom, T damp, bool first, bool nesterov) {

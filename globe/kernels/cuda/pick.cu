@@ -6,19 +6,13 @@
 
 #include "globe/device/cuda/cuda_check.h"
 #include "globe/device/stream.h"
+#include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/kernels.h"
 #include "globe/kernels/cuda/strided.cuh"
 
 namespace globe::kernels::cuda {
 
 namespace {
-
-cudaStream_t stream_of(const Tensor& t) { return static_cast<cudaStream_t>(compute_stream(t.device()).handle); }
-
-template <class T>
-T* ptr(const Tensor& t) {
-  return static_cast<T*>(t.device_data());
-}
 
 template <class T>
 __global__ void causal_fill_kernel(int64_t n, int64_t rows, int64_t cols, int64_t r0, int64_t c0, const T* x, T* out,

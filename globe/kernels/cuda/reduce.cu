@@ -5,6 +5,7 @@
 
 #include "globe/device/cuda/cuda_check.h"
 #include "globe/device/stream.h"
+#include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/kernels.h"
 #include "globe/kernels/cuda/strided.cuh"
 
@@ -62,7 +63,7 @@ Tensor sum_to_keepdim(const Tensor& a, const Shape& keep) {
   kept.offsets[0] = a.offset();
   const int64_t n = out.numel();
   if (n == 0) return out;
-  auto stream = static_cast<cudaStream_t>(compute_stream(a.device()).handle);
+  auto stream = stream_of(a);
   visit_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
