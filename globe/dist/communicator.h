@@ -1,8 +1,9 @@
 // The communication backend interface. Globe's collectives take tensors (contiguous local
 // tensors, on any device), never raw pointer + count at call sites. MPI implements it for host
 // memory (mpi_communicator); HostStagedCommunicator carries GPU tensors over it
-// (staged_communicator.h); a NCCL implementation can sit beside them. Every blocking call waits with a deadline: a peer that
-// never arrives becomes an error naming the op and its sequence number, not a hang (docs/design.md §9).
+// (staged_communicator.h); a NCCL implementation can sit beside them. Every blocking call waits
+// with a deadline: a peer that never arrives becomes an error naming the op and its sequence
+// number, not a hang (docs/design.md §9).
 #pragma once
 
 #include <memory>

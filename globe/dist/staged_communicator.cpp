@@ -4,6 +4,7 @@
 
 #include "globe/device/memory.h"
 #include "globe/dist/runtime.h"
+#include "globe/kernels/device_kernels.h"
 
 namespace globe::dist {
 
@@ -19,13 +20,11 @@ void say_once(const Device& d) {
                "back; the NCCL communicator is not built yet)\n", world_rank(), d.str().c_str());
 }
 
-// A host tensor with t's values (t itself on the host). Communicator tensors are contiguous.
+// A host tensor with t's values (t itself on the host).
 Tensor to_host(const Tensor& t) {
   if (on_host(t)) return t;
   say_once(t.device());
-  Tensor h = Tensor::uninitialized(t.shape(), t.dtype());
-  detail::copy_bytes(kCPU, h.raw_data(), t.device(), t.device_data(), size_t(t.numel()) * itemsize(t.dtype()));
-  return h;
+  return kernels::copy_to_device(t, kCPU);
 }
 
 // A host tensor to receive into for t (t itself on the host).
@@ -35,7 +34,7 @@ Tensor host_buffer(const Tensor& t) {
   return Tensor::uninitialized(t.shape(), t.dtype());
 }
 
-// t = host's values (nothing when t is the host tensor).
+// t = host's values (nothing when t is the host tensor). Communicator tensors are contiguous.
 void copy_back(const Tensor& t, const Tensor& host) {
   if (t.same(host) || on_host(t)) return;
   detail::copy_bytes(t.device(), t.device_data(), kCPU, host.raw_data(), size_t(t.numel()) * itemsize(t.dtype()));

@@ -10,7 +10,7 @@ namespace {
 
 using kernels::BinaryKind;
 using kernels::binary_name;
-using kernels::kernels_on;
+using kernels::kernels_for;
 using kernels::ScalarKind;
 using kernels::UnaryKind;
 using kernels::unary_name;
@@ -31,7 +31,7 @@ class Unary final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels_on(in[0].device()).unary(kind_, in[0]);
+    return kernels_for(in[0]).unary(kind_, in[0]);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor& out, const Tensor& g,
                           const std::vector<bool>&) const override;
@@ -82,7 +82,7 @@ class Binary final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    return kernels_on(in[0].device()).binary(kind_, in[0], in[1], args.out.shape);
+    return kernels_for(in[0]).binary(kind_, in[0], in[1], args.out.shape);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor& out, const Tensor& g,
                           const std::vector<bool>& needs) const override {
@@ -151,7 +151,7 @@ class Scalar final : public Op {
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels_on(in[0].device()).scalar(kind_, in[0], s_);
+    return kernels_for(in[0]).scalar(kind_, in[0], s_);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
                           const std::vector<bool>&) const override {
@@ -182,7 +182,7 @@ class Cast final : public Op {
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
     Tensor out = Tensor::uninitialized(in[0].shape(), to_, in[0].device());
-    kernels_on(in[0].device()).copy_into(out, in[0]);
+    kernels_for(in[0]).copy_into(out, in[0]);
     return out;
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,

@@ -90,8 +90,8 @@ class Matmul final : public Op {
     return {out, in[0].dtype};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    return kernels::kernels_on(in[0].device()).matmul(in[0], transpose_b_ ? swap_last_dims(in[1]) : in[1], args.out.shape,
-                           has_bias_ ? in[2] : Tensor());
+    return kernels::kernels_for(in[0]).matmul(in[0], transpose_b_ ? swap_last_dims(in[1]) : in[1],
+                                              args.out.shape, has_bias_ ? in[2] : Tensor());
   }
   // Shapes without transpose_b: a [..., n, k], b [..., k, m], g [..., n, m];
   // with it: b [..., m, k]. bias: any shape that broadcasts to g's.
