@@ -1,0 +1,62 @@
+// What the MPI communicator's source files share (mpi_communicator.cpp, mpi_coded.cpp,
+// mpi_ring.cpp): MPI's names for Globe's types and counts, and the sizes that choose a
+// collective's form. Not a public header.
+#pragma once
+
+#include <mpi.h>
+
+#include <climits>
+#include <vector>
+
+#include "globe/core/tensor.h"
+
+namespace globe::dist::mpi {
+
+inline MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::float32: return MPI_FLOAT;
+    case DType::float64: return MPI_DOUBLE;
+    case DType::int64: return MPI_INT64_T;
+  }
+  return MPI_BYTE;
+}
+
+inline int as_count(int64_t n, const char* op) {
+  GLOBE_CHECK(n >= 0 && n <= INT_MAX, "[", op, "] ", n, " elements exceed MPI's int count");
+  return int(n);
+}
+
+inline void* ptr(const Tensor& t, const char* op) {
+  GLOBE_CHECK(!t.is_global() && t.is_contiguous(), "[", op, "] needs a contiguous local tensor, got ",
+              describe(t));
+  return t.raw_data();
+}
+
+// Counts and displacements in MPI's int form.
+struct Layout {
+  std::vector<int> counts, displs;
+};
+inline Layout layout(const std::vector<int64_t>& counts, const char* op) {
+  Layout l;
+  int64_t at = 0;
+  for (int64_t c : counts) {
+    l.counts.push_back(as_count(c, op));
+    l.displs.push_back(as_count(at, op));
+    at += c;
+  }
+  return l;
+}
+
+constexpr int kCheckBytes = 256;   // a consistency check's message: seq (8) + text
+constexpr int kRingTag = 0x51;
+constexpr int kDivergeTag = 0x5d;  // on the check context: "my op history", after fingerprints disagreed
+// Up to this many bytes a collective carries its fingerprint inside its data (copying the data
+// costs less than a second, concurrent collective); above, a side check reduces it beside.
+constexpr int64_t kCodedMaxBytes = 64 << 10;
+constexpr int64_t kRingMinBytes = 256 << 10;  // below this Open MPI's all-reduce is as fast
+// Point-to-point collectives on the ring context tag their messages by sequence number, in two
+// ranges: ring all-reduce steps and exchanges.
+constexpr int kRingTags = 8192;  // MPI_TAG_UB is at least 32767
+constexpr int kRingTagBase = 1024, kExchangeTagBase = kRingTagBase + kRingTags;
+
+}  // namespace globe::dist::mpi

@@ -1,0 +1,197 @@
+// The MPI communicator's collectives for large tensors: a ring all-reduce and reduce-scatter
+// (point-to-point steps with the neighbours, at point-to-point speed), and the all-reduce that
+// chooses its form by size (coded, Open MPI's, or the ring).
+#include <algorithm>
+#include <cstring>
+
+#include "globe/core/sbp.h"
+#include "globe/dist/fingerprint.h"
+#include "globe/dist/mpi_communicator.h"
+#include "globe/dist/mpi_internal.h"
+#include "globe/dist/runtime.h"
+#include "globe/kernels/elementwise.h"
+
+namespace globe::dist {
+
+using namespace mpi;
+
+
+// Ring reduce-scatter with the given (uneven, possibly empty) chunks: at step s a member sends
+// its partial sum of chunk (rank - s - 1) to the right and receives the left neighbour's partial
+// sum of chunk (rank - s - 2), adding its own part; after p - 1 steps the chunk received is its
+// own, complete. `in` is only read. On 16 MiB float32 over 2 ranks Open MPI 4.1's reduce-scatter
+// reaches ~2.5 GB/s here (its non-blocking one, libnbc's, is a reduce to one rank followed by a
+// scatter); this ring reaches 5-6 GB/s (bench/RESULTS.md, "Boxing").
+void MpiCommunicator::ring_reduce_scatter(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) {
+  const int p = size(), right = (rank_ + 1) % p, left = (rank_ + p - 1) % p;
+  const DType dt = in.dtype();
+  GLOBE_CHECK(out.dtype() == dt, "[reduce_scatter] dtypes differ: ", describe(in), " into ", describe(out));
+  const size_t item = itemsize(dt);
+  const char* src = static_cast<const char*>(ptr(in, "reduce_scatter"));
+  char* dst = static_cast<char*>(ptr(out, "reduce_scatter"));
+  std::vector<int64_t> start(p, 0);
+  int64_t largest = 0;
+  for (int c = 0; c < p; ++c) {
+    start[c] = c ? start[c - 1] + counts[c - 1] : 0;
+    largest = std::max(largest, counts[c]);
+  }
+  auto wrap = [p](int c) { return (c % p + p) % p; };
+  // Partial sums travel in `acc`; what arrives lands in `scratch` (both chunk-sized).
+  Tensor acc = Tensor::uninitialized({largest}, dt), scratch = Tensor::uninitialized({largest}, dt);
+  const char* sending = src + start[wrap(rank_ - 1)] * item;
+  for (int step = 0; step < p - 1; ++step) {
+    const int send_c = wrap(rank_ - step - 1), recv_c = wrap(rank_ - step - 2);
+    MPI_Request reqs[2];
+    check_mpi(MPI_Irecv(scratch.raw_data(), as_count(counts[recv_c], "reduce_scatter"), mpi_type(dt), left, kRingTag,
+                        ring_comm_, &reqs[0]),
+              "reduce_scatter");
+    check_mpi(MPI_Isend(sending, as_count(counts[send_c], "reduce_scatter"), mpi_type(dt), right, kRingTag, ring_comm_,
+                        &reqs[1]),
+              "reduce_scatter");
+    wait_both(reqs, "reduce_scatter");
+    // The last chunk received is this member's: its sum goes straight into `out`.
+    void* sum = step == p - 2 ? static_cast<void*>(dst) : acc.raw_data();
+    kernels::add_arrays(dt, sum, scratch.raw_data(), src + start[recv_c] * item, counts[recv_c]);
+    sending = static_cast<const char*>(acc.raw_data());
+  }
+}
+
+// An all-reduce in flight, in one of three forms by size: up to kCodedMaxBytes the data and its
+// fingerprint's sum code are reduced together in a copy (coded); up to kRingMinBytes Open MPI's
+// MPI_Iallreduce runs in place beside a side check; above, a ring (reduce-scatter, then
+// all-gather, around the members) beside a side check: on these machines Open MPI's own large
+// all-reduce reaches a fraction of point-to-point bandwidth (docs/design.md, Platform notes),
+// while the ring moves 2 (p-1)/p of the bytes at point-to-point speed. Ring chunks follow the
+// balanced split, so any element count works. Each ring step is one non-blocking exchange with
+// the neighbours, tagged by the collective's sequence number so that several all-reduces (a
+// bucket in flight, a blocking one beside it) never take each other's messages. test() finishes
+// whatever steps have arrived and posts the next; wait() runs them to the end under the deadline.
+class MpiCommunicator::AllReduce final : public Request::Impl {
+ public:
+  AllReduce(MpiCommunicator& c, const Tensor& t) : c_(c), t_(t), seq_(++c.seq_) {
+    data_ = static_cast<char*>(ptr(t, "all_reduce"));
+    const int64_t bytes = t.numel() * int64_t(itemsize(t.dtype()));
+    if (bytes >= kRingMinBytes && t.numel() >= c.size()) {
+      kind_ = Kind::ring;
+      side_ = c.start_side(fingerprints());
+      scratch_ = Tensor::uninitialized({split_range(t.numel(), c.size(), 0).length}, t.dtype());
+      steps_ = 2 * (c.size() - 1);
+      post_ring_step();
+    } else if (fingerprints() && bytes <= kCodedMaxBytes) {
+      kind_ = Kind::coded;
+      fp_ = collective_fingerprint(seq_);
+      const size_t n = size_t(t.numel()), len = size_t(sum_code_len(t.dtype(), c.size()));
+      coded_.resize((n + len) * itemsize(t.dtype()));
+      std::memcpy(coded_.data(), data_, size_t(bytes));
+      write_sum_code(fp_, t.dtype(), c.size(), coded_.data() + bytes);
+      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, coded_.data(), as_count(int64_t(n + len), "all_reduce"),
+                               mpi_type(t.dtype()), MPI_SUM, c.comm_, &reqs_[0]),
+                "all_reduce");
+    } else {
+      kind_ = Kind::plain;
+      side_ = c.start_side(fingerprints());
+      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data_, as_count(t.numel(), "all_reduce"), mpi_type(t.dtype()), MPI_SUM,
+                               c.comm_, &reqs_[0]),
+                "all_reduce");
+    }
+  }
+  ~AllReduce() override {
+    if (done_) return;
+    // Abandoned while unwinding an error: the ring's steps are cancelled; a collective cannot be,
+    // so MPI must not be finalised with one pending.
+    if (kind_ == Kind::ring) cancel_pending(reqs_, 2);
+    if ((kind_ != Kind::ring && !data_done_) || !side_.code.empty()) mark_broken("an all-reduce in flight was abandoned");
+  }
+  bool test() override { return advance(false); }
+  void wait() override { advance(true); }
+
+ private:
+  enum class Kind { coded, plain, ring };
+
+  Range chunk(int c) const { return split_range(t_.numel(), c_.size(), (c % c_.size() + c_.size()) % c_.size()); }
+
+  // Step s < p-1 (reduce-scatter): send chunk rank-s, receive chunk rank-s-1 into scratch and
+  // add it; after p-1 steps chunk rank+1 is summed here. Then (all-gather) step p-1+g sends chunk
+  // rank+1-g and receives chunk rank-g in place.
+  void post_ring_step() {
+    const int p = c_.size(), me = c_.rank_, right = (me + 1) % p, left = (me + p - 1) % p;
+    const int g = step_ - (p - 1);
+    const Range s = chunk(g < 0 ? me - step_ : me + 1 - g), r = chunk(g < 0 ? me - step_ - 1 : me - g);
+    const size_t item = itemsize(t_.dtype());
+    void* into = g < 0 ? scratch_.raw_data() : data_ + r.start * item;
+    const int tag = kRingTagBase + int(seq_ % kRingTags);
+    check_mpi(MPI_Irecv(into, as_count(r.length, "all_reduce"), mpi_type(t_.dtype()), left, tag, c_.ring_comm_,
+                        &reqs_[0]),
+              "all_reduce");
+    check_mpi(MPI_Isend(data_ + s.start * item, as_count(s.length, "all_reduce"), mpi_type(t_.dtype()), right, tag,
+                        c_.ring_comm_, &reqs_[1]),
+              "all_reduce");
+  }
+
+  void finish_ring_step() {
+    if (step_ >= c_.size() - 1) return;  // all-gather: received in place
+    const Range r = chunk(c_.rank_ - step_ - 1);
+    kernels::accumulate_array(t_.dtype(), data_ + r.start * itemsize(t_.dtype()), scratch_.raw_data(), r.length);
+  }
+
+  // Whether the exchange in flight (the MPI all-reduce, or the ring's step) has arrived.
+  bool arrived(bool block) {
+    if (block) {
+      if (kind_ == Kind::plain) c_.finish_side(side_, "all_reduce", true, seq_);  // first: see all_gather_v
+      c_.wait_both(reqs_, "all_reduce", seq_);
+      return true;
+    }
+    int done = 0;
+    MPI_Testall(2, reqs_, &done, MPI_STATUSES_IGNORE);
+    return done;
+  }
+
+  bool advance(bool block) {
+    while (!data_done_) {
+      if (!arrived(block)) return false;
+      if (kind_ == Kind::ring) {
+        finish_ring_step();
+        if (++step_ < steps_) {
+          post_ring_step();
+          continue;
+        }
+      }
+      data_done_ = true;
+    }
+    if (done_) return true;
+    if (!block && !side_.code.empty()) {
+      int done = 0;
+      MPI_Test(&side_.req, &done, MPI_STATUS_IGNORE);
+      if (!done) return false;
+    }
+    done_ = true;
+    if (kind_ == Kind::coded) {
+      const size_t bytes = size_t(t_.numel()) * itemsize(t_.dtype());
+      if (!sum_code_agrees(fp_, t_.dtype(), c_.size(), coded_.data() + bytes)) c_.diverged("all_reduce", false, seq_);
+      std::memcpy(data_, coded_.data(), bytes);
+    } else {
+      c_.finish_side(side_, "all_reduce", false, seq_);
+    }
+    return true;
+  }
+
+  MpiCommunicator& c_;
+  Tensor t_, scratch_;
+  const uint64_t seq_;
+  char* data_ = nullptr;
+  Kind kind_ = Kind::plain;
+  Side side_;
+  uint32_t fp_ = 0;
+  std::vector<char> coded_;  // coded: the data, then its fingerprint's sum code
+  MPI_Request reqs_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int step_ = 0, steps_ = 0;
+  bool data_done_ = false, done_ = false;
+};
+
+void MpiCommunicator::all_reduce_sum(const Tensor& t) { AllReduce(*this, t).wait(); }
+
+Request MpiCommunicator::start_all_reduce_sum(const Tensor& t) {
+  return Request(std::make_shared<AllReduce>(*this, t));
+}
+
+}  // namespace globe::dist
