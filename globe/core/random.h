@@ -1,6 +1,7 @@
 // Counter-based random numbers (Philox4x32-10). A value depends only on (seed, call number,
 // logical position), never on which rank computes it or how the tensor is sharded — docs/design.md §3's
-// "same seed, any layout, same numbers".
+// "same seed, any layout, same numbers". The arithmetic is core/philox.h's, which the CUDA fills
+// (kernels/cuda/random.cu) share, so a GPU draws the same bits.
 #pragma once
 
 #include <array>

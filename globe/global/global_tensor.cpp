@@ -7,8 +7,6 @@
 #include "globe/global/boxing.h"
 #include "globe/global/hooks.h"
 #include "globe/kernels/device_kernels.h"
-#include "globe/kernels/elementwise.h"
-#include "globe/kernels/random_fill.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 
@@ -56,22 +54,27 @@ const NdSbp& Tensor::sbp() const { return meta_of(*this, "sbp").sbp; }
 
 namespace {
 
-// A global tensor whose shard is filled by fill(shard, block); P axes other than coordinate 0 hold
-// zeros (the value is the first rank's, as for B -> P). The shard is filled on the host, then moved
-// to the placement's device: the same values on every device.
+// A global tensor whose shard is filled by fill(shard, block) where it lives, on the placement's
+// device (through that device's kernel table); P axes other than coordinate 0 hold zeros (the value
+// is the first rank's, as for B -> P). Ranks outside the placement hold an empty CPU shard.
 template <class Fill>
 Tensor create(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtype, Fill&& fill) {
   NdSbp norm = normalize_sbp(sbp, int64_t(shape.size()), p.mesh_ndim(), "create");
   const int me = dist::world_rank();
-  Tensor local = Tensor::empty(local_shape(shape, p, norm, me), dtype);
-  if (p.contains(me)) {
-    const auto coord = p.coord_of(p.index_of(me));
-    bool zero = false;
-    for (size_t a = 0; a < norm.size(); ++a) zero |= norm[a].is_partial() && coord[a] != 0;
-    if (!zero) fill(local, local_block(shape, p, norm, me));
-    local = kernels::copy_to_device(local, p.local_device());
-  }
+  if (!p.contains(me)) return make_global(Tensor::empty(local_shape(shape, p, norm, me), dtype), shape, p, norm);
+  Tensor local = Tensor::empty(local_shape(shape, p, norm, me), dtype, p.local_device());
+  const auto coord = p.coord_of(p.index_of(me));
+  bool zero = false;
+  for (size_t a = 0; a < norm.size(); ++a) zero |= norm[a].is_partial() && coord[a] != 0;
+  if (!zero) fill(local, local_block(shape, p, norm, me));
   return make_global(local, shape, p, norm);
+}
+
+// The shard's block of the global random tensor of `shape`, drawn on the shard's device from the
+// stream s: the same values at the same logical positions on every device and layout.
+void fill_random(kernels::RandomKind kind, const Tensor& shard, const RandomStream& s, const Shape& shape,
+                 const Block& b, const kernels::RandomParams& params) {
+  kernels::kernels_for(shard).random_fill(kind, shard, s, shape, b.start, params);
 }
 
 }  // namespace
@@ -79,7 +82,7 @@ Tensor create(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dt
 Tensor randn(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtype) {
   const RandomStream s = next_random_stream();  // every rank draws the stream, members or not
   return create(shape, p, sbp, dtype, [&](const Tensor& t, const Block& b) {
-    kernels::fill_normal(t, s, shape, b.start);
+    fill_random(kernels::RandomKind::normal, t, s, shape, b, {});
   });
 }
 
@@ -90,7 +93,7 @@ Tensor rand(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtyp
 Tensor uniform(const Shape& shape, double low, double high, const Placement& p, const NdSbp& sbp, DType dtype) {
   const RandomStream s = next_random_stream();
   return create(shape, p, sbp, dtype, [&](const Tensor& t, const Block& b) {
-    kernels::fill_uniform(t, s, shape, b.start, low, high);
+    fill_random(kernels::RandomKind::uniform, t, s, shape, b, {.low = low, .high = high});
   });
 }
 
@@ -98,14 +101,12 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, const Placement& p
   check_randint_range(low, high);
   const RandomStream s = next_random_stream();
   return create(shape, p, sbp, kInt64, [&](const Tensor& t, const Block& b) {
-    kernels::fill_randint(t, s, shape, b.start, low, high);
+    fill_random(kernels::RandomKind::randint, t, s, shape, b, {.int_low = low, .int_high = high});
   });
 }
 
 Tensor full(const Shape& shape, double value, const Placement& p, const NdSbp& sbp, DType dtype) {
-  return create(shape, p, sbp, dtype, [&](const Tensor& t, const Block&) {
-    kernels::copy_into(t, globe::full(t.shape(), value, dtype));
-  });
+  return create(shape, p, sbp, dtype, [&](const Tensor& t, const Block&) { kernels::kernels_for(t).fill(t, value); });
 }
 
 Tensor zeros(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtype) {
@@ -121,13 +122,14 @@ Tensor from_full(const Tensor& value, const Placement& p, const NdSbp& sbp) {
   return create(value.shape(), p, sbp, value.dtype(), [&](const Tensor& t, const Block& b) {
     Tensor view = value;
     for (size_t d = 0; d < b.start.size(); ++d) view = narrow(view, int64_t(d), b.start[d], b.shape[d]);
-    kernels::copy_into(t, kernels::copy_to_device(view, t.device()));
+    kernels::device_copy(t, kernels::copy_to_device(view, t.device()));
   });
 }
 
 Tensor arange(int64_t n, const Placement& p, const NdSbp& sbp, DType dtype) {
   return create({n}, p, sbp, dtype, [&](const Tensor& t, const Block& b) {
-    kernels::copy_into(t, globe::arange(double(b.start[0]), double(b.start[0] + b.shape[0]), 1.0, dtype));
+    const Tensor values = globe::arange(double(b.start[0]), double(b.start[0] + b.shape[0]), 1.0, dtype);
+    kernels::device_copy(t, kernels::copy_to_device(values, t.device()));
   });
 }
 

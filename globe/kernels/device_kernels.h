@@ -7,6 +7,7 @@
 // Every entry takes local tensors on the table's device and returns (or writes) tensors there.
 #pragma once
 
+#include "globe/core/random.h"
 #include "globe/core/tensor.h"
 #include "globe/kernels/kinds.h"
 
@@ -66,6 +67,13 @@ struct DeviceKernels {
                       const AdamStep& step);
   // The sum of the squares of a's elements (floating), accumulated in double, back on the host.
   double (*sum_of_squares)(const Tensor& a);
+
+  // A random fill (kinds.h's RandomKind, kernels/random_fill.h): `out` (contiguous, floating;
+  // int64 for randint) holds the block of a `logical`-shaped tensor starting at `start`, each
+  // element drawn from stream s at its logical position, so every device and every layout draws
+  // the same raw bits (core/philox.h).
+  void (*random_fill)(RandomKind kind, const Tensor& out, const RandomStream& s, const Shape& logical,
+                      const Shape& start, const RandomParams& params);
 };
 
 // The table of `device`'s type (the CUDA one checks that the device is usable first).

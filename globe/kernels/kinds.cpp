@@ -43,4 +43,14 @@ const char* scalar_name(ScalarKind k) {
   GLOBE_FAIL("[scalar] unknown kind ", int(k));
 }
 
+const char* random_name(RandomKind k) {
+  switch (k) {
+    case RandomKind::normal: return "randn";
+    case RandomKind::uniform: return "rand";
+    case RandomKind::randint: return "randint";
+    case RandomKind::dropout_mask: return "dropout";
+  }
+  GLOBE_FAIL("[random] unknown kind ", int(k));
+}
+
 }  // namespace globe::kernels

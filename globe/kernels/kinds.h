@@ -2,6 +2,8 @@
 // same on every device, as OneFlow's primitives are keyed by an op enum.
 #pragma once
 
+#include <cstdint>
+
 namespace globe::kernels {
 
 enum class UnaryKind { neg, exp, log, sqrt, relu, gelu, tanh, sigmoid, gelu_tanh };
@@ -11,6 +13,18 @@ enum class BinaryKind { add, sub, mul, div, relu_grad, gelu_grad, tanh_grad, sig
 
 // x + s, x * s, x ^ s with a scalar s.
 enum class ScalarKind { add, mul, pow };
+
+// The random fills (kernels/random_fill.h describes each): randn's standard normals, rand's /
+// uniform's [low, high), randint's int64 [int_low, int_high), dropout's keep-mask of drop
+// probability p. Each draws from the logical position only (core/philox.h).
+enum class RandomKind { normal, uniform, randint, dropout_mask };
+
+// A random fill's parameters; each kind reads its own.
+struct RandomParams {
+  double low = 0, high = 1;           // uniform
+  int64_t int_low = 0, int_high = 1;  // randint
+  double p = 0;                       // dropout_mask
+};
 
 // One SGD step's constants (torch's SGD): p -= lr * d with d = g + wd * p, through the momentum
 // buffer when momentum > 0 (buf = d on the first step, else momentum * buf + (1 - dampening) * d;
@@ -31,5 +45,7 @@ struct AdamStep {
 const char* unary_name(UnaryKind k);
 const char* binary_name(BinaryKind k);
 const char* scalar_name(ScalarKind k);
+// The op a random kind serves, for errors: randn, rand, randint, dropout.
+const char* random_name(RandomKind k);
 
 }  // namespace globe::kernels

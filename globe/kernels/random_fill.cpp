@@ -60,4 +60,15 @@ void fill_dropout_mask(const Tensor& out, const RandomStream& s, const Shape& lo
   });
 }
 
+void random_fill(RandomKind kind, const Tensor& out, const RandomStream& s, const Shape& logical, const Shape& start,
+                 const RandomParams& params) {
+  switch (kind) {
+    case RandomKind::normal: return fill_normal(out, s, logical, start);
+    case RandomKind::uniform: return fill_uniform(out, s, logical, start, params.low, params.high);
+    case RandomKind::randint: return fill_randint(out, s, logical, start, params.int_low, params.int_high);
+    case RandomKind::dropout_mask: return fill_dropout_mask(out, s, logical, start, params.p);
+  }
+  GLOBE_FAIL("[random] unknown kind ", int(kind));
+}
+
 }  // namespace globe::kernels

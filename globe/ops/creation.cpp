@@ -5,7 +5,6 @@
 #include "globe/core/random.h"
 #include "globe/ops/hooks.h"
 #include "globe/kernels/device_kernels.h"
-#include "globe/kernels/random_fill.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 
@@ -55,22 +54,29 @@ Tensor from_vector(const std::vector<float>& v, const Shape& s) { return from_va
 Tensor from_vector(const std::vector<double>& v, const Shape& s) { return from_values(v, s); }
 Tensor from_vector(const std::vector<int64_t>& v, const Shape& s) { return from_values(v, s); }
 
+namespace {
+// A local random tensor of `shape`, drawn on `device` by its kernel table from this rank's next
+// local stream.
+Tensor random_local(kernels::RandomKind kind, const Shape& shape, DType dtype, const Device& device,
+                    const kernels::RandomParams& params) {
+  Tensor t = Tensor::uninitialized(shape, dtype, device);
+  kernels::kernels_on(device).random_fill(kind, t, next_local_random_stream(), shape, Shape(shape.size(), 0), params);
+  return t;
+}
+}  // namespace
+
 Tensor randn(const Shape& shape, DType dtype, const Device& device) {
   check_device_usable(device, "[randn]");
-  Tensor t = Tensor::uninitialized(shape, dtype);
-  kernels::fill_normal(t, next_local_random_stream(), shape, Shape(shape.size(), 0));
-  return kernels::copy_to_device(t, device);
+  return random_local(kernels::RandomKind::normal, shape, dtype, device, {});
 }
 
 Tensor rand(const Shape& shape, DType dtype, const Device& device) {
   check_device_usable(device, "[rand]");
-  return kernels::copy_to_device(uniform(shape, 0.0, 1.0, dtype), device);
+  return random_local(kernels::RandomKind::uniform, shape, dtype, device, {.low = 0.0, .high = 1.0});
 }
 
 Tensor uniform(const Shape& shape, double low, double high, DType dtype) {
-  Tensor t = Tensor::uninitialized(shape, dtype);
-  kernels::fill_uniform(t, next_local_random_stream(), shape, Shape(shape.size(), 0), low, high);
-  return t;
+  return random_local(kernels::RandomKind::uniform, shape, dtype, kCPU, {.low = low, .high = high});
 }
 
 void check_randint_range(int64_t low, int64_t high) {
@@ -79,9 +85,7 @@ void check_randint_range(int64_t low, int64_t high) {
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape) {
   check_randint_range(low, high);
-  Tensor t = Tensor::uninitialized(shape, kInt64);
-  kernels::fill_randint(t, next_local_random_stream(), shape, Shape(shape.size(), 0), low, high);
-  return t;
+  return random_local(kernels::RandomKind::randint, shape, kInt64, kCPU, {.int_low = low, .int_high = high});
 }
 
 Tensor zeros_like(const Tensor& t) {

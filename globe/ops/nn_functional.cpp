@@ -6,7 +6,6 @@
 #include "globe/core/random.h"
 
 #include "globe/kernels/device_kernels.h"
-#include "globe/kernels/random_fill.h"
 #include "globe/ops/hooks.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
@@ -398,16 +397,17 @@ Tensor dropout(const Tensor& a, double p, bool training) {
   if (!training || p == 0.0) return a;
   // The mask depends only on the logical position, so every layout drops the same elements.
   const RandomStream stream = a.is_global() ? next_random_stream() : next_local_random_stream();
+  // Drawn on the mask's device, with the CPU's generator: the same mask on every device.
   auto fill = [&](const Tensor& shard, const Shape& start) {
-    kernels::fill_dropout_mask(shard, stream, a.shape(), start, p);
+    kernels::kernels_for(shard).random_fill(kernels::RandomKind::dropout_mask, shard, stream, a.shape(), start,
+                                            {.p = p});
   };
   Tensor mask;
   if (a.is_global()) {
     mask = detail::ops_hooks.fill_like_global(a, fill);
   } else {
-    mask = Tensor::uninitialized(a.shape(), a.dtype());
+    mask = Tensor::uninitialized(a.shape(), a.dtype(), a.device());
     fill(mask, Shape(a.dim(), 0));
-    mask = kernels::copy_to_device(mask, a.device());  // drawn on the host: the same mask on every device
   }
   return mul(a, mask);
 }

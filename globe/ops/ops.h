@@ -26,7 +26,8 @@ Tensor from_vector(const std::vector<float>& values, const Shape& shape);
 Tensor from_vector(const std::vector<double>& values, const Shape& shape);
 Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape);
 // Seeded, counter-based (see globe/core/random.h): standard normal / uniform [low, high). On a
-// GPU: the CPU's values, copied (the same numbers on every device).
+// GPU: drawn there with the CPU's generator (core/philox.h), the same numbers as on the CPU
+// (normals may differ, rarely, by one float ulp: docs/design.md §16).
 Tensor randn(const Shape& shape, DType dtype = kFloat32, const Device& device = kCPU);
 Tensor rand(const Shape& shape, DType dtype = kFloat32, const Device& device = kCPU);
 Tensor uniform(const Shape& shape, double low, double high, DType dtype = kFloat32);

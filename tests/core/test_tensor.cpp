@@ -6,6 +6,8 @@
 #include <type_traits>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <sstream>
 #include <type_traits>
@@ -329,6 +331,37 @@ TEST(TensorRandom, ValuesDependOnLogicalPositionOnly) {
   EXPECT_NE(normal_at(s, 17), normal_at(s, 18));
   EXPECT_NE(uniform_at(s, 17), uniform_at(RandomStream{99, 4}, 17));
   EXPECT_NE(uniform_at(s, 17), uniform_at(RandomStream{100, 3}, 17));
+}
+
+// Pins the generator's raw outputs (core/philox.h, which the CUDA fills share): the first three are
+// Random123's known-answer vectors for Philox4x32-10, the rest this library's element transforms.
+// A change to the shared header that moves any bit fails here, on any machine.
+TEST(TensorRandom, PhiloxOutputsArePinned) {
+  using Words = std::array<uint32_t, 4>;
+  EXPECT_EQ(philox4x32({0, 0, 0, 0}, {0, 0}), (Words{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}));
+  EXPECT_EQ(philox4x32({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, {0xffffffffu, 0xffffffffu}),
+            (Words{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
+  EXPECT_EQ(philox4x32({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, {0xa4093822u, 0x299f31d0u}),
+            (Words{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}));
+
+  struct Pin {
+    RandomStream s;
+    uint64_t index;
+    uint32_t uniform_bits, normal_bits;  // the floats' bit patterns
+    uint64_t bits;
+  };
+  const Pin pins[] = {
+      {{0x5eed, 3}, 0, 0x3e4c3a9cu, 0xbfdfbeeau, 0x769769ae330ea7c1ull},
+      {{0x5eed, 3}, 17, 0x3f1f837fu, 0x3eb6a7a6u, 0xcf4cf8839f837f06ull},
+      {{0x5eed, 3}, (uint64_t(1) << 32) + 5, 0x3f2c73a9u, 0x3eb8c304u, 0xd1085648ac73a964ull},
+      {{123456789012345ull, uint64_t(1) << 33}, 1, 0x3e47db08u, 0xbfa543c1u, 0x6069cacd31f6c217ull},
+      {{123456789012345ull, uint64_t(1) << 33}, 17, 0x3f486075u, 0x3e538021u, 0xcc3442aec860752bull},
+  };
+  for (const Pin& p : pins) {
+    EXPECT_EQ(std::bit_cast<uint32_t>(uniform_at(p.s, p.index)), p.uniform_bits) << "uniform at " << p.index;
+    EXPECT_EQ(std::bit_cast<uint32_t>(normal_at(p.s, p.index)), p.normal_bits) << "normal at " << p.index;
+    EXPECT_EQ(bits_at(p.s, p.index), p.bits) << "bits at " << p.index;
+  }
 }
 
 TEST(TensorRandom, RandnMeanAndStd) {

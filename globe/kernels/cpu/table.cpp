@@ -4,6 +4,7 @@
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/matmul.h"
 #include "globe/kernels/nn.h"
+#include "globe/kernels/random_fill.h"
 #include "globe/kernels/reduce.h"
 
 namespace globe::kernels::cpu {
@@ -42,6 +43,7 @@ const DeviceKernels& table() {
       .sgd_update = sgd_update,
       .adam_update = adam_update,
       .sum_of_squares = kernels::sum_of_squares,
+      .random_fill = kernels::random_fill,
   };
   return t;
 }

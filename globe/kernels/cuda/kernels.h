@@ -41,6 +41,9 @@ void sgd_update(const Tensor& p, const Tensor& g, const Tensor& momentum_buffer,
 void adam_update(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const AdamStep& step);
 double sum_of_squares(const Tensor& a);
+// random.cu (kernels/random_fill.h)
+void random_fill(RandomKind kind, const Tensor& out, const RandomStream& s, const Shape& logical, const Shape& start,
+                 const RandomParams& params);
 // attention.cu (kernels/attention.h)
 Tensor causal_attention(const Tensor& qkv, double scale, Tensor* probs);
 Tensor causal_attention_backward(const Tensor& qkv, const Tensor& gy, double scale, const Tensor& probs);

@@ -36,6 +36,7 @@ const DeviceKernels& table() {
       .sgd_update = sgd_update,
       .adam_update = adam_update,
       .sum_of_squares = sum_of_squares,
+      .random_fill = random_fill,
   };
   return t;
 }
