@@ -1,6 +1,7 @@
 # The CUDA backend is optional (docs/design.md §16). GLOBE_CUDA=AUTO (the default) builds it where a
 # CUDA toolkit >= 12 is found — nvcc in PATH, under $CUDA_HOME or /usr/local/cuda — ON requires it,
-# OFF never builds it. Sets GLOBE_WITH_CUDA and, when ON, the targets GLOBE_CUDA_LIBS to link.
+# OFF never builds it. Sets GLOBE_WITH_CUDA and, when ON, the targets GLOBE_CUDA_LIBS to link and
+# GLOBE_WITH_NCCL (NCCL found beside the toolkit). cuBLAS / cuBLASLt are opened at run time.
 # Device code targets sm_90 (Hopper) as machine code plus PTX, which newer GPUs compile on load.
 set(GLOBE_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO (where a toolkit is found), ON or OFF")
 set_property(CACHE GLOBE_CUDA PROPERTY STRINGS AUTO ON OFF)
@@ -29,7 +30,16 @@ if(NOT GLOBE_CUDA STREQUAL "OFF")
                  ${CUDAToolkit_TARGET_DIR}/lib)
     find_path(GLOBE_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
     set(GLOBE_WITH_CUDA ON CACHE INTERNAL "")
-    set(GLOBE_CUDA_LIBS CUDA::cudart CUDA::cublas CUDA::cublasLt)
+    # cuBLAS and cuBLASLt are opened at their first use (kernels/cuda/cublas_api.h says why), so
+    # only their headers are needed here.
+    set(GLOBE_CUDA_LIBS CUDA::cudart ${CMAKE_DL_LIBS})
+    # NCCL carries GPU tensors' collectives where found; without it they are host-staged over MPI.
+    if(GLOBE_NCCL_LIBRARY AND GLOBE_NCCL_INCLUDE_DIR)
+      set(GLOBE_WITH_NCCL ON CACHE INTERNAL "")
+      list(APPEND GLOBE_CUDA_LIBS ${GLOBE_NCCL_LIBRARY})  # by path: an installed Globe's users link it alike
+    else()
+      set(GLOBE_WITH_NCCL OFF CACHE INTERNAL "")
+    endif()
     message(STATUS "Globe: building the CUDA backend (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm_${CMAKE_CUDA_ARCHITECTURES}; "
                    "NCCL: ${GLOBE_NCCL_LIBRARY})")
   elseif(GLOBE_CUDA STREQUAL "ON")

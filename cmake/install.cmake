@@ -21,10 +21,13 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/GlobeConfig.cmake ${CMAKE_CURRENT_BINA
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Globe)
 
 # The prefix is only known at install time: the .pc file is written then. A CUDA build's users
-# link the CUDA runtime and cuBLAS too.
+# link the CUDA runtime and NCCL too (cuBLAS is opened at run time).
 set(GLOBE_PC_CUDA_LIBS "")
 if(GLOBE_WITH_CUDA)
-  set(GLOBE_PC_CUDA_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcublasLt -lcublas -lcudart")
+  set(GLOBE_PC_CUDA_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcudart")
+  if(GLOBE_WITH_NCCL)
+    string(APPEND GLOBE_PC_CUDA_LIBS " ${GLOBE_NCCL_LIBRARY}")
+  endif()
 endif()
 install(CODE "
   set(PROJECT_VERSION \"${PROJECT_VERSION}\")

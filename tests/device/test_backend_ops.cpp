@@ -3,15 +3,20 @@
 // float64 (int64 where the op takes it). Exact where both devices round once per element (neg,
 // relu, the four arithmetic ops, sqrt, copies, fills); within a few ulp where the GPU's math
 // library differs from glibc (exp, log, tanh, erf, pow); matmul within a summation-order bound.
-// Skipped where no GPU is visible.
+// The random fills draw the same raw bits on both devices: uniform, randint and dropout masks
+// exact, normals within one float ulp. Skipped where no GPU is visible.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
+#include <utility>
 
 #include "device/gpu.h"
 #include "globe/globe.h"
+#include "globe/kernels/device_kernels.h"
 #include "test_util.h"
 
 namespace globe {
@@ -34,6 +39,30 @@ void expect_close(const Tensor& cpu, const Tensor& gpu, double tol, const std::s
       ASSERT_LE(std::abs(g[i] - c[i]), tol * std::max(1.0, std::abs(c[i]))) << what << " element " << i;
     }
   }
+}
+
+// Every element a float value on both devices, the GPU's equal to the CPU's or one float ulp away,
+// and such neighbours rare (at most one element in a thousand, or one): the normals' contract, whose log and
+// cos in double may differ between CUDA's math library and glibc's by an ulp of double, which moves
+// the rounded float only where the double lies next to a rounding boundary.
+void expect_within_float_ulp(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
+  ASSERT_EQ(gpu.device(), kGpu) << what;
+  ASSERT_EQ(cpu.shape(), gpu.shape()) << what;
+  ASSERT_EQ(cpu.dtype(), gpu.dtype()) << what;
+  const auto c = testing::values(cpu), g = testing::values(gpu);
+  size_t neighbours = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const float cf = float(c[i]), gf = float(g[i]);
+    ASSERT_EQ(double(cf), c[i]) << what << " element " << i << " is not a float value on the CPU";
+    ASSERT_EQ(double(gf), g[i]) << what << " element " << i << " is not a float value on the GPU";
+    if (gf == cf) continue;
+    ++neighbours;
+    const float inf = std::numeric_limits<float>::infinity();
+    ASSERT_TRUE(gf == std::nextafter(cf, inf) || gf == std::nextafter(cf, -inf))
+        << what << " element " << i << ": cpu " << cf << ", gpu " << gf;
+  }
+  EXPECT_LE(neighbours, std::max<size_t>(1, c.size() / 1000))
+      << what << ": " << neighbours << " of " << c.size() << " one ulp apart";
 }
 
 // Runs `f` on CPU inputs and on the same inputs moved to the GPU, with gradients for every floating
@@ -179,11 +208,29 @@ TEST(BackendOps, MatmulShapes) {
         {"transposed b", r({13, 7}), transpose(r({5, 7}), 0, 1)},
         {"vector", r({4, 8}), r({8})},
         {"empty inner", r({3, 0}), r({0, 4})},
+        {"batched, transposed b", r({2, 3, 4}), transpose(r({2, 5, 4}), -1, -2)},
+        {"a broadcast whole", r({3, 4}), r({2, 4, 5})},
     };
     for (const M& m : cases)
       expect_close(matmul(m.a, m.b), matmul(to(m.a, kGpu), to(m.b, kGpu)), tol, std::string("matmul ") + m.name);
     const Tensor x = r({6, 10}), w = r({4, 10}), bias = r({4});
     expect_close(linear(x, w, bias), linear(to(x, kGpu), to(w, kGpu), to(bias, kGpu)), tol, "linear with bias");
+    // The bias as cuBLASLt's epilogue (a vector over the last dim: one GEMM over a batch's rows,
+    // batched GEMMs) and written into the output first (any other shape).
+    const Tensor x3 = r({2, 3, 10});
+    expect_close(linear(x3, w, bias), linear(to(x3, kGpu), to(w, kGpu), to(bias, kGpu)), tol, "linear 3-D with bias");
+    struct B {
+      const char* name;
+      Tensor a, b, bias;
+    };
+    const B biased[] = {
+        {"batched, vector bias", r({2, 5, 4}), r({2, 3, 4}), r({1, 3})},
+        {"batched, bias per entry", r({2, 5, 4}), r({2, 3, 4}), r({2, 1, 3})},
+        {"bias per row", r({2, 5, 4}), r({3, 4}), r({5, 1})},
+    };
+    for (const B& c : biased)
+      expect_close(matmul_nt(c.a, c.b, c.bias), matmul_nt(to(c.a, kGpu), to(c.b, kGpu), to(c.bias, kGpu)), tol,
+                   std::string("matmul_nt ") + c.name);
     // The gradients of a product, which are products too.
     Tensor a = r({5, 3}).set_requires_grad(), b = r({3, 4}).set_requires_grad();
     Tensor ag = to(a.detach(), kGpu).set_requires_grad(), bg = to(b.detach(), kGpu).set_requires_grad();
@@ -260,6 +307,77 @@ TEST(BackendOps, DropoutDrawsTheSameMask) {
   manual_seed(7);
   const Tensor g = dropout(to(x, kGpu), 0.3);
   expect_close(c, g, 0.0, "dropout");
+}
+
+// The random_fill entry on a block of a larger logical tensor (a shard's, its start not 0), the
+// same stream on both devices: each element is drawn at its logical position, so the GPU draws the
+// CPU's raw bits. uniform, randint and dropout masks equal bit for bit; normals within one float ulp
+// (expect_within_float_ulp says why).
+TEST(BackendOps, RandomFillsOnABlock) {
+  GLOBE_REQUIRE_GPU();
+  using kernels::RandomKind;
+  struct Block {
+    const char* name;
+    Shape logical, start, shape;
+  };
+  const Block blocks[] = {
+      {"3-D block", {7, 9, 5}, {2, 3, 1}, {4, 5, 3}},
+      {"row shard", {64, 33}, {40, 0}, {24, 33}},
+      // Logical indices across 2^32: the counter's high word.
+      {"across 2^32", {int64_t(1) << 33}, {(int64_t(1) << 32) - 3000}, {6000}},
+      {"whole", {16, 17}, {0, 0}, {16, 17}},
+  };
+  const RandomStream s{2024, 17};
+  for (const Block& b : blocks) {
+    auto draw = [&](const Device& d, RandomKind kind, DType dt, const kernels::RandomParams& params) {
+      Tensor t = Tensor::uninitialized(b.shape, dt, d);
+      kernels::kernels_on(d).random_fill(kind, t, s, b.logical, b.start, params);
+      return t;
+    };
+    auto both = [&](RandomKind kind, DType dt, const kernels::RandomParams& params) {
+      return std::pair{draw(kCPU, kind, dt, params), draw(kGpu, kind, dt, params)};
+    };
+    for (DType dt : {kFloat32, kFloat64}) {
+      const std::string what = std::string(b.name) + " " + dtype_name(dt);
+      const auto [nc, ng] = both(RandomKind::normal, dt, {});
+      expect_within_float_ulp(nc, ng, "normal " + what);
+      for (const auto& [low, high] : {std::pair{0.0, 1.0}, std::pair{-2.5, 3.25}, std::pair{-1e-3, 1e5}}) {
+        const auto [uc, ug] = both(RandomKind::uniform, dt, {.low = low, .high = high});
+        expect_close(uc, ug, 0.0, "uniform " + what);
+      }
+      for (double p : {0.1, 0.5, 0.9}) {
+        const auto [mc, mg] = both(RandomKind::dropout_mask, dt, {.p = p});
+        expect_close(mc, mg, 0.0, "dropout mask " + what);
+      }
+    }
+    // int64 compared as int64 (doubles would round the wide range's values).
+    for (const auto& [low, high] : {std::pair<int64_t, int64_t>{0, 2}, std::pair<int64_t, int64_t>{-7, 1000003},
+                                    std::pair<int64_t, int64_t>{-(int64_t(1) << 61) + 12345, (int64_t(1) << 61) - 7}}) {
+      const auto [ic, ig] = both(RandomKind::randint, kInt64, {.int_low = low, .int_high = high});
+      ASSERT_EQ(ig.device(), kGpu);
+      EXPECT_EQ(ig.to_vector<int64_t>(), ic.to_vector<int64_t>())
+          << "randint " << b.name << " [" << low << ", " << high << ")";
+    }
+  }
+}
+
+// randn / rand / dropout on a GPU draw there, from the same stream as on the CPU.
+TEST(BackendOps, RandomCreationOnTheGpu) {
+  GLOBE_REQUIRE_GPU();
+  for (DType dt : {kFloat32, kFloat64}) {
+    manual_seed(31);
+    const Tensor nc = randn({37, 29}, dt), uc = rand({37, 29}, dt);
+    manual_seed(31);
+    const Tensor ng = randn({37, 29}, dt, kGpu), ug = rand({37, 29}, dt, kGpu);
+    expect_within_float_ulp(nc, ng, std::string("randn ") + dtype_name(dt));
+    expect_close(uc, ug, 0.0, std::string("rand ") + dtype_name(dt));
+    const Tensor x = to_dtype(add(rand({21, 13}), 0.5), dt);
+    manual_seed(8);
+    const Tensor dc = dropout(x, 0.25);
+    manual_seed(8);
+    const Tensor dg = dropout(to(x, kGpu), 0.25);
+    expect_close(dc, dg, 0.0, std::string("dropout ") + dtype_name(dt));
+  }
 }
 
 // One optimizer step on each device from the same parameters and gradients.

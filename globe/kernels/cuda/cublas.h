@@ -1,13 +1,16 @@
 // cuBLAS for the CUDA table: one handle per device bound to the device's compute stream, and the
-// strided-batched row-major GEMM that matmul and attention are written with. Full float32 /
-// float64 precision (cuBLAS's default math mode: no TF32 unless the environment asks for it).
+// strided-batched row-major GEMM that attention is written with (full float32 / float64 precision:
+// cuBLAS's default math mode, no TF32 unless the environment asks for it); and the cuBLASLt handle
+// and workspace that matmul runs on (matmul.cpp).
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <type_traits>
 
 #include "globe/core/tensor.h"
+#include "globe/kernels/cuda/cublas_api.h"
 
 namespace globe::kernels::cuda {
 
@@ -17,17 +20,27 @@ void check_cublas(cublasStatus_t status, const char* op, const char* call);
 // The device's handle (created on first use, on the compute stream).
 cublasHandle_t cublas_handle(const Device& device);
 
+// The device's cuBLASLt handle and GEMM workspace, made on first use and kept for the process.
+// cuBLASLt takes the stream per call; the workspace is only used on the compute stream, so GEMMs
+// queued one after another share it without synchronising.
+struct CublasLt {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+CublasLt cublaslt(const Device& device);
+
 inline cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                    const float* alpha, const float* a, int lda, long long sa, const float* b, int ldb,
                                    long long sb, const float* beta, float* c, int ldc, long long sc, int count) {
-  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count);
+  return cublas_api().sgemm_strided_batched(h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count);
 }
 
 inline cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                    const double* alpha, const double* a, int lda, long long sa, const double* b,
                                    int ldb, long long sb, const double* beta, double* c, int ldc, long long sc,
                                    int count) {
-  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count);
+  return cublas_api().dgemm_strided_batched(h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count);
 }
 
 // For each of `count` entries, the dense row-major C [n, m] = op(A) op(B) + beta C (op(A) [n, k],
