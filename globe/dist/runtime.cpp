@@ -1,5 +1,4 @@
 #include "globe/dist/runtime.h"
-#include "globe/dist/staged_communicator.h"
 
 #include <mpi.h>
 
@@ -16,8 +15,10 @@
 #include <memory>
 #include <string>
 
+#include "globe/dist/group_communicator.h"
 #include "globe/dist/local_communicator.h"
 #include "globe/dist/mpi_communicator.h"
+#include "globe/dist/staged_communicator.h"
 
 namespace globe::dist {
 
@@ -193,7 +194,7 @@ class Runtime {
     std::unique_ptr<Communicator> comm;
     if (ranks.size() > 1) handshake(ranks, me);
     if (ranks.size() == 1) {
-      comm = std::make_unique<HostStagedCommunicator>(std::make_unique<LocalCommunicator>(rank_));
+      comm = std::make_unique<HostStagedCommunicator>(std::make_unique<LocalCommunicator>(rank_), "");
     } else {
       MPI_Group world_group, sub_group;
       MPI_Comm_group(MPI_COMM_WORLD, &world_group);
@@ -203,7 +204,7 @@ class Runtime {
       MPI_Group_free(&sub_group);
       MPI_Group_free(&world_group);
       MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
-      comm = std::make_unique<HostStagedCommunicator>(std::make_unique<MpiCommunicator>(sub, ranks));
+      comm = make_group_communicator(std::make_unique<MpiCommunicator>(sub, ranks));
     }
     return *groups_.emplace(ranks, std::move(comm)).first->second;
   }

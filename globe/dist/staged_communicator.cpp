@@ -12,26 +12,10 @@ namespace {
 
 bool on_host(const Tensor& t) { return t.device().is_cpu(); }
 
-void say_once(const Device& d) {
-  static bool said = false;
-  if (said) return;
-  said = true;
-  std::fprintf(stderr, "[globe] rank %d: tensors on %s cross ranks host-staged over MPI (copied to the host and "
-               "back; the NCCL communicator is not built yet)\n", world_rank(), d.str().c_str());
-}
-
-// A host tensor with t's values (t itself on the host).
-Tensor to_host(const Tensor& t) {
-  if (on_host(t)) return t;
-  say_once(t.device());
-  return kernels::copy_to_device(t, kCPU);
-}
-
-// A host tensor to receive into for t (t itself on the host).
-Tensor host_buffer(const Tensor& t) {
-  if (on_host(t)) return t;
-  say_once(t.device());
-  return Tensor::uninitialized(t.shape(), t.dtype());
+std::string ranks_str(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
 }
 
 // t = host's values (nothing when t is the host tensor). Communicator tensors are contiguous.
@@ -66,6 +50,25 @@ class CopyBackOnCompletion final : public Request::Impl {
 };
 
 }  // namespace
+
+void HostStagedCommunicator::say_once(const Device& d) {
+  if (said_ || why_.empty()) return;
+  said_ = true;
+  std::fprintf(stderr, "[globe] rank %d: tensors on %s cross ranks [%s] host-staged over MPI (copied to the host "
+               "and back): %s\n", world_rank(), d.str().c_str(), ranks_str(world_ranks()).c_str(), why_.c_str());
+}
+
+Tensor HostStagedCommunicator::to_host(const Tensor& t) {
+  if (on_host(t)) return t;
+  say_once(t.device());
+  return kernels::copy_to_device(t, kCPU);
+}
+
+Tensor HostStagedCommunicator::host_buffer(const Tensor& t) {
+  if (on_host(t)) return t;
+  say_once(t.device());
+  return Tensor::uninitialized(t.shape(), t.dtype());
+}
 
 void HostStagedCommunicator::all_reduce_sum(const Tensor& t) {
   const Tensor h = to_host(t);

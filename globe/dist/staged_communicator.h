@@ -1,13 +1,15 @@
 // Collectives on tensors in GPU memory over a communicator that moves host memory (MPI): each GPU
 // tensor is copied to the host, the collective runs there, and the results are copied back. What
-// carries CUDA tensors between ranks until the NCCL communicator exists, and after that where NCCL
-// cannot serve (several ranks on one GPU; a build without NCCL). CPU tensors pass straight through,
-// so wrapping every group's communicator costs the CPU path one device check per call.
-// The first GPU tensor that crosses says so once on stderr: the path is slow, and a user should
-// know which one ran.
+// carries CUDA tensors between ranks where NCCL cannot serve (several ranks on one GPU; a build
+// without NCCL; point-to-point transfers, which carry tags: group_communicator.h). CPU tensors pass
+// straight through, so wrapping a group's communicator costs the CPU path one device check per call.
+// The first GPU tensor that crosses says so once on stderr, with the reason: the path is slow, and
+// a user should know which one ran (a group of one rank, whose "collectives" are copies, says
+// nothing).
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "globe/dist/communicator.h"
 
@@ -15,7 +17,12 @@ namespace globe::dist {
 
 class HostStagedCommunicator final : public Communicator {
  public:
-  explicit HostStagedCommunicator(std::unique_ptr<Communicator> inner) : inner_(std::move(inner)) {}
+  // `why`: the reason GPU tensors take this path, said with the first one; empty says nothing.
+  HostStagedCommunicator(std::unique_ptr<Communicator> inner, std::string why)
+      : inner_(std::move(inner)), why_(std::move(why)) {}
+
+  // A group that chose this path for GPU collectives says why instead (group_communicator.h).
+  void set_why(std::string why) { why_ = std::move(why); }
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -36,7 +43,14 @@ class HostStagedCommunicator final : public Communicator {
   void check_consistency(const std::string& what) override { inner_->check_consistency(what); }
 
  private:
+  // A host tensor with t's values (t itself on the host), and one to receive into for t.
+  Tensor to_host(const Tensor& t);
+  Tensor host_buffer(const Tensor& t);
+  void say_once(const Device& d);
+
   std::unique_ptr<Communicator> inner_;
+  std::string why_;
+  bool said_ = false;
 };
 
 }  // namespace globe::dist
