@@ -1,7 +1,10 @@
-// Quick start (tutorial: docs/01-quickstart.md): one model that mixes data and model parallelism.
-//   - the batch is split across ranks (data parallel);
-//   - layer 1 is replicated (its gradients are all-reduced, as in data parallel);
-//   - layer 2 is column-parallel: each rank holds a slice of its output features (model parallel).
+// Quick start (tutorial: docs/01-quickstart.md): one model, data and tensor parallel at once.
+//   - the batch is split across ranks, and layer 1 (replicated) runs on each rank's own samples:
+//     data parallel, its gradients summed over the ranks;
+//   - the activations are then gathered, and the block fc2 -> fc3 is split Megatron-style: each rank
+//     computes its share of fc2's 128 hidden features (column-parallel) and multiplies them by its
+//     share of fc3's weight (row-parallel), giving partial sums: tensor parallel;
+//   - the loss reduces those partial sums back onto each rank's own samples.
 // Globe inserts the communication between them from the layouts. The same program runs on any
 // number of ranks and prints the same losses.
 //
@@ -14,13 +17,18 @@ namespace sbp = globe::sbp;
 using globe::Tensor;
 
 struct HybridModel : nn::Module {
-  nn::Linear fc1{32, 64};                // replicated: data parallel
-  nn::ColumnParallelLinear fc2;          // split over output features: model parallel
-  HybridModel(const globe::Placement& p) : fc2(64, 8, p) {
-    register_modules({{"fc1", fc1}, {"fc2", fc2}});
+  nn::Linear fc1{32, 64};          // replicated, run on each rank's samples: data parallel
+  nn::ColumnParallelLinear fc2;    // weight S(0): each rank computes its share of the 128 features
+  nn::RowParallelLinear fc3;       // weight S(1): each rank's features in, partial sums out
+  HybridModel(const globe::Placement& p) : fc2(64, 128, p), fc3(128, 8, p) {
+    register_modules({{"fc1", fc1}, {"fc2", fc2}, {"fc3", fc3}});
     fc1.to_global(p, sbp::broadcast);
   }
-  Tensor forward(const Tensor& x) { return fc2(globe::relu(fc1(x))); }
+  Tensor forward(const Tensor& x) {
+    Tensor h = globe::relu(fc1(x));                   // S(0): each rank its own samples
+    h = h.to_global(h.placement(), sbp::broadcast);   // all-gather: every rank all the samples
+    return fc3(globe::relu(fc2(h)));                  // hidden S(1), then partial sums P
+  }
 };
 
 int main(int argc, char** argv) {
@@ -36,7 +44,7 @@ int main(int argc, char** argv) {
   auto y = globe::matmul(x, teacher) * 0.2;                          // y keeps x's split
 
   for (int i = 0; i < max_iter; ++i) {
-    Tensor pred = model.forward(x);     // [64, 8], rows split: fc2 gathers its small weight for it
+    Tensor pred = model.forward(x);     // [64, 8], partial sums
     Tensor loss = globe::mse_loss(pred, y);
     loss.backward();
     optimizer.step();
@@ -46,8 +54,10 @@ int main(int argc, char** argv) {
     if (i == 0) {
       // Layouts: which rank holds which block (metadata only, no communication).
       const std::string w1 = globe::visualize(model.fc1.weight), w2 = globe::visualize(model.fc2.weight),
-                        xs = globe::visualize(x), ps = globe::visualize(pred);
-      if (example::is_rank0()) std::cout << "fc1.weight: " << w1 << "fc2.weight: " << w2 << "x: " << xs << "pred: " << ps;
+                        w3 = globe::visualize(model.fc3.weight), xs = globe::visualize(x),
+                        ps = globe::visualize(pred);
+      if (example::is_rank0())
+        std::cout << "fc1.weight: " << w1 << "fc2.weight: " << w2 << "fc3.weight: " << w3 << "x: " << xs << "pred: " << ps;
     }
   }
   return 0;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One command for a GPU machine (docs/design.md §16): builds Globe with the CUDA backend using all
-# cores, runs the device tests (every CUDA kernel against the CPU's) and the tutorials' programs on
-# placement "cuda" and "cpu" on 1 and 2 ranks, compares their printed losses, and writes a report.
+# cores, runs the device tests (every CUDA kernel against the CPU's), the consistency harness on a
+# "cuda" placement (1 and 2 ranks; it says whether collectives went over NCCL or host-staged) and
+# the tutorials' programs on placement "cuda" and "cpu" on 1 and 2 ranks, compares their printed
+# losses, and writes a report.
 # Meant to finish within 8 minutes on a 16-core machine.
 #
 #   scripts/gpu_check.sh [--out DIR] [--debs DIR] [--jobs N] [--force-debs]
@@ -67,7 +69,7 @@ fi
 
 # ---- build ----------------------------------------------------------------------------------------
 build=build-gpu
-targets=(globe-launch test_device quickstart data_parallel model_parallel save_load pipeline gpt)
+targets=(globe-launch test_device test_consistency quickstart data_parallel model_parallel save_load pipeline gpt)
 if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGLOBE_CUDA=ON -DGLOBE_BUILD_BENCH=OFF "${cmake_deps[@]}" \
      >"$out/configure.log" 2>&1 && cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$out/build.log" 2>&1; then
   say "- build: ok in $(($(date +%s) - start)) s ($(grep -c 'warning' "$out/build.log") warning lines in build.log)"
@@ -85,6 +87,19 @@ if "$build/bin/test_device" >"$out/test_device.log" 2>&1; then res=ok; else res=
 say ""
 say "$res: $(grep -cE '^\[       OK \]' "$out/test_device.log") passed, $(grep -cE '^\[  FAILED  \] [A-Za-z].*\(' "$out/test_device.log") failed, $(grep -cE '^\[  SKIPPED \] [A-Za-z].*\(' "$out/test_device.log") skipped"
 grep -E '^\[  FAILED  \] [A-Za-z]|Failure' -A3 "$out/test_device.log" | head -40 | sed 's/^/    /' >>"$report"
+say ""
+
+# ---- the consistency harness on a "cuda" placement: every op x layout against the CPU ------------
+say "## Consistency harness on cuda (OneDimensionalMeshOnCuda, 1 and 2 ranks)"
+say ""
+for n in 1 2; do
+  log="$out/test_consistency-cuda-np$n.log"
+  if timeout 240 "$build/bin/globe-launch" --nproc_per_node "$n" "$build/bin/test_consistency" \
+       --gtest_filter='*OnCuda*' >"$log" 2>&1; then res=ok; else res=FAILED; status=1; fi
+  say "- $n rank(s): $res ($(grep -cE '^\[       OK \]' "$log") OK lines; the path the collectives took:" \
+      "$(grep -oE 'over NCCL [0-9.]+|host-staged over MPI[^:]*: [^\n]*' "$log" | sort -u | head -2 | tr '\n' ' '))"
+  grep -E '^\[  FAILED  \] [A-Za-z]|Failure' -A3 "$log" | head -20 | sed 's/^/    /' >>"$report"
+done
 say ""
 
 # ---- the tutorials' programs on "cuda" against "cpu" ---------------------------------------------

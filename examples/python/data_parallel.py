@@ -25,9 +25,11 @@ class ToyModel(nn.Module):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iters", type=int, default=10)
-    max_iter = parser.parse_args().iters
+    parser.add_argument("--device", default="cpu")  # or "cuda": each rank's shards on its GPU
+    args = parser.parse_args()
+    max_iter = args.iters
     flow.manual_seed(0)
-    placement = flow.placement("cpu", ranks=list(range(flow.env.get_world_size())))
+    placement = flow.placement(args.device, ranks=list(range(flow.env.get_world_size())))
 
     model = ToyModel()
     model.to_global(placement=placement, sbp=flow.sbp.broadcast)  # rank 0's initial parameters win

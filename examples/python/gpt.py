@@ -170,6 +170,7 @@ def main():
         ap.add_argument("--" + name, type=float, default=default)
     ap.add_argument("--data", default="/usr/share/games/fortunes")
     ap.add_argument("--losses-out", default="")
+    ap.add_argument("--device", default="cpu")  # or "cuda": each rank's shards on its GPU
     a = ap.parse_args()
     world, rank = flow.env.get_world_size(), flow.env.get_rank()
     dp = a.dp or max(1, world // a.tp)
@@ -179,7 +180,7 @@ def main():
 
     flow.manual_seed(a.seed)
     model = GPT(a)
-    mesh = flow.placement("cpu", ranks=[[d * a.tp + t for t in range(a.tp)] for d in range(dp)])
+    mesh = flow.placement(a.device, ranks=[[d * a.tp + t for t in range(a.tp)] for d in range(dp)])
     model.distribute(mesh)
     # AdamW with weight decay on the matrices only (the C++ program's decay_matrices_only)
     matrices = [p for p in model.parameters() if len(p.shape) >= 2]

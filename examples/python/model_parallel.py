@@ -37,9 +37,11 @@ class ToyModel(nn.Module):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iters", type=int, default=10)
-    max_iter = parser.parse_args().iters
+    parser.add_argument("--device", default="cpu")  # or "cuda": each rank's shards on its GPU
+    args = parser.parse_args()
+    max_iter = args.iters
     flow.manual_seed(0)
-    placement = flow.placement("cpu")
+    placement = flow.placement(args.device)
     model = ToyModel(placement)
     optimizer = flow.optim.SGD(model.parameters(), lr=0.05)
     rank0 = flow.env.get_rank() == 0

@@ -35,9 +35,11 @@ class Stage1(nn.Module):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iters", type=int, default=20)
-    iters = parser.parse_args().iters
+    parser.add_argument("--device", default="cpu")  # or "cuda": each rank's shards on its GPU
+    args = parser.parse_args()
+    iters = args.iters
     last = 1 if flow.env.get_world_size() > 1 else 0
-    P0, P1 = flow.placement("cpu", ranks=[0]), flow.placement("cpu", ranks=[last])
+    P0, P1 = flow.placement(args.device, ranks=[0]), flow.placement(args.device, ranks=[last])
 
     flow.manual_seed(0)
     stage0, stage1 = Stage0(), Stage1()

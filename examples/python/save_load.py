@@ -31,8 +31,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--path", default="model_weights.safetensors")
+    parser.add_argument("--device", default="cpu")  # or "cuda": each rank's shards on its GPU
     args = parser.parse_args()
-    placement = flow.placement("cpu")
+    placement = flow.placement(args.device)
 
     flow.manual_seed(0)
     model = ToyModel()

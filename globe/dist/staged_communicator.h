@@ -22,7 +22,10 @@ class HostStagedCommunicator final : public Communicator {
       : inner_(std::move(inner)), why_(std::move(why)) {}
 
   // A group that chose this path for GPU collectives says why instead (group_communicator.h).
-  void set_why(std::string why) { why_ = std::move(why); }
+  void set_why(std::string why) {
+    why_ = std::move(why);
+    said_ = false;
+  }
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }

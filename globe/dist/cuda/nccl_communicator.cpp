@@ -2,18 +2,20 @@
 // machine has none; it compiles, and the CPU suite runs the host half (numbering, fingerprints).
 //
 // One NCCL communicator per group, made at the group's first GPU collective: the members first
-// tell each other (over MPI) their host, GPU and whether they may use NCCL; if two share a GPU
-// (NCCL before 2.30 refuses that) or one may not (GLOBE_NCCL=0), every member keeps the group
-// host-staged. Else member 0's NCCL id goes to the others over MPI.
-// Each collective runs on a communication stream of its own, after the compute stream's work (an
-// event), and the compute stream waits for it (another event): the host never waits for the GPU.
+// tell each other (over MPI) their machine, GPU and whether they may use NCCL; if two share a GPU
+// (NCCL refuses that before 2.30, and after unless NCCL_MULTI_RANK_GPU_ENABLE=1) or one may not
+// (GLOBE_NCCL=0), every member keeps the group host-staged. Else member 0's NCCL id goes to the
+// others over MPI.
 // A collective takes its number from the MPI communicator (one count per group, as a rank that
-// leaves early reports it), and its fingerprint is reduced over MPI beside it. Deadlines: every
-// call first looks at the collectives in flight; one that NCCL reports failed
-// (ncclCommGetAsyncError) or that outlived GLOBE_TIMEOUT aborts the communicator (ncclCommAbort)
-// and is an error with the MPI communicator's words. While the host waits elsewhere (a copy behind
-// a stuck stream), a watchdog thread does the same a second later and ends the process, having no
-// program to throw to.
+// leaves early reports it) and checks its fingerprint over MPI first, so ranks that diverged
+// throw before any kernel is queued. It runs on a communication stream of its own after the
+// compute stream's work (an event); the compute stream waits for its end (another event) at once,
+// or, for a started all-reduce (a gradient bucket), when the request is waited for, so backward's
+// remaining kernels overlap with it. The host never waits for the GPU. Deadlines: every call
+// first looks at the collectives in flight; one that NCCL reports failed (ncclCommGetAsyncError)
+// or that outlived GLOBE_TIMEOUT aborts the communicator (ncclCommAbort) and is an error naming
+// it. While the host waits elsewhere (a copy behind a stuck stream), a watchdog thread does the
+// same a second later and ends the process, having no program to throw to.
 #include "globe/dist/group_communicator.h"
 #include "globe/dist/staged_communicator.h"
 
@@ -38,12 +40,12 @@ namespace globe::dist {
 
 namespace {
 
-constexpr const char* kPointToPointWhy =
-    "point-to-point transfers carry tags, which NCCL lacks (this group's collectives use NCCL)";
+constexpr const char* kPointToPointWhy = "point-to-point transfers carry tags, which NCCL lacks";
+
+bool ok(ncclResult_t rc) { return rc == ncclSuccess || rc == ncclInProgress; }
 
 void check_nccl(ncclResult_t rc, const char* op, const char* call) {
-  GLOBE_CHECK(rc == ncclSuccess || rc == ncclInProgress, "[", op, "] NCCL error: ", ncclGetErrorString(rc), " (",
-              call, ")");
+  GLOBE_CHECK(ok(rc), "[", op, "] NCCL error: ", ncclGetErrorString(rc), " (", call, ")");
 }
 #define GLOBE_NCCL(call, op) check_nccl((call), op, #call)
 
@@ -56,9 +58,14 @@ ncclDataType_t nccl_type(DType t) {
   return ncclChar;
 }
 
-std::string nccl_version() {
+int nccl_version_code() {
   int v = 0;
   ncclGetVersion(&v);
+  return v;
+}
+
+std::string nccl_version() {
+  const int v = nccl_version_code();
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
@@ -68,8 +75,25 @@ int64_t hash_of(const std::string& s) {
   return int64_t(h >> 1);
 }
 
-// Element `at` of contiguous `t`, in device memory.
-void* at(const Tensor& t, int64_t at) { return static_cast<char*>(t.device_data()) + at * int64_t(itemsize(t.dtype())); }
+// This machine, as NCCL tells machines apart: the host name and this boot's id (two machines may
+// share a name).
+std::string host_identity() {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  std::string id = host;
+  if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char boot[64] = {0};
+    if (std::fgets(boot, sizeof boot, f)) id += boot;
+    std::fclose(f);
+  }
+  return id;
+}
+
+// Element `i` of `t`, in device memory; NCCL reads and writes dense local buffers only.
+void* at(const Tensor& t, int64_t i) {
+  GLOBE_CHECK(!t.is_global() && t.is_contiguous(), "[nccl] needs a contiguous local tensor, got ", describe(t));
+  return static_cast<char*>(t.device_data()) + i * int64_t(itemsize(t.dtype()));
+}
 
 std::vector<int64_t> starts_of(const std::vector<int64_t>& counts) {
   std::vector<int64_t> s(counts.size(), 0);
@@ -83,12 +107,39 @@ bool all_equal(const std::vector<int64_t>& counts) {
   return true;
 }
 
+// The first failure among a group's calls (they return their result and never throw, so that
+// ncclGroupEnd always closes the group).
+struct FirstError {
+  ncclResult_t rc = ncclSuccess;
+  void operator()(ncclResult_t r) {
+    if (ok(rc)) rc = r;
+  }
+};
+
 // Runs `calls` between ncclGroupStart and ncclGroupEnd (one launch for all of them).
-ncclResult_t grouped(const char* op, const std::function<void()>& calls) {
-  GLOBE_NCCL(ncclGroupStart(), op);
-  calls();
-  return ncclGroupEnd();
+ncclResult_t grouped(const std::function<void(FirstError&)>& calls) {
+  FirstError first;
+  first(ncclGroupStart());
+  if (!ok(first.rc)) return first.rc;
+  calls(first);
+  const ncclResult_t end = ncclGroupEnd();
+  return ok(first.rc) ? end : first.rc;
 }
+
+// A CUDA event owned by an in-flight collective: marks its end on the communication stream.
+class DoneEvent {
+ public:
+  DoneEvent() { GLOBE_CUDA_CHECK(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming), "nccl"); }
+  ~DoneEvent() { cudaEventDestroy(e_); }
+  DoneEvent(const DoneEvent&) = delete;
+  DoneEvent& operator=(const DoneEvent&) = delete;
+  cudaEvent_t get() const { return e_; }
+  // Never throws (the watchdog and the destructor ask): an error counts as not done.
+  bool done() const { return cudaEventQuery(e_) == cudaSuccess; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
 
 class NcclCommunicator final : public Communicator {
  public:
@@ -103,15 +154,13 @@ class NcclCommunicator final : public Communicator {
 
   void all_reduce_sum(const Tensor& t) override {
     if (!on_nccl(t, "all_reduce")) return host_->all_reduce_sum(t);
-    run("all_reduce", {t}, [&](ncclComm_t c, cudaStream_t s) {
-      return ncclAllReduce(at(t, 0), at(t, 0), size_t(t.numel()), nccl_type(t.dtype()), ncclSum, c, s);
-    });
+    order_compute_after(run_all_reduce(t));
   }
-  // Started as the blocking one: it is ordered on the device already, and the host never waits.
+  // The compute stream waits for it only when the request is waited for: kernels queued in between
+  // (the rest of backward) overlap with the reduction, as the contract allows (t is not touched).
   Request start_all_reduce_sum(const Tensor& t) override {
     if (!on_nccl(t, "all_reduce")) return host_->start_all_reduce_sum(t);
-    all_reduce_sum(t);
-    return Request(std::make_shared<InStreamOrder>(*this));
+    return Request(std::make_shared<Started>(*this, run_all_reduce(t)));
   }
   void all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) override;
   void reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) override;
@@ -120,9 +169,9 @@ class NcclCommunicator final : public Communicator {
   void exchange(const std::vector<Tensor>& send, const std::vector<Tensor>& recv) override;
   void broadcast(const Tensor& t, int root) override {
     if (!on_nccl(t, "broadcast")) return host_->broadcast(t, root);
-    run("broadcast", {t}, [&](ncclComm_t c, cudaStream_t s) {
+    order_compute_after(run("broadcast", {t}, [&](ncclComm_t c, cudaStream_t s) {
       return ncclBroadcast(at(t, 0), at(t, 0), size_t(t.numel()), nccl_type(t.dtype()), root, c, s);
-    });
+    }));
   }
   Request isend(const Tensor& t, int peer, int tag) override { return host_->isend(t, peer, tag); }
   Request irecv(const Tensor& t, int peer, int tag) override { return host_->irecv(t, peer, tag); }
@@ -130,23 +179,30 @@ class NcclCommunicator final : public Communicator {
   void check_consistency(const std::string& what) override { host_->check_consistency(what); }
 
  private:
-  // A started all-reduce: complete in the device's stream order; waiting checks for errors only.
-  class InStreamOrder final : public Request::Impl {
+  // A started all-reduce: done once its event has passed; waiting orders the compute stream after it.
+  class Started final : public Request::Impl {
    public:
-    explicit InStreamOrder(NcclCommunicator& c) : c_(c) {}
-    bool test() override { return true; }
-    void wait() override { c_.reap(); }
+    Started(NcclCommunicator& c, std::shared_ptr<DoneEvent> done) : c_(c), done_(std::move(done)) {}
+    bool test() override {
+      c_.reap();
+      return done_->done();
+    }
+    void wait() override {
+      c_.reap();
+      c_.order_compute_after(done_);
+    }
 
    private:
     NcclCommunicator& c_;
+    std::shared_ptr<DoneEvent> done_;
   };
 
   struct InFlight {
     uint64_t seq;
     const char* op;
     Clock::time_point deadline;
-    std::shared_ptr<Event> done;
-    std::vector<Tensor> keep;  // alive until the collective has run
+    std::shared_ptr<DoneEvent> done;
+    std::vector<Tensor> keep;  // alive until the collective has run (popped by reap, on this thread)
   };
   enum class Path { undecided, nccl, staged };
 
@@ -154,14 +210,29 @@ class NcclCommunicator final : public Communicator {
   bool on_nccl(const Tensor& t, const char* op);
   void decide(const Device& device);
   void init_nccl(const Device& device);
-  // Enqueues `call` on the communication stream between the two events, under a fingerprint check.
-  void run(const char* op, std::vector<Tensor> keep, const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& call);
+  std::shared_ptr<DoneEvent> run_all_reduce(const Tensor& t) {
+    return run("all_reduce", {t}, [&](ncclComm_t c, cudaStream_t s) {
+      return ncclAllReduce(at(t, 0), at(t, 0), size_t(t.numel()), nccl_type(t.dtype()), ncclSum, c, s);
+    });
+  }
+  // Checks the fingerprint, then enqueues `call` on the communication stream after the compute
+  // stream's work; returns the event that marks its end.
+  std::shared_ptr<DoneEvent> run(const char* op, std::vector<Tensor> keep,
+                                 const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& call);
+  // Later kernels on the compute stream run after `done` (on the device; the host goes on).
+  void order_compute_after(const std::shared_ptr<DoneEvent>& done) {
+    GLOBE_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(compute_stream(device_).handle), done->get(), 0),
+                     "nccl");
+  }
   // Waits (with the deadline) until NCCL has taken the last call of this non-blocking communicator.
   void settle(const char* op, uint64_t seq);
   // Drops the collectives that have run; throws for one that failed or outlived its deadline.
   void reap();
+  // Aborts the NCCL communicator once (the program's thread or the watchdog, whichever is first).
+  bool abort_comm();
   [[noreturn]] void fail(const std::string& message);
   void watchdog();
+  std::string members() const { return mpi_->watch().members(); }
 
   MpiCommunicator* mpi_;                            // owned by host_
   std::unique_ptr<HostStagedCommunicator> host_;    // host tensors, point-to-point, staged collectives
@@ -169,7 +240,7 @@ class NcclCommunicator final : public Communicator {
   Device device_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  std::mutex mutex_;                                // inflight_, between the program and the watchdog
+  std::mutex mutex_;  // inflight_ and the abort, between the program's thread and the watchdog
   std::deque<InFlight> inflight_;
   std::atomic<bool> aborted_{false};
   std::string abort_message_;
@@ -188,14 +259,20 @@ NcclCommunicator::~NcclCommunicator() {
     watchdog_.join();
   }
   if (comm_ == nullptr) return;
-  bool settled = true;
-  for (const InFlight& f : inflight_) settled = settled && f.done->done();
-  // A collective still in flight (the program failed around it) cannot be waited for: abort.
-  if (aborted_ || !settled) {
-    if (!aborted_) ncclCommAbort(comm_);
-  } else {
-    ncclCommDestroy(comm_);
+  if (!aborted_) {
+    // The host runs ahead of the GPU: the last collectives may still be running, and a peer may
+    // still need this rank's part. Let them finish (within the deadline) before destroying.
+    const Clock::time_point deadline = deadline_from_now();
+    auto all_done = [&] {
+      for (const InFlight& f : inflight_)
+        if (!f.done->done()) return false;
+      return true;
+    };
+    while (!all_done() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (all_done()) ncclCommDestroy(comm_);
+    else abort_comm();
   }
+  inflight_.clear();
   cudaStreamDestroy(stream_);
 }
 
@@ -203,35 +280,36 @@ bool NcclCommunicator::on_nccl(const Tensor& t, const char* op) {
   if (t.device().is_cpu()) return false;
   if (path_ == Path::undecided) decide(t.device());
   if (path_ == Path::staged) return false;
-  GLOBE_CHECK(t.device() == device_, "[", op, "] the NCCL communicator of ranks [", mpi_->watch().members(),
-              "] runs on ", device_.str(), " (this rank's GPU), but the tensor is on ", t.device().str(),
+  GLOBE_CHECK(t.device() == device_, "[", op, "] the NCCL communicator of ranks ", members(), " runs on ",
+              device_.str(), " (this rank's GPU), but the tensor is on ", t.device().str(),
               ": a rank's tensors of one placement live on one GPU");
   return true;
 }
 
-// Every member says (host, GPU, may use NCCL); all compute the same path from the same list.
+// Every member says (machine, GPU, may use NCCL); all compute the same path from the same list.
 void NcclCommunicator::decide(const Device& device) {
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
   char bus[64] = {0};
   GLOBE_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, device.index), "nccl");
   const char* env = std::getenv("GLOBE_NCCL");
-  const bool allowed = !(env && std::string(env) == "0");
+  const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  // NCCL refuses two ranks on one GPU before 2.30, and from 2.30 unless asked.
+  const bool may_share = nccl_version_code() >= 23000 && multi && std::string(multi) == "1";
   const int p = size();
   Tensor mine = Tensor::uninitialized({3}, DType::int64), all = Tensor::uninitialized({3 * p}, DType::int64);
   int64_t* m = mine.data<int64_t>();
-  m[0] = hash_of(host);
+  m[0] = hash_of(host_identity());
   m[1] = hash_of(bus);
-  m[2] = allowed;
+  m[2] = (env && std::string(env) == "0" ? 0 : 1) | (may_share ? 2 : 0);
   mpi_->all_gather_v(mine, all, std::vector<int64_t>(size_t(p), 3));
   const int64_t* a = all.data<int64_t>();
   std::string why;
   for (int i = 0; i < p && why.empty(); ++i) {
-    if (!a[3 * i + 2]) why = "rank " + std::to_string(world_ranks()[size_t(i)]) + " has GLOBE_NCCL=0";
+    if (!(a[3 * i + 2] & 1)) why = "rank " + std::to_string(world_ranks()[size_t(i)]) + " has GLOBE_NCCL=0";
     for (int j = 0; j < i && why.empty(); ++j)
-      if (a[3 * i] == a[3 * j] && a[3 * i + 1] == a[3 * j + 1])
+      if (a[3 * i] == a[3 * j] && a[3 * i + 1] == a[3 * j + 1] && !(a[3 * i + 2] & a[3 * j + 2] & 2))
         why = "ranks " + std::to_string(world_ranks()[size_t(j)]) + " and " + std::to_string(world_ranks()[size_t(i)]) +
-              " share one GPU, which NCCL " + nccl_version() + " refuses (2.30 allows it)";
+              " share one GPU, which NCCL " + nccl_version() +
+              " refuses (NCCL 2.30 and later allow it with NCCL_MULTI_RANK_GPU_ENABLE=1)";
   }
   if (!why.empty()) {
     path_ = Path::staged;
@@ -254,14 +332,19 @@ void NcclCommunicator::init_nccl(const Device& device) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // creation returns at once, so that it can be waited for with the deadline
   const uint64_t seq = mpi_->begin_collective();
-  GLOBE_NCCL(ncclCommInitRankConfig(&comm_, size(), id, rank(), &config), "nccl_init");
   device_ = device;
+  const ncclResult_t rc = ncclCommInitRankConfig(&comm_, size(), id, rank(), &config);
+  if (!ok(rc)) {
+    if (comm_ != nullptr) abort_comm();
+    fail(detail::concat("[nccl_init] creating the NCCL communicator of ranks ", members(), " on ", device.str(),
+                        ": ", ncclGetErrorString(rc)));
+  }
   settle("nccl_init", seq);
   GLOBE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "nccl_init");
   path_ = Path::nccl;
   if (rank() == 0)
-    std::fprintf(stderr, "[globe] ranks %s: tensors on %s cross ranks over NCCL %s\n",
-                 mpi_->watch().members().c_str(), device.str().c_str(), nccl_version().c_str());
+    std::fprintf(stderr, "[globe] ranks %s: tensors on %s cross ranks over NCCL %s\n", members().c_str(),
+                 device.str().c_str(), nccl_version().c_str());
   watchdog_ = std::thread([this] { watchdog(); });
 }
 
@@ -272,37 +355,40 @@ void NcclCommunicator::settle(const char* op, uint64_t seq) {
         ncclCommGetAsyncError(comm_, &state);
         return state != ncclInProgress;
       },
-      op, seq, [&] {
-        ncclCommAbort(comm_);
-        aborted_ = true;
-      });
+      op, seq, [&] { abort_comm(); });
   if (state != ncclSuccess) {
-    ncclCommAbort(comm_);
-    aborted_ = true;
-    fail(detail::concat("[", op, "] collective #", seq, " on ranks ", mpi_->watch().members(),
-                        ": NCCL failed: ", ncclGetErrorString(state)));
+    const std::string detail = ncclGetLastError(comm_);
+    abort_comm();
+    fail(detail::concat("[", op, "] collective #", seq, " on ranks ", members(), ": NCCL failed: ",
+                        ncclGetErrorString(state), detail.empty() ? "" : " (" + detail + ")"));
   }
 }
 
-void NcclCommunicator::run(const char* op, std::vector<Tensor> keep,
-                           const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& call) {
+std::shared_ptr<DoneEvent> NcclCommunicator::run(const char* op, std::vector<Tensor> keep,
+                                                 const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& call) {
   reap();
   const uint64_t seq = mpi_->begin_collective();
+  // The fingerprint first: ranks that diverged throw before any kernel is queued.
   MpiCommunicator::Side side = mpi_->start_side(fingerprints());
-  const Stream compute = compute_stream(device_), comm{device_, stream_};  // makes device_ current
-  Event ready(device_);
-  ready.record(compute);
-  ready.wait(comm);
-  check_nccl(call(comm_, stream_), op, "the collective");
+  mpi_->finish_side(side, op, /*collective_pending=*/false, seq);
+  const cudaStream_t compute = static_cast<cudaStream_t>(compute_stream(device_).handle);  // device_ current
+  DoneEvent ready;
+  GLOBE_CUDA_CHECK(cudaEventRecord(ready.get(), compute), op);
+  GLOBE_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready.get(), 0), op);
+  if (const ncclResult_t rc = call(comm_, stream_); !ok(rc)) {
+    const std::string detail = ncclGetLastError(comm_);
+    abort_comm();
+    fail(detail::concat("[", op, "] collective #", seq, " on ranks ", members(), ": NCCL error: ",
+                        ncclGetErrorString(rc), detail.empty() ? "" : " (" + detail + ")"));
+  }
   settle(op, seq);
-  auto done = std::make_shared<Event>(device_);
-  done->record(comm);
-  done->wait(compute);
+  auto done = std::make_shared<DoneEvent>();
+  GLOBE_CUDA_CHECK(cudaEventRecord(done->get(), stream_), op);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     inflight_.push_back(InFlight{seq, op, deadline_from_now(), done, std::move(keep)});
   }
-  mpi_->finish_side(side, op, /*collective_pending=*/true, seq);
+  return done;
 }
 
 void NcclCommunicator::reap() {
@@ -311,51 +397,82 @@ void NcclCommunicator::reap() {
   const char* late_op = nullptr;  // the oldest collective in flight, when it outlived its deadline
   uint64_t late_seq = 0;
   ncclResult_t state = ncclSuccess;
+  std::deque<InFlight> finished;  // destroyed after the lock: tensors' destructors take other locks
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    while (!inflight_.empty() && inflight_.front().done->done()) inflight_.pop_front();
+    while (!inflight_.empty() && inflight_.front().done->done()) {
+      finished.push_back(std::move(inflight_.front()));
+      inflight_.pop_front();
+    }
     if (!inflight_.empty() && Clock::now() > inflight_.front().deadline)
       late_op = inflight_.front().op, late_seq = inflight_.front().seq;
     ncclCommGetAsyncError(comm_, &state);
   }
-  if (state != ncclSuccess && state != ncclInProgress) {
-    ncclCommAbort(comm_);
-    aborted_ = true;
-    fail(detail::concat("[nccl] a collective on ranks ", mpi_->watch().members(), " failed: ", ncclGetErrorString(state)));
+  if (!ok(state)) {
+    const std::string detail = ncclGetLastError(comm_);
+    abort_comm();
+    fail(detail::concat("[nccl] a collective on ranks ", members(), " failed: ", ncclGetErrorString(state),
+                        detail.empty() ? "" : " (" + detail + ")"));
   }
   if (late_op != nullptr) {
-    ncclCommAbort(comm_);
-    aborted_ = true;
-    fail(mpi_->watch().timed_out(late_op, late_seq));
+    abort_comm();
+    if (std::string gone = mpi_->watch().member_gone(late_op, late_seq); !gone.empty()) fail(gone);
+    // The members are blocked behind their GPUs, not in a roll call: say what is known.
+    fail(detail::concat("[", late_op, "] collective #", late_seq, " on ranks ", members(), " did not complete on ",
+                        device_.str(), " within ", timeout_seconds(), " s",
+                        fingerprints() ? " although every member entered it (its fingerprint was checked)"
+                                       : " (a member may not have entered it)",
+                        " (GLOBE_TIMEOUT sets the limit)"));
   }
 }
 
+bool NcclCommunicator::abort_comm() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (aborted_.exchange(true)) return false;
+  ncclCommAbort(comm_);
+  return true;
+}
+
 void NcclCommunicator::fail(const std::string& message) {
+  if (abort_message_.empty()) abort_message_ = message;
   mark_broken("a NCCL collective was abandoned");
   GLOBE_FAIL(message);
 }
 
 // Once a second: a collective NCCL reports failed, or one a second past its deadline that the
 // program has not noticed (it waits on the host for the stuck stream), aborts the communicator
-// and ends the process with the reason. MPI is not touched here (it serves one thread).
+// and ends the process with the reason. It only reads the list (reap() pops it, on the program's
+// thread) and never touches MPI (it serves one thread).
 void NcclCommunicator::watchdog() {
-  GLOBE_CUDA_CHECK(cudaSetDevice(device_.index), "nccl_watchdog");
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (!stop_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
-    while (!inflight_.empty() && inflight_.front().done->done()) inflight_.pop_front();
-    ncclResult_t state = ncclSuccess;
-    ncclCommGetAsyncError(comm_, &state);
-    const bool failed = state != ncclSuccess && state != ncclInProgress;
-    const bool late = !inflight_.empty() && Clock::now() > inflight_.front().deadline + std::chrono::seconds(1);
-    if (!failed && !late) continue;
-    const std::string why =
-        failed ? detail::concat("NCCL failed: ", ncclGetErrorString(state))
-               : detail::concat("collective #", inflight_.front().seq, " (", inflight_.front().op, ") did not finish on ",
-                                device_.str(), " within ", timeout_seconds(), " s (GLOBE_TIMEOUT sets the limit)");
-    ncclCommAbort(comm_);
-    aborted_ = true;
-    std::fprintf(stderr, "[globe] rank %d: the NCCL communicator of ranks %s: %s; this rank stops\n", world_rank(),
-                 mpi_->watch().members().c_str(), why.c_str());
+  try {
+    GLOBE_CUDA_CHECK(cudaSetDevice(device_.index), "nccl_watchdog");
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
+      if (aborted_) return;  // the program's thread aborted it and reports why
+      const InFlight* oldest = nullptr;
+      for (const InFlight& f : inflight_)
+        if (!f.done->done()) {
+          oldest = &f;
+          break;
+        }
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &state);
+      const bool failed = !ok(state);
+      const bool late = oldest != nullptr && Clock::now() > oldest->deadline + std::chrono::seconds(1);
+      if (!failed && !late) continue;
+      const std::string why =
+          failed ? detail::concat("NCCL failed: ", ncclGetErrorString(state))
+                 : detail::concat("collective #", oldest->seq, " (", oldest->op, ") did not complete on ", device_.str(),
+                                  " within ", timeout_seconds(), " s (GLOBE_TIMEOUT sets the limit)");
+      aborted_ = true;
+      ncclCommAbort(comm_);
+      std::fprintf(stderr, "[globe] rank %d: the NCCL communicator of ranks %s: %s; this rank stops\n", world_rank(),
+                   members().c_str(), why.c_str());
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[globe] rank %d: NCCL watchdog: %s; this rank stops\n", world_rank(), e.what());
     std::fflush(stderr);
     std::_Exit(1);
   }
@@ -363,56 +480,59 @@ void NcclCommunicator::watchdog() {
 
 void NcclCommunicator::all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) {
   if (!on_nccl(out, "all_gather")) return host_->all_gather_v(local, out, counts);
-  GLOBE_CHECK(int(counts.size()) == size() && local.numel() == counts[size_t(rank())], "[all_gather] counts do not ",
-              "match: local ", describe(local), " for ", counts.size(), " members");
+  GLOBE_CHECK(int(counts.size()) == size() && local.numel() == counts[size_t(rank())] && local.dtype() == out.dtype(),
+              "[all_gather] counts or dtypes do not match: local ", describe(local), " into ", describe(out), " for ",
+              counts.size(), " members");
   const ncclDataType_t type = nccl_type(out.dtype());
-  run("all_gather", {local, out}, [&](ncclComm_t c, cudaStream_t s) {
+  order_compute_after(run("all_gather", {local, out}, [&](ncclComm_t c, cudaStream_t s) {
     if (all_equal(counts)) return ncclAllGather(at(local, 0), at(out, 0), size_t(counts[0]), type, c, s);
     // Uneven pieces: each member's is broadcast from it, all in one group.
     const std::vector<int64_t> start = starts_of(counts);
-    return grouped("all_gather", [&] {
+    return grouped([&](FirstError& first) {
       for (int r = 0; r < size(); ++r)
         if (counts[size_t(r)] > 0)
-          GLOBE_NCCL(ncclBroadcast(r == rank() ? at(local, 0) : nullptr, at(out, start[size_t(r)]),
-                                   size_t(counts[size_t(r)]), type, r, c, s),
-                     "all_gather");
+          first(ncclBroadcast(r == rank() ? at(local, 0) : nullptr, at(out, start[size_t(r)]), size_t(counts[size_t(r)]),
+                              type, r, c, s));
     });
-  });
+  }));
 }
 
 void NcclCommunicator::reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) {
   if (!on_nccl(in, "reduce_scatter")) return host_->reduce_scatter_v(in, out, counts);
-  GLOBE_CHECK(int(counts.size()) == size() && out.numel() == counts[size_t(rank())], "[reduce_scatter] counts do not ",
-              "match: out ", describe(out), " for ", counts.size(), " members");
+  GLOBE_CHECK(int(counts.size()) == size() && out.numel() == counts[size_t(rank())] && in.dtype() == out.dtype(),
+              "[reduce_scatter] counts or dtypes do not match: ", describe(in), " into ", describe(out), " for ",
+              counts.size(), " members");
   const ncclDataType_t type = nccl_type(in.dtype());
-  run("reduce_scatter", {in, out}, [&](ncclComm_t c, cudaStream_t s) {
+  order_compute_after(run("reduce_scatter", {in, out}, [&](ncclComm_t c, cudaStream_t s) {
     if (all_equal(counts)) return ncclReduceScatter(at(in, 0), at(out, 0), size_t(counts[0]), type, ncclSum, c, s);
     // Uneven chunks: chunk r is reduced onto member r, all in one group.
     const std::vector<int64_t> start = starts_of(counts);
-    return grouped("reduce_scatter", [&] {
+    return grouped([&](FirstError& first) {
       for (int r = 0; r < size(); ++r)
         if (counts[size_t(r)] > 0)
-          GLOBE_NCCL(ncclReduce(at(in, start[size_t(r)]), r == rank() ? at(out, 0) : nullptr, size_t(counts[size_t(r)]),
-                                type, ncclSum, r, c, s),
-                     "reduce_scatter");
+          first(ncclReduce(at(in, start[size_t(r)]), r == rank() ? at(out, 0) : nullptr, size_t(counts[size_t(r)]),
+                           type, ncclSum, r, c, s));
     });
-  });
+  }));
 }
 
 void NcclCommunicator::all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts, const Tensor& recv,
                                     const std::vector<int64_t>& recv_counts) {
   if (!on_nccl(send, "all_to_all")) return host_->all_to_all_v(send, send_counts, recv, recv_counts);
+  GLOBE_CHECK(int(send_counts.size()) == size() && int(recv_counts.size()) == size() && send.dtype() == recv.dtype(),
+              "[all_to_all] counts or dtypes do not match: ", describe(send), " and ", describe(recv), " for ",
+              size(), " members");
   const ncclDataType_t type = nccl_type(send.dtype());
   const std::vector<int64_t> ss = starts_of(send_counts), rs = starts_of(recv_counts);
-  run("all_to_all", {send, recv}, [&](ncclComm_t c, cudaStream_t s) {
-    return grouped("all_to_all", [&] {
+  order_compute_after(run("all_to_all", {send, recv}, [&](ncclComm_t c, cudaStream_t s) {
+    return grouped([&](FirstError& first) {
       for (int r = 0; r < size(); ++r) {
         const size_t i = size_t(r);
-        if (send_counts[i] > 0) GLOBE_NCCL(ncclSend(at(send, ss[i]), size_t(send_counts[i]), type, r, c, s), "all_to_all");
-        if (recv_counts[i] > 0) GLOBE_NCCL(ncclRecv(at(recv, rs[i]), size_t(recv_counts[i]), type, r, c, s), "all_to_all");
+        if (send_counts[i] > 0) first(ncclSend(at(send, ss[i]), size_t(send_counts[i]), type, r, c, s));
+        if (recv_counts[i] > 0) first(ncclRecv(at(recv, rs[i]), size_t(recv_counts[i]), type, r, c, s));
       }
     });
-  });
+  }));
 }
 
 // A piece of the wrong size is not detected here as it is over MPI (NCCL receives no count): the
@@ -423,22 +543,22 @@ void NcclCommunicator::exchange(const std::vector<Tensor>& send, const std::vect
               " receive tensors for ", p, " members");
   const Tensor* any = nullptr;  // a piece that crosses, to choose the path by
   for (int s = 0; s < p && !any; ++s)
-    if (s != rank() && send[size_t(s)].defined()) any = &send[size_t(s)];
+    if (s != rank()) any = send[size_t(s)].defined() ? &send[size_t(s)] : recv[size_t(s)].defined() ? &recv[size_t(s)] : nullptr;
   if (!any || !on_nccl(*any, "exchange")) return host_->exchange(send, recv);
   std::vector<Tensor> keep;
   for (int s = 0; s < p; ++s)
     if (s != rank()) keep.insert(keep.end(), {send[size_t(s)], recv[size_t(s)]});  // undefined ones too: harmless
-  run("exchange", keep, [&](ncclComm_t c, cudaStream_t st) {
-    return grouped("exchange", [&] {
+  order_compute_after(run("exchange", keep, [&](ncclComm_t c, cudaStream_t st) {
+    return grouped([&](FirstError& first) {
       for (int k = 1; k < p; ++k) {
         const int s = (rank() + k) % p;
         const Tensor &out = send[size_t(s)], &in = recv[size_t(s)];
         if (out.defined() && out.numel() > 0)
-          GLOBE_NCCL(ncclSend(at(out, 0), size_t(out.numel()), nccl_type(out.dtype()), s, c, st), "exchange");
-        if (in.defined() && in.numel() > 0) GLOBE_NCCL(ncclRecv(at(in, 0), size_t(in.numel()), nccl_type(in.dtype()), s, c, st), "exchange");
+          first(ncclSend(at(out, 0), size_t(out.numel()), nccl_type(out.dtype()), s, c, st));
+        if (in.defined() && in.numel() > 0) first(ncclRecv(at(in, 0), size_t(in.numel()), nccl_type(in.dtype()), s, c, st));
       }
     });
-  });
+  }));
 }
 
 }  // namespace
