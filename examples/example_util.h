@@ -24,6 +24,13 @@ inline std::string string_flag(int argc, char** argv, const char* name, const st
   return fallback;
 }
 
+// Whether `--name` is on the command line.
+inline bool bool_flag(int argc, char** argv, const char* name) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return true;
+  return false;
+}
+
 // The device type of the example's placements: "cpu", or "cuda" with `--device cuda` (a GPU per
 // rank, or ranks sharing one: docs/design.md §16).
 inline std::string device(int argc, char** argv) { return string_flag(argc, argv, "--device", "cpu"); }

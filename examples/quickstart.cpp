@@ -33,6 +33,7 @@ struct HybridModel : nn::Module {
 
 int main(int argc, char** argv) {
   const int max_iter = example::int_flag(argc, argv, "--iters", 20);
+  const bool boxing_report = example::bool_flag(argc, argv, "--boxing-report");
   globe::manual_seed(0);
   auto placement = globe::Placement::all(example::device(argc, argv));
   HybridModel model(placement);
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   auto y = globe::matmul(x, teacher) * 0.2;                          // y keeps x's split
 
   for (int i = 0; i < max_iter; ++i) {
+    if (i == max_iter - 1) globe::reset_boxing_paths();  // count the last step's communication only
     Tensor pred = model.forward(x);     // [64, 8], partial sums
     Tensor loss = globe::mse_loss(pred, y);
     loss.backward();
@@ -59,6 +61,11 @@ int main(int argc, char** argv) {
       if (example::is_rank0())
         std::cout << "fc1.weight: " << w1 << "fc2.weight: " << w2 << "fc3.weight: " << w3 << "x: " << xs << "pred: " << ps;
     }
+  }
+  if (boxing_report && example::is_rank0()) {
+    // What one step communicated on this rank: where a layout change was needed, and how often.
+    std::cout << "boxing in one step (calls, what asked, the path):\n";
+    for (const auto& [path, n] : globe::boxing_paths()) std::cout << "  " << n << "  " << path << "\n";
   }
   return 0;
 }

@@ -28,6 +28,7 @@ class HybridModel(nn.Module):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--boxing-report", action="store_true")  # what one step communicated
     parser.add_argument("--device", default="cpu")  # or "cuda": each rank's shards on its GPU
     args = parser.parse_args()
     max_iter = args.iters
@@ -43,6 +44,8 @@ def main():
 
     rank0 = flow.env.get_rank() == 0
     for i in range(max_iter):
+        if i == max_iter - 1:
+            flow.reset_boxing_paths()  # count the last step's communication only
         pred = model(x)
         loss = flow.mse_loss(pred, y)
         loss.backward()
@@ -58,6 +61,11 @@ def main():
             text = "".join(f"{name}: {flow.visualize(t)}" for name, t in shown)
             if rank0:
                 print(text, end="")
+    if args.boxing_report and rank0:
+        # What one step communicated on this rank: where a layout change was needed, and how often.
+        print("boxing in one step (calls, what asked, the path):")
+        for path, n in flow.boxing_paths():
+            print(f"  {n}  {path}")
 
 
 if __name__ == "__main__":

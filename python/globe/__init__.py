@@ -14,10 +14,10 @@ import sys as _sys
 import numpy as _np
 
 from . import _globe
-from ._globe import (Error, Placement, Tensor, abs, add, arange, argmax, cat, causal_attention, causal_fill,
+from ._globe import (Error, Placement, Tensor, abs, add, arange, argmax, boxing_paths, cat, causal_attention, causal_fill,
                      causal_softmax, clamp, contiguous, cross_entropy, describe, div, dropout, embedding, exp, expand, flatten, from_full, from_numpy,
-                     gather, gelu, gelu_tanh, layer_norm, linear, log, log_softmax, manual_seed, matmul, matmul_nt,
-                     max, mean, mse_loss, mul, narrow, neg, ones_like, permute, pick, pow, relu, reshape,
+                     gather, gelu, gelu_tanh, layer_norm, linear, local_block, log, log_softmax, manual_seed, matmul, matmul_nt,
+                     max, mean, mse_loss, mul, narrow, neg, ones_like, permute, pick, pow, relu, reset_boxing_paths, reshape,
                      scatter_add, sigmoid, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype,
                      transpose, uniform, unsqueeze, view, visualize, zeros_like)
 from . import env, nn, optim, pipeline, sbp, tensor_methods  # noqa: E402  (after _globe: they use it)

@@ -173,6 +173,16 @@ void bind_tensor(pyb::module_& m) {
   m.def("from_numpy", &from_numpy, pyb::arg("array"));
   m.def("describe", &describe);
   m.def("visualize", &visualize);
+  m.def(
+      "local_block",
+      [](const Shape& shape, const Placement& p, const pyb::object& sbp, int rank) {
+        const Block b = local_block(shape, p, to_nd_sbp(sbp), rank < 0 ? dist::world_rank() : rank);
+        return pyb::make_tuple(b.start, b.shape);
+      },
+      pyb::arg("shape"), pyb::arg("placement"), pyb::arg("sbp"), pyb::arg("rank") = -1,
+      "(start, shape) of the block of a `shape` tensor that `rank` (default: this one) holds");
+  m.def("boxing_paths", &boxing_paths, "the boxing this rank ran since the last reset: (path, calls)");
+  m.def("reset_boxing_paths", &reset_boxing_paths);
 }
 
 }  // namespace globe::py

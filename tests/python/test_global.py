@@ -237,3 +237,30 @@ def test_global_view_converts_nested_structures():
     back = global_view.to_local(g)
     assert back["x"].is_local and back["meta"][1] == "name"
     np.testing.assert_array_equal(back["x"].numpy(), np.ones((2, 3), np.float32))
+
+
+def test_local_block_is_the_piece_to_global_expects():
+    p = all_ranks()
+    start, shape = flow.local_block([101, 3], p, flow.sbp.split(0))
+    assert shape[1] == 3 and start[1] == 0
+    # The balanced blocks: sizes differ by at most one, the longer first, and they tile the rows.
+    blocks = [flow.local_block([101, 3], p, flow.sbp.split(0), rank=r) for r in range(WORLD)]
+    assert (start, shape) == blocks[RANK]
+    assert [b[1][0] for b in blocks] == [101 // WORLD + (r < 101 % WORLD) for r in range(WORLD)]
+    assert [b[0][0] for b in blocks] == [sum(b[1][0] for b in blocks[:r]) for r in range(WORLD)]
+    whole = np.arange(303, dtype=np.float32).reshape(101, 3)
+    piece = flow.tensor(np.ascontiguousarray(whole[start[0]:start[0] + shape[0]]))
+    x = piece.to_global(placement=p, sbp=flow.sbp.split(0))
+    np.testing.assert_array_equal(x.numpy(), whole)
+
+
+def test_boxing_paths_count_what_a_layout_change_ran():
+    p = all_ranks()
+    x = flow.randn(8, 4, placement=p, sbp=flow.sbp.split(0))
+    flow.reset_boxing_paths()
+    x.to_global(placement=p, sbp=flow.sbp.broadcast)
+    paths = dict(flow.boxing_paths())
+    if WORLD > 1:
+        assert paths == {"to_global: (S(0)) -> (B): per axis (0: S(0) -> B)": 1}
+    flow.reset_boxing_paths()
+    assert flow.boxing_paths() == []
