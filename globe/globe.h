@@ -7,6 +7,7 @@
 //   loss.backward();          // fc.weight.grad() now holds d(loss)/d(weight)
 #pragma once
 
+#include "globe/autograd/checkpoint.h"
 #include "globe/autograd/engine.h"
 #include "globe/core/grad_mode.h"
 #include "globe/core/random.h"

@@ -2,7 +2,7 @@
 # GPT benchmarks (bench/RESULTS.md, "GPT"): build/bin/gpt beside our PyTorch reference
 # (bench/gpt/torch_gpt.py, Debian's python3-torch) on the same machine in the same run. Builds
 # nothing: ninja -C build -j2 gpt globe-launch
-# Usage: bench/gpt/run_gpt.sh [--case speed|interop|learn|all] [--quiet-wait SECONDS] [--log FILE]
+# Usage: bench/gpt/run_gpt.sh [--case speed|interop|learn|memory|all] [--quiet-wait SECONDS] [--log FILE]
 #   speed   reference defaults (4 layers, 4 heads, 128 wide, context 64, 16 sequences, 30 timed
 #           steps after 5), 1 thread per process:
 #             single   globe 1 process vs torch 1 process          goal >= 1.2 x tokens/s
@@ -16,13 +16,17 @@
 #           (--load-init) and evaluates it: the two validation losses must agree.
 #   learn   600 steps at the defaults, 1 process: the validation loss (goal <= 2.6), every 50
 #           steps, beside the reference's 600-step validation loss.
+#   memory  the memory table per rank (parameters, gradients, AdamW state, activations):
+#             recompute  8 layers, 1 process, with and without --recompute, five alternating pairs:
+#                        activations goal <= 0.35 x, step time goal <= 1.4 x (median ratio)
+#             zero       4 ranks dp4 (global batch 32) at --zero 0, 1, 2: parameter + gradient +
+#                        AdamW bytes per rank against --zero 0's
 # Each measurement prints its command and its RESULT line; a summary table ends the run.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 source scripts/lib/require_torch.sh
-require_torch run_gpt.sh
 BIN="$ROOT/build/bin"
 CASE=all
 QUIET_WAIT=600
@@ -32,10 +36,11 @@ while [[ $# -gt 0 ]]; do
     --case) CASE="$2"; shift 2 ;;
     --quiet-wait) QUIET_WAIT="$2"; shift 2 ;;
     --log) LOG="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run_gpt.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+[[ $CASE == memory ]] || require_torch run_gpt.sh  # the memory case measures Globe alone
 source "$ROOT/bench/quiet.sh"
 bench_start "$LOG" gpt globe-launch
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
@@ -83,6 +88,19 @@ if [[ $CASE == learn || $CASE == all ]]; then
   measure torch-learn torch --steps 600 --warmup 0
   measure globe-learn globe 1 --steps 600 --warmup 0 --log-every 50 --val-every 50
 fi
+if [[ $CASE == memory || $CASE == all ]]; then
+  for rep in 1 2 3 4 5; do
+    first=(globe 1 --layers 8 --steps 10 --warmup 2 --val-batches 0) second=("${first[@]}" --recompute)
+    if (( rep % 2 )); then
+      measure globe-plain8-$rep "${first[@]}"
+      measure globe-recompute8-$rep "${second[@]}"
+    else
+      measure globe-recompute8-$rep "${second[@]}"
+      measure globe-plain8-$rep "${first[@]}"
+    fi
+  done
+  for z in 0 1 2; do measure globe-zero$z globe 4 --batch 32 --steps 5 --warmup 1 --val-batches 0 --zero $z; done
+fi
 
 python3 - "$RESULTS" <<'PY'
 import json, sys
@@ -110,6 +128,30 @@ if "globe-export" in rows and "torch-import" in rows:
     a, b = rows["globe-export"]["val_loss"], rows["torch-import"]["val_loss"]
     print(f"interop        exported weights: validation loss Globe {a:.6f}, PyTorch --load-init {b:.6f} "
           f"(relative difference {abs(a - b) / a:.1e})")
+def med(v):
+    v = sorted(v)
+    return v[len(v) // 2]
+pairs = [(rows[f"globe-recompute8-{k}"], rows[f"globe-plain8-{k}"]) for k in range(1, 6)
+         if f"globe-recompute8-{k}" in rows and f"globe-plain8-{k}" in rows]
+if pairs:
+    act = med([r["memory"]["activations"] / p["memory"]["activations"] for r, p in pairs])
+    step = med([r["step_ms_median"] / p["step_ms_median"] for r, p in pairs])
+    r, p = pairs[0]
+    print(f"recompute      8 layers: activations {p['memory']['activations'] / 2**20:.1f} -> {r['memory']['activations'] / 2**20:.1f} MiB "
+          f"(median {act:.2f} x, goal <= 0.35 x: {'met' if act <= 0.35 else 'NOT met'}); step time per pair "
+          + ", ".join(f"{q['step_ms_median']:.0f}/{o['step_ms_median']:.0f} ms" for o, q in pairs)
+          + f": median {step:.2f} x (goal <= 1.4 x: {'met' if step <= 1.4 else 'NOT met'}); losses "
+          + ("equal" if all(a["loss_last"] == b["loss_last"] for a, b in pairs) else "DIFFER"))
+if "globe-zero0" in rows:
+    base = rows["globe-zero0"]["memory"]
+    total0 = base["parameters"] + base["gradients"] + base["optimizer_state"]
+    for z in (0, 1, 2):
+        m = rows.get(f"globe-zero{z}", {}).get("memory")
+        if m:
+            t = m["parameters"] + m["gradients"] + m["optimizer_state"]
+            print(f"zero {z}         dp4 per rank: parameters {m['parameters'] / 2**20:.2f}, gradients {m['gradients'] / 2**20:.2f}, "
+                  f"AdamW {m['optimizer_state'] / 2**20:.2f}, activations {m['activations'] / 2**20:.2f} MiB; "
+                  f"parameters + gradients + AdamW {t / total0:.2f} x --zero 0's; {rows[f'globe-zero{z}']['tokens_per_s_median']:.0f} tokens/s")
 for tag in ("torch-learn", "globe-learn"):
     if tag in rows:
         print(f"{tag:14s} 600 steps: loss {rows[tag]['loss_first']:.4f} -> {rows[tag]['loss_last']:.4f}, validation {rows[tag]['val_loss']:.4f}"

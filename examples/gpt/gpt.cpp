@@ -141,8 +141,8 @@ int run(int argc, char** argv) {
                  {"losses-out", ""}, {"val-batches", "8"}, {"val-every", "0"}, {"log-every", "10"}, {"dp", "0"},
                  {"tp", "1"}, {"pp", "1"}, {"microbatches", "1"}, {"schedule", "1f1b"}, {"ckpt", ""},
                  {"ckpt-every", "0"}, {"resume", ""}, {"export", ""}, {"generate", ""}, {"tokens", "200"},
-                 {"temperature", "0"}, {"top-k", "0"}, {"device", "cpu"}},
-                {"print-keys", "show-layout", "boxing-report"});
+                 {"temperature", "0"}, {"top-k", "0"}, {"device", "cpu"}, {"zero", "0"}},
+                {"print-keys", "show-layout", "boxing-report", "recompute"});
   const int threads = int(f.i64("threads"));
   GLOBE_CHECK(threads >= 1, "[gpt] --threads must be at least 1");
   openblas_set_num_threads(threads);
@@ -167,6 +167,9 @@ int run(int argc, char** argv) {
               "[gpt] --batch and --microbatches must be positive, --steps and --warmup not negative");
   GLOBE_CHECK(batch >= int64_t(L.dp) * microbatches, "[gpt] --batch ", batch, " cannot feed ", L.dp,
               " data-parallel ranks x ", microbatches, " micro-batches (each needs a sequence at least)");
+  const int64_t zero = f.i64("zero");
+  GLOBE_CHECK(zero >= 0 && zero <= 2, "[gpt] --zero ", zero, ": 0 (replicated), 1 (optimizer state sharded over the data-",
+              "parallel ranks) or 2 (and gradients); 3 (parameters too) is not built yet");
   GLOBE_CHECK(int64_t(f.str("generate").size()) <= c.block, "[gpt] --generate: the prompt has ", f.str("generate").size(),
               " bytes but the context holds ", c.block, " (--block); shorten it");
   const gpt::Corpus corpus = gpt::read_corpus(f.str("data"));
@@ -185,12 +188,16 @@ int run(int argc, char** argv) {
                     {&model.embed}, {&model.head});
   gpt::distribute_tensor_parallel(model);
   tie_head(pipe, model);
+  // --recompute: each block keeps only its input; its forward runs again in the backward.
+  if (f.on("recompute"))
+    for (size_t i = 0; i < model.blocks.size(); ++i) model.blocks[i]->set_recompute(true, "transformer.h." + std::to_string(i));
   if (me == 0) std::cout << "gpt: " << L.name() << " on " << world << " ranks\n" << pipe.describe() << std::flush;
   if (f.on("show-layout") && me == 0) show_layout(model);
 
   if (!f.str("load-init").empty()) gpt::load_nanogpt(model, f.str("load-init"));
   if (!f.str("save-init").empty()) gpt::save_nanogpt(model, f.str("save-init"));
   gpt::NamedAdamW adamw = gpt::make_adamw(model, f.f64("lr"), f.f64("weight-decay"));
+  adamw.optimizer->set_zero_stage(int(zero));
   int64_t start = 0;
   if (!f.str("resume").empty()) {
     start = gpt::load_training(f.str("resume"), model, adamw);
@@ -210,10 +217,19 @@ int run(int argc, char** argv) {
   };
 
   std::vector<double> losses, times;
+  // A step's activations: what the forward and backward hold at their peak above the bytes the
+  // step starts with and the gradients it leaves (the largest over steps).
+  int64_t activations = 0, run_peak = 0, gradients = 0;
   const int64_t ckpt_every = f.i64("ckpt-every"), val_every = f.i64("val-every"), log_every = f.i64("log-every");
   for (int64_t s = start; s < total; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
+    run_peak = std::max(run_peak, globe::memory_stats().peak_bytes);
+    const int64_t held = globe::memory_stats().current_bytes, grads_before = adamw.optimizer->memory().gradients;
+    globe::reset_peak_memory();
     pp::StepResult r = pipe.step(batch_on(first, corpus.train, s, batch, T, 0), batch_on(last, corpus.train, s, batch, T, 1), loss_fn);
+    const int64_t grads_after = adamw.optimizer->memory().gradients;
+    activations = std::max(activations, globe::memory_stats().peak_bytes - held - (grads_after - grads_before));
+    gradients = std::max(gradients, grads_after);
     if (f.f64("grad-clip") > 0) globe::optim::clip_grad_norm(adamw.optimizer->params(), f.f64("grad-clip"));
     adamw.optimizer->step();
     adamw.optimizer->zero_grad();
@@ -258,10 +274,15 @@ int run(int argc, char** argv) {
     const Tensor t = globe::from_vector(std::vector<double>{v}, {1});
     return int64_t(globe::max(t.to_global(globe::Placement::all(), globe::sbp::split(0))).item<double>());
   };
-  double state = 0;
-  for (const Tensor& p : model.parameters()) state += 3.0 * double(p.to_local().numel()) * double(globe::itemsize(p.dtype()));
-  res["peak_bytes"] = max_over_ranks(double(globe::memory_stats().peak_bytes));
-  res["param_optim_bytes"] = max_over_ranks(state);
+  const globe::optim::Optimizer::Memory mem = adamw.optimizer->memory();
+  res["peak_bytes"] = max_over_ranks(double(std::max(run_peak, globe::memory_stats().peak_bytes)));
+  res["param_optim_bytes"] = max_over_ranks(double(mem.parameters + mem.state));
+  res["memory"] = {{"parameters", max_over_ranks(double(mem.parameters))},
+                   {"gradients", max_over_ranks(double(gradients))},
+                   {"optimizer_state", max_over_ranks(double(mem.state))},
+                   {"activations", max_over_ranks(double(activations))}};
+  res["zero"] = zero;
+  res["recompute"] = f.on("recompute");
 
   if (!f.str("generate").empty()) {
     pp::Pipeline one(meshes, model.block_list(), {.schedule = "gpipe", .microbatches = 1}, {&model.embed}, {&model.head});
@@ -288,6 +309,12 @@ int run(int argc, char** argv) {
                   double(res["loss_first"]), double(res["loss_last"]));
     if (res.contains("val_loss")) std::printf(", val %.4f", double(res["val_loss"]));
     if (res.contains("tokens_per_s_median")) std::printf(", %.0f tokens/s", double(res["tokens_per_s_median"]));
+    const nlohmann::json& m = res["memory"];
+    auto mib = [](const nlohmann::json& v) { return double(v) / (1 << 20); };
+    std::printf("\nmemory per rank (MiB, the largest over ranks): parameters %.2f, gradients %.2f, optimizer state %.2f, "
+                "activations %.2f (--zero %lld%s)",
+                mib(m["parameters"]), mib(m["gradients"]), mib(m["optimizer_state"]), mib(m["activations"]),
+                (long long)zero, f.on("recompute") ? ", --recompute" : "");
     std::printf("\nRESULT %s\n", res.dump().c_str());
     std::fflush(stdout);
   }

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -12,19 +13,19 @@
 
 namespace globe {
 
-namespace {
+namespace detail {
 
-// Nodes reachable from `root`, ordered so that every node comes before the nodes it feeds from
-// (reverse topological order of the forward computation). Iterative: deep graphs don't overflow.
-std::vector<std::shared_ptr<Node>> order_nodes(const std::shared_ptr<Node>& root) {
+std::vector<std::shared_ptr<Node>> backward_order(const std::shared_ptr<Node>& root,
+                                                  const std::function<bool(const Tensor&)>& stop) {
   std::vector<std::shared_ptr<Node>> post;
   std::unordered_set<Node*> seen{root.get()};
   std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack{{root, 0}};
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (next < node->inputs().size()) {
-      const std::shared_ptr<Node>& child = node->inputs()[next++].grad_fn();
-      if (child && seen.insert(child.get()).second) stack.push_back({child, 0});
+      const Tensor& in = node->inputs()[next++];
+      const std::shared_ptr<Node>& child = in.grad_fn();
+      if (child && !(stop && stop(in)) && seen.insert(child.get()).second) stack.push_back({child, 0});
     } else {
       post.push_back(node);
       stack.pop_back();
@@ -32,6 +33,10 @@ std::vector<std::shared_ptr<Node>> order_nodes(const std::shared_ptr<Node>& root
   }
   return {post.rbegin(), post.rend()};
 }
+
+}  // namespace detail
+
+namespace {
 
 Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? add(sum, g) : g; }
 
@@ -55,10 +60,19 @@ void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
 // ranks (Node::waits_for_peer) and continues from there when resumed.
 class GraphTask {
  public:
-  GraphTask(const Tensor& root, const Tensor& seed, std::vector<Tensor> inputs, bool split)
-      : order_(order_nodes(root.grad_fn())), inputs_(std::move(inputs)), split_(split) {
+  // kAll accumulates into every leaf; kSplit leaves out the leaves other than `inputs` (collected
+  // for a later weight pass); kTargets returns the gradients of `inputs` and goes no further.
+  enum class Mode { kAll, kSplit, kTargets };
+  GraphTask(const Tensor& root, const Tensor& seed, std::vector<Tensor> inputs, Mode mode)
+      : inputs_(std::move(inputs)), mode_(mode) {
+    std::function<bool(const Tensor&)> stop;
+    if (mode_ == Mode::kTargets) {
+      stop = [this](const Tensor& t) { return input_index(t) < inputs_.size(); };
+      results_.resize(inputs_.size());
+    }
+    order_ = detail::backward_order(root.grad_fn(), stop);
     pending_[order_.front().get()] = seed;
-    if (!split_) find_last_uses();
+    if (mode_ == Mode::kAll) find_last_uses();
   }
 
   // Runs until done (true) or until a node that waits for a peer when `may_pause` (false).
@@ -76,7 +90,7 @@ class GraphTask {
       for (size_t i = 0; i < in.size(); ++i) {
         needs[i] = in[i].requires_grad();
         // Split mode: contributions to leaves other than the stage inputs wait for the weight pass.
-        if (split_ && needs[i] && in[i].is_leaf() && !is_input(in[i])) {
+        if (mode_ == Mode::kSplit && needs[i] && in[i].is_leaf() && !is_input(in[i])) {
           needs[i] = false;
           any_later = later[i] = true;
         }
@@ -85,6 +99,15 @@ class GraphTask {
       std::vector<Tensor> grads = node->apply(grad, needs);
       for (size_t i = 0; i < in.size(); ++i) {
         if (!needs[i] || !grads[i].defined()) continue;
+        if (mode_ == Mode::kTargets) {
+          const size_t k = input_index(in[i]);
+          GLOBE_CHECK(k < inputs_.size() || in[i].grad_fn(), "[backward] the gradient reached a tensor that requires ",
+                      "grad (", describe(in[i]), ") but is not one of the targets, through ", node->name());
+          if (k < inputs_.size()) {
+            results_[k] = accumulate(results_[k], grads[i]);
+            continue;
+          }
+        }
         if (Node* next = in[i].grad_fn().get()) {
           pending_[next] = accumulate(pending_[next], grads[i]);
         } else {
@@ -93,18 +116,20 @@ class GraphTask {
       }
       grad_route().progress();
     }
-    grad_route().backward_done();
+    if (mode_ != Mode::kTargets) grad_route().backward_done();
     return true;
   }
 
   std::vector<WeightGradWork::Item> take_deferred() { return std::move(deferred_); }
+  std::vector<Tensor> take_results() { return std::move(results_); }
 
  private:
-  bool is_input(const Tensor& t) const {
-    for (const Tensor& x : inputs_)
-      if (x.same(t)) return true;
-    return false;
+  size_t input_index(const Tensor& t) const {
+    for (size_t k = 0; k < inputs_.size(); ++k)
+      if (inputs_[k].same(t)) return k;
+    return inputs_.size();
   }
+  bool is_input(const Tensor& t) const { return input_index(t) < inputs_.size(); }
 
   // ready_[i]: the leaves whose gradient is complete once node i has run (its last user), in the
   // order of that node's inputs. The order must not depend on addresses: every rank hands the
@@ -133,8 +158,9 @@ class GraphTask {
   size_t next_ = 0;
   std::unordered_map<Node*, Tensor> pending_;
   std::vector<Tensor> inputs_;
-  bool split_;
+  Mode mode_;
   std::vector<WeightGradWork::Item> deferred_;
+  std::vector<Tensor> results_;  // kTargets: the gradient of each of inputs_
 };
 
 // Paused backward passes, oldest first. Never destroyed: it may be drained at exit.
@@ -187,7 +213,7 @@ void run_backward(const Tensor& root, const Tensor& grad_seed) {
   }
   // Behind a paused pass, a new one pauses at once where it would wait too: passes finish in the
   // order they were started.
-  GraphTask task(root, seed, {}, false);
+  GraphTask task(root, seed, {}, GraphTask::Mode::kAll);
   if (paused().empty() && task.run(/*may_pause=*/true)) return;
   static const bool at_exit = [] { return std::atexit([] { finish_backward(); }) == 0; }();
   (void)at_exit;
@@ -207,10 +233,24 @@ WeightGradWork run_input_backward(const Tensor& root, const Tensor& grad_seed, c
   NoGradGuard no_grad;
   WeightGradWork work;
   Tensor seed = checked_seed(root, grad_seed);
-  GraphTask task(root, seed, inputs, true);
+  GraphTask task(root, seed, inputs, GraphTask::Mode::kSplit);
   task.run(/*may_pause=*/false);
   work.items_ = task.take_deferred();
   return work;
+}
+
+std::vector<Tensor> gradients(const Tensor& root, const Tensor& grad_seed, const std::vector<Tensor>& targets) {
+  NoGradGuard no_grad;
+  Tensor seed = checked_seed(root, grad_seed);
+  for (size_t k = 0; k < targets.size(); ++k)
+    if (targets[k].same(root)) {  // d root / d root
+      std::vector<Tensor> out(targets.size());
+      out[k] = seed;
+      return out;
+    }
+  GraphTask task(root, seed, targets, GraphTask::Mode::kTargets);
+  task.run(/*may_pause=*/false);
+  return task.take_results();
 }
 
 void WeightGradWork::run() {

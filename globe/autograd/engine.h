@@ -1,6 +1,7 @@
 // Reverse-mode differentiation over the recorded graph.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -43,7 +44,19 @@ class WeightGradWork {
 };
 WeightGradWork run_input_backward(const Tensor& root, const Tensor& grad_seed, const std::vector<Tensor>& inputs);
 
+// The gradients of `root` (seeded with `grad_seed`, ones for a scalar when undefined) with respect
+// to `targets`, in their order, undefined where none flows, as torch.autograd.grad: nothing is
+// accumulated into leaves and the graph is walked no further than the targets. Every tensor the
+// gradient reaches that requires grad must be a target or lead to one (an error names it
+// otherwise). Activation recomputation (checkpoint.h) runs its region's backward with it.
+std::vector<Tensor> gradients(const Tensor& root, const Tensor& grad_seed, const std::vector<Tensor>& targets);
+
 namespace detail {
+// The nodes reachable from `root` without passing through a tensor for which `stop` is true (none
+// when empty), in the order the engine runs them: each node before the nodes that feed it.
+std::vector<std::shared_ptr<Node>> backward_order(const std::shared_ptr<Node>& root,
+                                                  const std::function<bool(const Tensor&)>& stop = {});
+
 // grad() of a leaf whose backward may be paused or whose gradient may be pending (grad_route.h):
 // finishes the paused passes and resolves it (core's resolve_pending_grad hook, installed with the
 // global layer).

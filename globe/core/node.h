@@ -1,6 +1,8 @@
 // A node of the autograd graph: the op that produced one tensor, with edges to its inputs.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -10,7 +12,8 @@ namespace globe {
 
 class Node {
  public:
-  explicit Node(std::vector<Tensor> inputs) : inputs_(std::move(inputs)) {}
+  explicit Node(std::vector<Tensor> inputs)
+      : inputs_(std::move(inputs)), serial_(next_serial().fetch_add(1, std::memory_order_relaxed)) {}
   virtual ~Node() = default;
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -27,8 +30,18 @@ class Node {
 
   const std::vector<Tensor>& inputs() const { return inputs_; }
 
+  // Nodes are numbered in the order they were made: a node numbered at or after
+  // `next_serial()` read at some point was recorded after it (how a recomputed region,
+  // autograd/checkpoint.h, tells its own nodes from those of the graph it hangs on).
+  uint64_t serial() const { return serial_; }
+  static std::atomic<uint64_t>& next_serial() {
+    static std::atomic<uint64_t> n{0};
+    return n;
+  }
+
  private:
   std::vector<Tensor> inputs_;
+  uint64_t serial_;
 };
 
 }  // namespace globe

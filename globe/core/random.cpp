@@ -46,6 +46,13 @@ RandomStream next_local_random_stream() {
   return s;
 }
 
+GeneratorState generator_state() { return {g_default, g_seeded}; }
+
+void set_generator_state(const GeneratorState& state) {
+  g_default = state.stream;
+  g_seeded = state.seeded;
+}
+
 float uniform_at(const RandomStream& s, uint64_t index) { return philox::uniform_of(block_at(s, index)); }
 
 uint64_t bits_at(const RandomStream& s, uint64_t index) { return philox::bits_of(block_at(s, index)); }

@@ -34,6 +34,16 @@ RandomStream next_random_stream();
 // every rank. Local and global ops share one call counter.
 RandomStream next_local_random_stream();
 
+// The default generator's whole state, to replay a region's random draws: activation
+// recomputation (autograd/checkpoint.h) saves it before a forward and sets it again to recompute
+// it, so dropout draws the same masks.
+struct GeneratorState {
+  RandomStream stream;
+  bool seeded;
+};
+GeneratorState generator_state();
+void set_generator_state(const GeneratorState& state);
+
 // Uniform [0, 1) and standard normal for logical element `index` of stream `s`.
 float uniform_at(const RandomStream& s, uint64_t index);
 float normal_at(const RandomStream& s, uint64_t index);

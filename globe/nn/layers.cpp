@@ -1,5 +1,7 @@
 #include "globe/nn/layers.h"
 
+#include "globe/autograd/checkpoint.h"
+
 #include "globe/nn/init.h"
 #include "globe/ops/ops.h"
 
@@ -14,6 +16,16 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias) {
     bias = init::linear_uniform({out_features}, in_features);
     register_parameter("bias", bias);
   }
+}
+
+Tensor UnaryModule::operator()(const Tensor& x) {
+  if (!recompute_) return forward(x);
+  return checkpoint([this](const std::vector<Tensor>& in) { return forward(in[0]); }, {x}, recompute_label_);
+}
+
+void UnaryModule::set_recompute(bool on, std::string label) {
+  recompute_ = on;
+  recompute_label_ = label.empty() ? "module" : std::move(label);
 }
 
 Tensor Linear::forward(const Tensor& x) {
@@ -56,7 +68,7 @@ void Sequential::push_back(std::shared_ptr<UnaryModule> module) {
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
-  for (auto& layer : layers_) y = layer->forward(y);
+  for (auto& layer : layers_) y = (*layer)(y);
   return y;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "globe/nn/module.h"
@@ -9,11 +10,22 @@
 
 namespace globe::nn {
 
-// A module with one tensor in and one out (what Sequential chains).
+// A module with one tensor in and one out (what Sequential and Pipeline chain).
 class UnaryModule : public Module {
  public:
   virtual Tensor forward(const Tensor& x) = 0;
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  // forward(x), or, when marked for recomputation, forward(x) whose intermediates are not kept:
+  // they are recomputed in the backward (globe::checkpoint, autograd/checkpoint.h).
+  Tensor operator()(const Tensor& x);
+  // Activation recomputation for this module (Megatron's full recompute of a layer, torch's
+  // checkpoint_wrapper): `label` names it in errors ("transformer.h.3"). The module must outlive
+  // the backward of every call made with the mark on.
+  void set_recompute(bool on = true, std::string label = "");
+  bool recompute() const { return recompute_; }
+
+ private:
+  bool recompute_ = false;
+  std::string recompute_label_;
 };
 
 // y = x @ weight^T + bias; weight [out, in], bias [out].

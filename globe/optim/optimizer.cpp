@@ -135,11 +135,23 @@ void Optimizer::set_zero_stage(int stage) {
   keep_pending_until_read(params_, stage >= 2);  // reduce-scattered at the step, not all-reduced during backward
 }
 
+namespace {
+int64_t local_bytes(const Tensor& t) { return t.defined() ? t.to_local().numel() * int64_t(itemsize(t.dtype())) : 0; }
+}  // namespace
+
 int64_t Optimizer::state_bytes() const {
   int64_t bytes = 0;
-  for (const Tensor& s : state_tensors())
-    if (s.defined()) bytes += s.to_local().numel() * int64_t(itemsize(s.dtype()));
+  for (const Tensor& s : state_tensors()) bytes += local_bytes(s);
   return bytes;
+}
+
+Optimizer::Memory Optimizer::memory() const {
+  Memory m{.state = state_bytes()};
+  for (const Tensor& p : params_) {
+    m.parameters += local_bytes(p);
+    if (p.impl().grad) m.gradients += local_bytes(Tensor(p.impl().grad));  // as held: reading grad() would reduce it
+  }
+  return m;
 }
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions o)

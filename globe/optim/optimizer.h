@@ -32,6 +32,13 @@ class Optimizer {
   int zero_stage() const { return zero_stage_; }
   // Bytes of optimizer state this rank holds (the local blocks of every state tensor).
   int64_t state_bytes() const;
+  // What this rank holds for training, in bytes of its local blocks: the parameters, their
+  // gradients as they are now (a pending one in its own layout) and the optimizer state. With
+  // the step's activations (what a step holds above these) it is the memory table the GPT prints.
+  struct Memory {
+    int64_t parameters = 0, gradients = 0, state = 0;
+  };
+  Memory memory() const;
 
  protected:
   // The tensors of state kept per parameter (for state_bytes()).

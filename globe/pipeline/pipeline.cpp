@@ -193,7 +193,7 @@ std::string Pipeline::describe() const {
 
 Tensor Pipeline::forward(int stage, const Tensor& x) {
   Tensor h = x;
-  for (nn::UnaryModule* m : stages_[size_t(stage)].modules) h = m->forward(h);
+  for (nn::UnaryModule* m : stages_[size_t(stage)].modules) h = (*m)(h);
   return h;
 }
 

@@ -26,6 +26,9 @@ OneFlow compiles build() into a static graph; Globe runs it eagerly, which gives
   placement (global tensors, docs/06-pipeline.md): a stage's forward of the next micro-batch
   overlaps the next stage's work on the one before. Every rank holds at most `stages` micro-batches'
   activations;
+- a module marked `.to(GraphModule).activation_checkpointing = True` keeps none of its
+  intermediate tensors: its forward runs again in the backward (globe.utils.checkpoint), giving
+  the same gradients bit for bit;
 - then each optimizer steps (its lr scheduler after it) and the gradients are dropped;
 - the outputs are the micro-batches' outputs concatenated along dim 0 (scalars stacked), as
   OneFlow packs them; with one micro-batch, build()'s own outputs.

@@ -73,6 +73,10 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__}.forward")
 
     def __call__(self, *args, **kwargs):
+        g = self.__dict__.get("_graph_module")
+        if g is not None and g.activation_checkpointing:  # OneFlow's per-module mark: recomputed in backward
+            from .utils.checkpoint import checkpoint
+            return checkpoint(self.forward, *args, **kwargs)
         return self.forward(*args, **kwargs)
 
     # ---- parameters and state ----

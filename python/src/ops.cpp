@@ -53,6 +53,25 @@ void bind_ops(pyb::module_& m) {
   m.def("copy_", &copy_, pyb::arg("dst"), pyb::arg("src"));
   m.def("grad_enabled", &grad_enabled);
   m.def("set_grad_enabled", &set_grad_enabled);
+  // Activation recomputation (globe.utils.checkpoint): `fn` takes the list of inputs and returns
+  // one tensor; it is called again in the backward. The node keeps the Python function alive, and
+  // lets it go only while the interpreter still runs (a node may outlive it at exit).
+  m.def("checkpoint", [](const pyb::function& fn, const std::vector<Tensor>& inputs, const std::string& name) {
+    std::shared_ptr<PyObject> held(fn.inc_ref().ptr(), [](PyObject* o) {
+      if (Py_IsInitialized()) {
+        pyb::gil_scoped_acquire gil;
+        Py_DECREF(o);
+      }
+    });
+    RegionFn region = [held](const std::vector<Tensor>& in) {
+      pyb::object out = pyb::reinterpret_borrow<pyb::function>(held.get())(in);
+      if (!pyb::isinstance<Tensor>(out))
+        throw pyb::type_error("checkpoint: the function must return one Tensor, not " +
+                              std::string(pyb::str(pyb::type::of(out).attr("__name__"))));
+      return out.cast<Tensor>();
+    };
+    return checkpoint(region, inputs, name);
+  }, pyb::arg("fn"), pyb::arg("inputs"), pyb::arg("name") = "checkpoint");
 
   // Elementwise (tensor or number on either side) and unary.
   m.def("add", [](const Tensor& a, const Tensor& b) { return add(a, b); });

@@ -246,3 +246,58 @@ def test_zero_in_a_graph_trains_as_without_it():
     zero, stage2 = run(True)
     assert (stage0, stage2) == (0, 2)
     np.testing.assert_allclose(zero, plain, rtol=1e-5)
+
+
+class DropNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.drop, self.fc2 = nn.Linear(6, 16), nn.Dropout(0.3), nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(self.drop(flow.tanh(self.fc1(x))))
+
+
+def test_activation_checkpointing_gives_the_same_bits():
+    """utils.checkpoint and OneFlow's GraphModule mark: the recomputed forward (dropout on) gives
+    the plain run's outputs and gradients to the bit, locally or data parallel over every rank."""
+    from globe.utils.checkpoint import checkpoint
+
+    def run(how):
+        flow.manual_seed(0)
+        m = DropNet()
+        x, _ = batch(4 * world())
+        if world() > 1:
+            m = m.to_global(placement=everywhere(), sbp=flow.sbp.broadcast)
+            x = x.to_global(placement=everywhere(), sbp=flow.sbp.split(0))
+        if how == "graph-module":
+            m.to(nn.graph.GraphModule).activation_checkpointing = True
+        flow.manual_seed(5)
+        y = checkpoint(m, x) if how == "function" else m(x)
+        (y * y).sum().backward()
+        return [value(y)] + [value(p.grad) for p in m.parameters()]
+
+    plain = run("plain")
+    for how in ("function", "graph-module"):
+        for got, want in zip(run(how), plain):
+            assert got.tobytes() == want.tobytes(), how
+
+
+def test_activation_checkpointing_mistakes_are_errors():
+    from globe.utils.checkpoint import checkpoint
+    m = Net()
+    x, _ = batch()
+    calls = []
+
+    def fickle(t):
+        calls.append(1)
+        if len(calls) > 1:
+            raise ValueError("fickle: not again")
+        return m(t)
+
+    y = checkpoint(fickle, x.requires_grad_())
+    with pytest.raises(ValueError, match="fickle: not again"):  # the Python exception, from the backward
+        y.sum().backward()
+    with pytest.raises(TypeError, match="must return one Tensor, not tuple"):
+        checkpoint(lambda t: (m(t), t), x)
+    with pytest.raises(ValueError, match="preserve_rng_state=False"):
+        checkpoint(m, x, preserve_rng_state=False)

@@ -1,2 +1,3 @@
-"""flow.utils: data loading (utils.data) and the global view of nested tensors (utils.global_view)."""
-from . import data, global_view  # noqa: F401
+"""flow.utils: data loading (utils.data), the global view of nested tensors (utils.global_view) and
+activation recomputation (utils.checkpoint, torch's spelling)."""
+from . import checkpoint, data, global_view  # noqa: F401
