@@ -140,7 +140,7 @@ if pairs:
     print(f"recompute      8 layers: activations {p['memory']['activations'] / 2**20:.1f} -> {r['memory']['activations'] / 2**20:.1f} MiB "
           f"(median {act:.2f} x, goal <= 0.35 x: {'met' if act <= 0.35 else 'NOT met'}); step time per pair "
           + ", ".join(f"{q['step_ms_median']:.0f}/{o['step_ms_median']:.0f} ms" for o, q in pairs)
-          + f": median {step:.2f} x (goal <= 1.4 x: {'met' if step <= 1.4 else 'NOT met'}); losses "
+          + f" (plain/recomputed): median {step:.2f} x (goal <= 1.4 x: {'met' if step <= 1.4 else 'NOT met'}); losses "
           + ("equal" if all(a["loss_last"] == b["loss_last"] for a, b in pairs) else "DIFFER"))
 if "globe-zero0" in rows:
     base = rows["globe-zero0"]["memory"]
