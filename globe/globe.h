@@ -15,6 +15,7 @@
 #include "globe/nn/init.h"
 #include "globe/nn/layers.h"
 #include "globe/nn/module.h"
+#include "globe/nn/fully_shard.h"
 #include "globe/nn/parallel_layers.h"
 #include "globe/ops/ops.h"
 #include "globe/optim/clip.h"

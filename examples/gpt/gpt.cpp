@@ -168,8 +168,8 @@ int run(int argc, char** argv) {
   GLOBE_CHECK(batch >= int64_t(L.dp) * microbatches, "[gpt] --batch ", batch, " cannot feed ", L.dp,
               " data-parallel ranks x ", microbatches, " micro-batches (each needs a sequence at least)");
   const int64_t zero = f.i64("zero");
-  GLOBE_CHECK(zero >= 0 && zero <= 2, "[gpt] --zero ", zero, ": 0 (replicated), 1 (optimizer state sharded over the data-",
-              "parallel ranks) or 2 (and gradients); 3 (parameters too) is not built yet");
+  GLOBE_CHECK(zero >= 0 && zero <= 3, "[gpt] --zero ", zero, ": 0 (replicated), 1 (optimizer state sharded over the data-",
+              "parallel ranks), 2 (and gradients) or 3 (the blocks' parameters too)");
   GLOBE_CHECK(int64_t(f.str("generate").size()) <= c.block, "[gpt] --generate: the prompt has ", f.str("generate").size(),
               " bytes but the context holds ", c.block, " (--block); shorten it");
   const gpt::Corpus corpus = gpt::read_corpus(f.str("data"));
@@ -188,6 +188,10 @@ int run(int argc, char** argv) {
                     {&model.embed}, {&model.head});
   gpt::distribute_tensor_parallel(model);
   tie_head(pipe, model);
+  // --zero 3: each block's parameters live split over the data-parallel ranks (inside their
+  // tensor-parallel blocks), gathered for its forward and, with --recompute, again for its backward.
+  if (zero == 3)
+    for (auto& b : model.blocks) globe::nn::fully_shard(*b);
   // --recompute: each block keeps only its input; its forward runs again in the backward.
   if (f.on("recompute"))
     for (size_t i = 0; i < model.blocks.size(); ++i) model.blocks[i]->set_recompute(true, "transformer.h." + std::to_string(i));
@@ -197,7 +201,7 @@ int run(int argc, char** argv) {
   if (!f.str("load-init").empty()) gpt::load_nanogpt(model, f.str("load-init"));
   if (!f.str("save-init").empty()) gpt::save_nanogpt(model, f.str("save-init"));
   gpt::NamedAdamW adamw = gpt::make_adamw(model, f.f64("lr"), f.f64("weight-decay"));
-  adamw.optimizer->set_zero_stage(int(zero));
+  adamw.optimizer->set_zero_stage(int(std::min<int64_t>(zero, 2)));  // stage 3's blocks are split already
   int64_t start = 0;
   if (!f.str("resume").empty()) {
     start = gpt::load_training(f.str("resume"), model, adamw);

@@ -50,13 +50,14 @@ void MpiCommunicator::diverged(const char* op, bool pending, uint64_t seq) {
   std::string diff, others;  // the first member that differs in full, the others by rank
   for (int r = 0; r < size(); ++r) {
     if (r == rank_ || call.heard[r].empty() || call.heard[r] == mine) continue;
-    if (diff.empty()) diff = OpHistory::first_difference(mine, ranks[rank_], call.heard[r], ranks[r]);
+    if (diff.empty()) diff = "at " + OpHistory::first_difference(mine, ranks[rank_], call.heard[r], ranks[r]);
     else others += (others.empty() ? "" : ", ") + std::to_string(ranks[r]);
   }
   if (!others.empty()) diff += "; ranks [" + others + "] differ from this rank too";
   if (diff.empty())
-    diff = "their histories of global ops agree, so one of them issued a collective the others did not";
-  GLOBE_FAIL("[consistency] ranks diverged at ", diff, call.missing.empty() ? "" : "; ranks [" + call.missing + "] did not say",
+    diff = "in their collectives: the ranks that answered agree on their history of global ops, so a rank issued "
+           "a collective (or a collective of another group) the others did not";
+  GLOBE_FAIL("[consistency] ranks diverged ", diff, call.missing.empty() ? "" : "; ranks [" + call.missing + "] did not say",
              " (seen by the fingerprint of ", op, " #", seq ? seq : seq_, " on ranks ", watch_.members(),
              "; GLOBE_CHECK_CONSISTENCY=1 also compares shapes and layouts before each op)");
 }

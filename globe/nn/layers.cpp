@@ -1,6 +1,7 @@
 #include "globe/nn/layers.h"
 
 #include "globe/autograd/checkpoint.h"
+#include "globe/nn/fully_shard.h"
 
 #include "globe/nn/init.h"
 #include "globe/ops/ops.h"
@@ -19,8 +20,12 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias) {
 }
 
 Tensor UnaryModule::operator()(const Tensor& x) {
-  if (!recompute_) return forward(x);
-  return checkpoint([this](const std::vector<Tensor>& in) { return forward(in[0]); }, {x}, recompute_label_);
+  if (!recompute_) return call_forward(x);
+  return checkpoint([this](const std::vector<Tensor>& in) { return call_forward(in[0]); }, {x}, recompute_label_);
+}
+
+Tensor UnaryModule::call_forward(const Tensor& x) {
+  return gather_layouts_.empty() ? forward(x) : detail::forward_gathered(*this, x);
 }
 
 void UnaryModule::set_recompute(bool on, std::string label) {

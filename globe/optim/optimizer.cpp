@@ -7,6 +7,7 @@
 #include "globe/global/global_tensor.h"
 #include "globe/global/boxing.h"
 #include "globe/global/grad_buckets.h"
+#include "globe/global/zero_layout.h"
 #include "globe/kernels/device_kernels.h"
 #include "globe/ops/ops.h"
 
@@ -14,35 +15,10 @@ namespace globe::optim {
 
 namespace {
 
-// The layout ZeRO updates `p` in (stage >= 1): split over every mesh axis where p is broadcast,
-// along the first dim long enough to give every rank a block — nested inside the axes that split
-// that dim already; an axis with no such dim stays broadcast. Local parameters stay as they are.
+// The layout ZeRO updates `p` in (stage >= 1; global/zero_layout.h); local parameters stay as they are.
 NdSbp update_layout(const Tensor& p, int zero_stage) {
-  if (zero_stage < 1 || !p.is_global()) return p.is_global() ? p.sbp() : NdSbp();
-  NdSbp u = p.sbp();
-  const auto& mesh = p.placement().mesh_shape();
-  for (size_t a = 0; a < u.size(); ++a) {
-    if (!u[a].is_broadcast() || mesh[a] <= 1) continue;
-    for (int64_t d = 0; d < p.dim(); ++d) {
-      int64_t ranks = mesh[a];  // the ranks d would be split over
-      for (size_t b = 0; b < u.size(); ++b)
-        if (u[b].is_split() && u[b].dim == d) ranks *= mesh[b];
-      if (p.shape()[d] >= ranks) {
-        u[a] = sbp::split(d);
-        break;
-      }
-    }
-  }
-  return u;
-}
-
-// `p`'s value in layout u, in a shard of its own (the update writes it through a flat pointer).
-Tensor owned_copy(const Tensor& p, const NdSbp& u) {
-  const Tensor boxed = box(p, p.placement(), u);
-  const Tensor& shard = shard_of(boxed);
-  Tensor own = Tensor::uninitialized(shard.shape(), shard.dtype(), shard.device());
-  kernels::device_copy(own, shard);
-  return make_global(own, p.shape(), p.placement(), u);
+  if (!p.is_global()) return NdSbp();
+  return zero_stage < 1 ? p.sbp() : zero_layout(p);
 }
 
 // Calls fn(p, g, i, target) with each parameter's local data and its gradient's (contiguous, one

@@ -89,6 +89,28 @@ TEST(Gpt, EveryLayoutGivesTheSingleProcessLosses) {
   }
 }
 
+TEST(Gpt, ZeroStagesAndRecomputationGiveTheSingleProcessLosses) {
+  TempDir dir;
+  const auto args = with(kSmall, {"--steps", "6", "--microbatches", "2"});
+  const auto one = train(1, args, dir, "single");
+  ASSERT_EQ(one.size(), 6u);
+  // Recomputation changes no bit.
+  EXPECT_EQ(train(1, with(args, {"--recompute"}), dir, "recompute"), one);
+  const std::vector<std::pair<int, std::vector<std::string>>> runs = {
+      {2, {"--dp", "2", "--zero", "1"}},
+      {2, {"--dp", "2", "--zero", "2", "--recompute"}},
+      {2, {"--dp", "2", "--zero", "3"}},
+      {2, {"--dp", "2", "--zero", "3", "--recompute"}},
+      {4, {"--dp", "2", "--tp", "2", "--zero", "3"}},
+      {4, {"--dp", "2", "--pp", "2", "--zero", "3", "--recompute"}},
+  };
+  for (const auto& [n, run] : runs) {
+    std::string name;
+    for (const auto& s : run) name += s + " ";
+    expect_same(one, train(n, with(args, run), dir, "run" + std::to_string(&run - &runs[0].second)), 1e-5, name);
+  }
+}
+
 TEST(Gpt, AVocabularyThatDoesNotDivideSplitsUnevenly) {
   // 257 entries over 2 ranks: 129 and 128 rows of the embedding and of the tied head.
   TempDir dir;
@@ -107,6 +129,13 @@ TEST(Gpt, ResumesOnAnotherLayoutWithTheUninterruptedLosses) {
   std::vector<double> joined = first;
   joined.insert(joined.end(), rest.begin(), rest.end());
   expect_same(whole, joined, 1e-5, "dp2 then tp2 x pp2");
+  // Fully sharded blocks save their shards; a replicated run loads them.
+  const std::string ckpt3 = dir.path() + "/ckpt3";
+  const auto first3 = train(2, with(kSmall, {"--steps", "3", "--dp", "2", "--zero", "3", "--ckpt", ckpt3}), dir, "first3");
+  const auto rest3 = train(2, with(kSmall, {"--steps", "6", "--tp", "2", "--resume", ckpt3}), dir, "rest3");
+  joined = first3;
+  joined.insert(joined.end(), rest3.begin(), rest3.end());
+  expect_same(whole, joined, 1e-5, "dp2 --zero 3 then tp2");
 }
 
 double field(const std::string& out, const std::string& key) {
@@ -186,6 +215,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "--embd 32 is not divisible by --heads 3"},
         BadInput{"heads_over_tp", 2, {"--layers", "2", "--heads", "3", "--embd", "48", "--tp", "2"},
                  "--heads 3 cannot be split over --tp 2"},
+        BadInput{"zero_stage_4", 2, with(kSmall, {"--dp", "2", "--zero", "4"}), "[gpt] --zero 4: 0 (replicated)"},
         BadInput{"more_stages_than_layers", 2, {"--layers", "1", "--pp", "2"}, "--pp 2 stages need at least as many layers"},
         BadInput{"missing_corpus", 2, with(kSmall, {"--data", "DIR/nothing-here"}), "does not exist"},
         BadInput{"empty_corpus", 2, with(kSmall, {"--data", "DIR/empty.txt"}), "is empty"},

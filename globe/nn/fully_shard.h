@@ -1,0 +1,35 @@
+// ZeRO-3 / fully sharded parameters for one module, as PyTorch's fully_shard (FSDP2):
+//
+//   for (auto& block : model.blocks) nn::fully_shard(*block);   // after to_global / distribute
+//   optim::AdamW opt(model.parameters(), ...);                  // made after: it holds the shards
+//
+// Each parameter of the module lives in ZeRO's layout (global/zero_layout.h: split over the mesh
+// axes where it was broadcast, nested inside tensor-parallel splits), 1/n of it per rank between
+// uses. Calling the module gathers every parameter to the layout it had (an all-gather each),
+// runs forward on the whole values and puts the shards back in the module; the backward
+// reduce-scatters each parameter's gradient straight into its shard (the gather is a
+// to_global(..., grad_sbp) in the graph, docs/design.md §6). The optimizer then updates shards
+// only: its state and the gradients are 1/n too, at any ZeRO stage.
+//
+// The gathered copies live as long as the graph needs them: until the module's backward
+// (PyTorch's reshard_after_forward=False). With the module also marked for recomputation
+// (UnaryModule::set_recompute), the gather is part of the recomputed region: the copies are
+// dropped after the forward and gathered again in the backward (reshard_after_forward=True, with
+// the activations recomputed as well).
+#pragma once
+
+#include "globe/nn/layers.h"
+
+namespace globe::nn {
+
+// Collective over the module's placement. Every parameter must be global; buffers stay as they are.
+// A parameter that no mesh axis can split (too few rows) stays whole. Call before the module's
+// optimizer is made: the parameters become new tensors (their values unchanged).
+void fully_shard(UnaryModule& module);
+
+namespace detail {
+// forward(x) with the gathered parameters in place of the shards (UnaryModule::operator()).
+Tensor forward_gathered(UnaryModule& module, const Tensor& x);
+}  // namespace detail
+
+}  // namespace globe::nn

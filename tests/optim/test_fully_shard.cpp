@@ -1,0 +1,196 @@
+// ZeRO-3 / fully sharded parameters (nn::fully_shard, docs/design.md §15): training equals the
+// replicated run within float rounding — alone, with recomputation, with gradient accumulation,
+// on a data x tensor mesh — each rank holds 1/n of the parameters, gradients and optimizer state,
+// checkpoints load between sharded and replicated models, and the mistakes are errors. 1, 2 and 4
+// ranks; the GPT's --zero 3 (with pipeline stages) is in tests/gpt.
+#include <gmock/gmock.h>
+
+#include <cmath>
+
+#include "test_util.h"
+
+namespace globe {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::error_of;
+using testing::me;
+using testing::world;
+
+struct Mlp {
+  std::shared_ptr<nn::Linear> fc1, fc2;
+  nn::Sequential net;
+  Mlp() {
+    manual_seed(7);
+    fc1 = std::make_shared<nn::Linear>(8, 12);
+    fc2 = std::make_shared<nn::Linear>(12, 6);  // 6 rows: uneven blocks on 4 ranks
+    net.push_back(fc1);
+    net.push_back(std::make_shared<nn::ReLU>());
+    net.push_back(fc2);
+  }
+};
+
+struct Options {
+  bool shard = false, recompute = false;
+  int microbatches = 1;
+};
+
+struct Trained {
+  std::vector<double> losses;
+  std::vector<std::vector<float>> params;
+  optim::Optimizer::Memory memory;
+};
+
+Trained train(const Options& o, int steps = 5) {
+  Mlp m;
+  const Placement p = Placement::all();
+  m.net.to_global(p, sbp::broadcast);
+  for (nn::Linear* fc : {m.fc1.get(), m.fc2.get()}) {
+    if (o.shard) nn::fully_shard(*fc);
+    fc->set_recompute(o.recompute, "fc");
+  }
+  optim::AdamW opt(m.net.parameters(), {.lr = 0.01, .weight_decay = 0.1});
+  Trained r;
+  for (int s = 0; s < steps; ++s) {
+    manual_seed(100 + uint64_t(s));
+    Tensor x = randn({16, 8}, p, sbp::split(0)), y = randn({16, 6}, p, sbp::split(0));
+    double loss = 0;
+    for (int k = 0; k < o.microbatches; ++k) {  // gradient accumulation: the mean over micro-batches
+      const int64_t rows = 16 / o.microbatches;
+      Tensor l = mul(mse_loss(m.net(narrow(x, 0, k * rows, rows)), narrow(y, 0, k * rows, rows)), 1.0 / o.microbatches);
+      l.backward();
+      loss += l.item<double>();
+    }
+    opt.step();
+    if (s == steps - 1) r.memory = opt.memory();  // the last step's gradients, and the state
+    opt.zero_grad();
+    r.losses.push_back(loss);
+  }
+  for (const Tensor& t : m.net.parameters()) r.params.push_back(t.to_global(p, sbp::broadcast).to_vector<float>());
+  return r;
+}
+
+void expect_close(const Trained& a, const Trained& b, const std::string& what) {
+  ASSERT_EQ(a.losses.size(), b.losses.size());
+  for (size_t i = 0; i < a.losses.size(); ++i)
+    EXPECT_NEAR(a.losses[i], b.losses[i], 1e-6 * std::abs(b.losses[i])) << what << " step " << i;
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (size_t k = 0; k < a.params.size(); ++k)
+    for (size_t j = 0; j < a.params[k].size(); ++j)
+      ASSERT_NEAR(a.params[k][j], b.params[k][j], 1e-5) << what << " parameter " << k << " element " << j;
+}
+
+int64_t sum_over_ranks(int64_t v) {
+  Tensor t = full({1}, double(v), kFloat64).to_global(Placement::all(), sbp::partial_sum).to_global(sbp::broadcast);
+  return int64_t(t.item<double>());
+}
+
+TEST(FullyShard, TrainsAsTheReplicatedModel) {
+  const Trained replicated = train({});
+  expect_close(train({.shard = true}), replicated, "fully sharded");
+  expect_close(train({.shard = true, .recompute = true}), replicated, "fully sharded + recomputation");
+  expect_close(train({.shard = true, .microbatches = 2}), train({.microbatches = 2}), "fully sharded, 2 micro-batches");
+}
+
+TEST(FullyShard, EachRankHoldsItsShareOfParametersGradientsAndState) {
+  const Trained replicated = train({}, 1), sharded = train({.shard = true}, 1);
+  const auto& r = replicated.memory;
+  const auto& s = sharded.memory;
+  const int64_t whole = 4 * (12 * 9 + 6 * 13);  // bytes of the parameters
+  EXPECT_EQ(r.parameters, whole);
+  EXPECT_EQ(r.gradients, whole);
+  EXPECT_EQ(r.state, 2 * whole);
+  // The blocks cover each tensor once: over the ranks they add up to one copy.
+  EXPECT_EQ(sum_over_ranks(s.parameters), whole);
+  EXPECT_EQ(sum_over_ranks(s.gradients), whole);
+  EXPECT_EQ(sum_over_ranks(s.state), 2 * whole);
+  const int n = world();
+  // No rank holds more than its blocks: 12 / n and 6 / n rows, rounded up.
+  const int64_t most = 4 * ((12 + n - 1) / n * 9 + (6 + n - 1) / n * 13);
+  EXPECT_LE(s.parameters, most);
+  EXPECT_LE(s.gradients, most);
+  EXPECT_LE(s.state, 2 * most);
+}
+
+TEST(FullyShard, DataTimesTensorMesh) {
+  if (world() != 4) GTEST_SKIP() << "4 ranks";
+  // A column-parallel Linear on a 2 x 2 data x tensor mesh: sharded over the data axis inside its
+  // tensor-parallel blocks.
+  const Placement mesh = mesh_placement("cpu", {2, 2});
+  auto run = [&](bool shard) {
+    manual_seed(11);
+    nn::Linear fc(8, 12);
+    fc.distribute(mesh, {{"weight", NdSbp({sbp::broadcast, sbp::split(0)})}, {"bias", NdSbp({sbp::broadcast, sbp::split(0)})}},
+                  NdSbp({sbp::broadcast, sbp::broadcast}));
+    if (shard) nn::fully_shard(fc);
+    if (shard) EXPECT_EQ(fc.weight.sbp(), NdSbp({sbp::split(0), sbp::split(0)}));
+    optim::AdamW opt(fc.parameters(), {.lr = 0.01});
+    std::vector<double> losses;
+    for (int i = 0; i < 4; ++i) {
+      manual_seed(200 + i);
+      Tensor x = randn({8, 8}, mesh, {sbp::split(0), sbp::broadcast});
+      Tensor y = randn({8, 12}, mesh, {sbp::split(0), sbp::broadcast});
+      opt.zero_grad();
+      Tensor loss = mse_loss(fc(x), y);
+      loss.backward();
+      opt.step();
+      losses.push_back(loss.item<double>());
+    }
+    return std::make_pair(losses, opt.state_bytes());
+  };
+  const auto [l0, b0] = run(false);
+  const auto [l3, b3] = run(true);
+  for (size_t i = 0; i < l0.size(); ++i) EXPECT_NEAR(l3[i], l0[i], 1e-6 * l0[i]) << "step " << i;
+  EXPECT_EQ(b3 * 2, b0) << "each rank holds half of its tensor-parallel block's state";
+}
+
+TEST(FullyShard, CheckpointsLoadBetweenShardedAndReplicatedModels) {
+  const Placement p = Placement::all();
+  Mlp sharded, replicated;
+  sharded.net.to_global(p, sbp::broadcast);
+  replicated.net.to_global(p, sbp::broadcast);
+  nn::fully_shard(*sharded.fc1);
+  nn::fully_shard(*sharded.fc2);
+  {
+    NoGradGuard g;
+    for (Tensor& t : sharded.net.parameters()) copy_(t, randn(t.shape(), p, t.sbp()));
+  }
+  // Sharded -> replicated and back, through a state dict (what checkpoints carry).
+  replicated.net.load_state_dict(sharded.net.state_dict());
+  Mlp again;
+  again.net.to_global(p, sbp::broadcast);
+  nn::fully_shard(*again.fc1);
+  nn::fully_shard(*again.fc2);
+  again.net.load_state_dict(replicated.net.state_dict());
+  const auto a = sharded.net.parameters(), b = replicated.net.parameters(), c = again.net.parameters();
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i].sbp(), NdSbp(sbp::broadcast));
+    EXPECT_EQ(a[i].to_global(p, sbp::broadcast).to_vector<float>(), b[i].to_vector<float>()) << "tensor " << i;
+    EXPECT_EQ(c[i].to_global(p, sbp::broadcast).to_vector<float>(), b[i].to_vector<float>()) << "tensor " << i;
+  }
+}
+
+TEST(FullyShard, ALocalModuleIsAnError) {
+  nn::Linear fc(3, 3);
+  EXPECT_THAT(error_of([&] { nn::fully_shard(fc); }), HasSubstr("[fully_shard] parameter weight"));
+}
+
+TEST(FullyShard, ARankThatSkipsAModuleFailsWithTheFingerprintsMessageNotAHang) {
+  if (world() < 2) GTEST_SKIP() << "2+ ranks";
+  Mlp m;
+  const Placement p = Placement::all();
+  m.net.to_global(p, sbp::broadcast);
+  nn::fully_shard(*m.fc1);
+  nn::fully_shard(*m.fc2);
+  Tensor x = randn({8, 8}, p, sbp::split(0));
+  // Rank 0 uses fc2, the others do not: its gather of fc2.weight meets their next collective.
+  const std::string e = error_of([&] {
+    Tensor h = relu((*m.fc1)(x));
+    Tensor y = me() == 0 ? (*m.fc2)(h) : narrow(h, 1, 0, 6);
+    sum(y).item<float>();
+  });
+  EXPECT_THAT(e, HasSubstr("[consistency] ranks diverged"));
+}
+
+}  // namespace
+}  // namespace globe
