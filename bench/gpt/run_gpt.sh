@@ -19,8 +19,10 @@
 #   memory  the memory table per rank (parameters, gradients, AdamW state, activations):
 #             recompute  8 layers, 1 process, with and without --recompute, five alternating pairs:
 #                        activations goal <= 0.35 x, step time goal <= 1.4 x (median ratio)
-#             zero       4 ranks dp4 (global batch 32) at --zero 0, 1, 2: parameter + gradient +
-#                        AdamW bytes per rank against --zero 0's
+#             zero       4 ranks dp4 (global batch 32) at --zero 0, 1, 2, 3 and 3 with --recompute:
+#                        parameter + gradient + AdamW bytes per rank against --zero 0's (goal at 3:
+#                        <= 0.30 x); step time at --zero 3 against --zero 2's, three alternating
+#                        pairs (goal <= 1.15 x, median)
 # Each measurement prints its command and its RESULT line; a summary table ends the run.
 set -euo pipefail
 
@@ -99,7 +101,18 @@ if [[ $CASE == memory || $CASE == all ]]; then
       measure globe-plain8-$rep "${first[@]}"
     fi
   done
-  for z in 0 1 2; do measure globe-zero$z globe 4 --batch 32 --steps 5 --warmup 1 --val-batches 0 --zero $z; done
+  dp4=(globe 4 --batch 32 --steps 5 --warmup 1 --val-batches 0)
+  for z in 0 1; do measure globe-zero$z "${dp4[@]}" --zero $z; done
+  for rep in 1 2 3; do
+    if (( rep % 2 )); then
+      measure globe-zero2-$rep "${dp4[@]}" --zero 2
+      measure globe-zero3-$rep "${dp4[@]}" --zero 3
+    else
+      measure globe-zero3-$rep "${dp4[@]}" --zero 3
+      measure globe-zero2-$rep "${dp4[@]}" --zero 2
+    fi
+  done
+  measure globe-zero3r "${dp4[@]}" --zero 3 --recompute
 fi
 
 python3 - "$RESULTS" <<'PY'
@@ -143,15 +156,26 @@ if pairs:
           + f" (plain/recomputed): median {step:.2f} x (goal <= 1.4 x: {'met' if step <= 1.4 else 'NOT met'}); losses "
           + ("equal" if all(a["loss_last"] == b["loss_last"] for a, b in pairs) else "DIFFER"))
 if "globe-zero0" in rows:
+    rows.setdefault("globe-zero2", rows.get("globe-zero2-1"))
+    rows.setdefault("globe-zero3", rows.get("globe-zero3-1"))
     base = rows["globe-zero0"]["memory"]
     total0 = base["parameters"] + base["gradients"] + base["optimizer_state"]
-    for z in (0, 1, 2):
-        m = rows.get(f"globe-zero{z}", {}).get("memory")
+    for z in ("0", "1", "2", "3", "3r"):
+        m = (rows.get(f"globe-zero{z}") or {}).get("memory")
         if m:
             t = m["parameters"] + m["gradients"] + m["optimizer_state"]
-            print(f"zero {z}         dp4 per rank: parameters {m['parameters'] / 2**20:.2f}, gradients {m['gradients'] / 2**20:.2f}, "
+            label = f"zero {z[0]}" + (" + recompute" if z.endswith("r") else "")
+            print(f"{label:22s} dp4 per rank: parameters {m['parameters'] / 2**20:.2f}, gradients {m['gradients'] / 2**20:.2f}, "
                   f"AdamW {m['optimizer_state'] / 2**20:.2f}, activations {m['activations'] / 2**20:.2f} MiB; "
-                  f"parameters + gradients + AdamW {t / total0:.2f} x --zero 0's; {rows[f'globe-zero{z}']['tokens_per_s_median']:.0f} tokens/s")
+                  f"parameters + gradients + AdamW {t / total0:.2f} x --zero 0's"
+                  + (f" (goal <= 0.30 x: {'met' if t / total0 <= 0.30 else 'NOT met'})" if z == "3" else "")
+                  + f"; {rows[f'globe-zero{z}']['step_ms_median']:.0f} ms/step")
+    pairs = [(rows[f"globe-zero3-{k}"], rows[f"globe-zero2-{k}"]) for k in range(1, 4)
+             if f"globe-zero3-{k}" in rows and f"globe-zero2-{k}" in rows]
+    if pairs:
+        r = med([a["step_ms_median"] / b["step_ms_median"] for a, b in pairs])
+        print("zero 3 vs 2 step time  " + ", ".join(f"{a['step_ms_median']:.0f}/{b['step_ms_median']:.0f} ms" for a, b in pairs)
+              + f": median {r:.2f} x (goal <= 1.15 x: {'met' if r <= 1.15 else 'NOT met'})")
 for tag in ("torch-learn", "globe-learn"):
     if tag in rows:
         print(f"{tag:14s} 600 steps: loss {rows[tag]['loss_first']:.4f} -> {rows[tag]['loss_last']:.4f}, validation {rows[tag]['val_loss']:.4f}"
