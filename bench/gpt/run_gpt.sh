@@ -2,7 +2,7 @@
 # GPT benchmarks (bench/RESULTS.md, "GPT"): build/bin/gpt beside our PyTorch reference
 # (bench/gpt/torch_gpt.py, Debian's python3-torch) on the same machine in the same run. Builds
 # nothing: ninja -C build -j2 gpt globe-launch
-# Usage: bench/gpt/run_gpt.sh [--case speed|interop|learn|memory|all] [--quiet-wait SECONDS] [--log FILE]
+# Usage: bench/gpt/run_gpt.sh [--case speed|interop|learn|memory|capacity|all] [--quiet-wait SECONDS] [--log FILE]
 #   speed   reference defaults (4 layers, 4 heads, 128 wide, context 64, 16 sequences, 30 timed
 #           steps after 5), 1 thread per process:
 #             single   globe 1 process vs torch 1 process          goal >= 1.2 x tokens/s
@@ -23,6 +23,9 @@
 #                        parameter + gradient + AdamW bytes per rank against --zero 0's (goal at 3:
 #                        <= 0.30 x); step time at --zero 3 against --zero 2's, three alternating
 #                        pairs (goal <= 1.15 x, median)
+#   capacity the deepest GPT (width 256, 4 heads, context 64, global batch 16) that trains a step on
+#           4 ranks dp4 under GLOBE_MEMORY_LIMIT=96M per rank: replicated, --zero 2, --zero 3 and
+#           --zero 3 --recompute; the ratio of trainable parameters against replicated
 # Each measurement prints its command and its RESULT line; a summary table ends the run.
 set -euo pipefail
 
@@ -38,11 +41,11 @@ while [[ $# -gt 0 ]]; do
     --case) CASE="$2"; shift 2 ;;
     --quiet-wait) QUIET_WAIT="$2"; shift 2 ;;
     --log) LOG="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "run_gpt.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ $CASE == memory ]] || require_torch run_gpt.sh  # the memory case measures Globe alone
+[[ $CASE == memory || $CASE == capacity ]] || require_torch run_gpt.sh  # these measure Globe alone
 source "$ROOT/bench/quiet.sh"
 bench_start "$LOG" gpt globe-launch
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
@@ -114,6 +117,27 @@ if [[ $CASE == memory || $CASE == all ]]; then
   done
   measure globe-zero3r "${dp4[@]}" --zero 3 --recompute
 fi
+if [[ $CASE == capacity || $CASE == all ]]; then
+  CAP=96M
+  # fits LAYERS FLAGS...: one training step of that depth stays under the cap (0), or runs out (1);
+  # any other failure stops the benchmark.
+  fits() {
+    local layers=$1 out; shift
+    out=$(GLOBE_MEMORY_LIMIT=$CAP globe 4 --embd 256 --heads 4 --block 64 --batch 16 --steps 1 --warmup 0 \
+          --val-batches 0 --layers "$layers" "$@" 2>&1) && return 0
+    grep -q "out of memory" <<<"$out" && return 1
+    echo "$out" >&2; exit 1
+  }
+  for how in "replicated:" "zero2:--zero 2" "zero3:--zero 3" "zero3-recompute:--zero 3 --recompute"; do
+    tag=${how%%:*}; read -r -a flags <<<"${how#*:}"
+    lo=0 hi=1  # lo fits (0: none), hi to be tried; double, then bisect
+    while fits "$hi" "${flags[@]}"; do lo=$hi; hi=$((hi * 2)); done
+    while (( hi - lo > 1 )); do mid=$(((lo + hi) / 2)); if fits "$mid" "${flags[@]}"; then lo=$mid; else hi=$mid; fi; done
+    echo "capacity $tag: $lo layers fit under $CAP per rank"
+    (( lo > 0 )) && measure capacity-$tag globe 4 --embd 256 --heads 4 --block 64 --batch 16 --steps 1 --warmup 0 \
+                   --val-batches 0 --layers "$lo" "${flags[@]}"
+  done
+fi
 
 python3 - "$RESULTS" <<'PY'
 import json, sys
@@ -176,6 +200,13 @@ if "globe-zero0" in rows:
         r = med([a["step_ms_median"] / b["step_ms_median"] for a, b in pairs])
         print("zero 3 vs 2 step time  " + ", ".join(f"{a['step_ms_median']:.0f}/{b['step_ms_median']:.0f} ms" for a, b in pairs)
               + f": median {r:.2f} x (goal <= 1.15 x: {'met' if r <= 1.15 else 'NOT met'})")
+if "capacity-replicated" in rows:
+    base = rows["capacity-replicated"]["params"]
+    for tag in ("replicated", "zero2", "zero3", "zero3-recompute"):
+        r = rows.get(f"capacity-{tag}")
+        if r:
+            print(f"capacity {tag:16s} {r['layers']:3d} layers, {r['params'] / 1e6:6.2f} M parameters "
+                  f"({r['params'] / base:.2f} x replicated) under the per-rank cap; peak {r['peak_bytes'] / 2**20:.1f} MiB")
 for tag in ("torch-learn", "globe-learn"):
     if tag in rows:
         print(f"{tag:14s} 600 steps: loss {rows[tag]['loss_first']:.4f} -> {rows[tag]['loss_last']:.4f}, validation {rows[tag]['val_loss']:.4f}"

@@ -49,6 +49,33 @@ void keep_freed_memory_in_heap() {
   (void)done;
 }
 
+// GLOBE_MEMORY_LIMIT: bytes of tensor storage this process may hold on each device ("512M",
+// "1.5G", "65536"; K, M, G are powers of 1024), 0 or unset for none. Read once.
+int64_t memory_limit() {
+  static const int64_t limit = [] {
+    const char* v = std::getenv("GLOBE_MEMORY_LIMIT");
+    if (v == nullptr || *v == 0) return int64_t(0);
+    char* end = nullptr;
+    const double x = std::strtod(v, &end);
+    double scale = 1;
+    if (*end == 'K' || *end == 'k') scale = 1024.0, ++end;
+    else if (*end == 'M' || *end == 'm') scale = 1024.0 * 1024, ++end;
+    else if (*end == 'G' || *end == 'g') scale = 1024.0 * 1024 * 1024, ++end;
+    GLOBE_CHECK(end != v && *end == 0 && x >= 0, "[alloc] GLOBE_MEMORY_LIMIT='", v,
+                "' is not a byte count (a number with an optional K, M or G: 512M, 1.5G)");
+    return int64_t(x * scale);
+  }();
+  return limit;
+}
+
+void check_limit(const Device& device, size_t nbytes) {
+  const int64_t limit = memory_limit();
+  if (limit == 0) return;
+  const int64_t held = counter(device).current.load(std::memory_order_relaxed);
+  GLOBE_CHECK(held + int64_t(nbytes) <= limit, "[alloc] out of memory on ", device.str(), ": asked ", nbytes,
+              " bytes with ", held, " held, over the limit of ", limit, " bytes (GLOBE_MEMORY_LIMIT)");
+}
+
 }  // namespace
 
 MemoryStats memory_stats(const Device& device) {
@@ -71,6 +98,7 @@ void empty_cache(const Device& device) {
 namespace detail {
 
 void* allocate(const Device& device, size_t nbytes, bool zero) {
+  check_limit(device, nbytes);
   void* data = nullptr;
   if (device.is_cpu()) {
     keep_freed_memory_in_heap();

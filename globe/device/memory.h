@@ -7,6 +7,9 @@
 //
 // Counts every Storage (local tensors, and the shards of global ones), not MPI's, BLAS's or NCCL's
 // own buffers. On a GPU, `reserved_bytes` adds what the caching allocator keeps for reuse.
+// GLOBE_MEMORY_LIMIT=BYTES ("512M", "1.5G") caps what a process may hold on each device: an
+// allocation past it throws "[alloc] out of memory on cpu: asked B bytes with H held, over the
+// limit of L bytes" (how a benchmark asks what fits in a given memory).
 #pragma once
 
 #include <cstddef>

@@ -101,6 +101,17 @@ TEST(Device, CountsCpuMemory) {
   EXPECT_GE(after.peak_bytes - before.current_bytes, 8000);
 }
 
+// Run by test_device_memory_limit with GLOBE_MEMORY_LIMIT=1M (the limit is read once per process).
+TEST(MemoryLimit, AnAllocationPastItIsAClearErrorAndLosesNothing) {
+  const char* limit = std::getenv("GLOBE_MEMORY_LIMIT");
+  if (limit == nullptr || std::string(limit) != "1M") GTEST_SKIP() << "runs with GLOBE_MEMORY_LIMIT=1M";
+  const Tensor a = full({100000}, 2.0);  // 400 000 bytes
+  const std::string e = testing::error_of([] { Tensor::empty({200000}, kFloat32, kCPU); });  // 800 000 more
+  EXPECT_THAT(e, ::testing::HasSubstr("[alloc] out of memory on cpu: asked 800000 bytes with "));
+  EXPECT_THAT(e, ::testing::HasSubstr("over the limit of 1048576 bytes (GLOBE_MEMORY_LIMIT)"));
+  EXPECT_EQ(sum(a).item<float>(), 200000.0f) << "what was held is intact, and work under the limit goes on";
+}
+
 TEST(Device, CpuStreamsAndEventsAreImmediate) {
   const Stream s = compute_stream(kCPU);
   EXPECT_EQ(s.handle, nullptr);
