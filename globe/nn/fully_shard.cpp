@@ -8,7 +8,7 @@
 
 namespace globe::nn {
 
-void fully_shard(UnaryModule& module) {
+void fully_shard(Module& module) {
   std::map<std::string, NdSbp> gather;
   NoGradGuard no_grad;
   module.for_each_slot([&](const std::string& name, Tensor& slot, bool is_parameter) {
@@ -18,16 +18,12 @@ void fully_shard(UnaryModule& module) {
     const NdSbp shard = zero_layout(slot);
     if (shard == slot.sbp()) return;  // no broadcast axis, or too few rows for one
     gather[name] = slot.sbp();
-    const bool requires_grad = slot.requires_grad();
-    slot = owned_copy(slot, shard);
-    slot.set_requires_grad(requires_grad);
+    slot.rebind(owned_copy(slot, shard));  // the same parameter, now holding its shard
   });
   module.set_gather_layouts(std::move(gather));
 }
 
-namespace detail {
-
-Tensor forward_gathered(UnaryModule& module, const Tensor& x) {
+Tensor with_gathered(Module& module, const std::function<Tensor()>& run) {
   // The shards, put back whatever forward does (an exception included).
   struct Restore {
     std::vector<std::pair<Tensor*, Tensor>> slots;
@@ -44,9 +40,7 @@ Tensor forward_gathered(UnaryModule& module, const Tensor& x) {
     // reduce-scatter over the data-parallel axes.
     slot = slot.to_global(slot.placement(), it->second, slot.sbp());
   });
-  return module.forward(x);
+  return run();
 }
-
-}  // namespace detail
 
 }  // namespace globe::nn

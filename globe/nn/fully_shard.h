@@ -1,7 +1,7 @@
 // ZeRO-3 / fully sharded parameters for one module, as PyTorch's fully_shard (FSDP2):
 //
 //   for (auto& block : model.blocks) nn::fully_shard(*block);   // after to_global / distribute
-//   optim::AdamW opt(model.parameters(), ...);                  // made after: it holds the shards
+//   optim::AdamW opt(model.parameters(), ...);                  // updates the shards
 //
 // Each parameter of the module lives in ZeRO's layout (global/zero_layout.h: split over the mesh
 // axes where it was broadcast, nested inside tensor-parallel splits), 1/n of it per rank between
@@ -18,18 +18,21 @@
 // the activations recomputed as well).
 #pragma once
 
-#include "globe/nn/layers.h"
+#include <functional>
+
+#include "globe/nn/module.h"
 
 namespace globe::nn {
 
 // Collective over the module's placement. Every parameter must be global; buffers stay as they are.
-// A parameter that no mesh axis can split (too few rows) stays whole. Call before the module's
-// optimizer is made: the parameters become new tensors (their values unchanged).
-void fully_shard(UnaryModule& module);
+// A parameter that no mesh axis can split (too few rows) stays whole. The parameters keep their
+// identity (Tensor::rebind, as Module::to_global): an optimizer made before keeps updating them,
+// its state following their new layout at its next step. A UnaryModule gathers when called; any
+// other module (a Python one) runs its forward inside with_gathered.
+void fully_shard(Module& module);
 
-namespace detail {
-// forward(x) with the gathered parameters in place of the shards (UnaryModule::operator()).
-Tensor forward_gathered(UnaryModule& module, const Tensor& x);
-}  // namespace detail
+// run() with each sharded parameter of `module` gathered in its slot, the shards put back after
+// (UnaryModule::operator() and Python's Module.__call__ use it).
+Tensor with_gathered(Module& module, const std::function<Tensor()>& run);
 
 }  // namespace globe::nn

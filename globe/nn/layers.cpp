@@ -25,7 +25,8 @@ Tensor UnaryModule::operator()(const Tensor& x) {
 }
 
 Tensor UnaryModule::call_forward(const Tensor& x) {
-  return gather_layouts_.empty() ? forward(x) : detail::forward_gathered(*this, x);
+  if (gather_layouts().empty()) return forward(x);
+  return with_gathered(*this, [&] { return forward(x); });
 }
 
 void UnaryModule::set_recompute(bool on, std::string label) {

@@ -1,7 +1,6 @@
 // Standard layers. Each is a Module with named parameters; call them like functions.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,16 +23,10 @@ class UnaryModule : public Module {
   void set_recompute(bool on = true, std::string label = "");
   bool recompute() const { return recompute_; }
 
-  // Fully sharded parameters (nn/fully_shard.h): the layout each sharded parameter (by dotted
-  // name) is gathered to for forward; empty when the module is not sharded.
-  const std::map<std::string, NdSbp>& gather_layouts() const { return gather_layouts_; }
-  void set_gather_layouts(std::map<std::string, NdSbp> layouts) { gather_layouts_ = std::move(layouts); }
-
  private:
   Tensor call_forward(const Tensor& x);
   bool recompute_ = false;
   std::string recompute_label_;
-  std::map<std::string, NdSbp> gather_layouts_;
 };
 
 // y = x @ weight^T + bias; weight [out, in], bias [out].

@@ -93,6 +93,11 @@ class Module {
   void distribute(const Placement& placement, const std::vector<std::pair<std::string, NdSbp>>& plan,
                   const NdSbp& default_sbp);
 
+  // Fully sharded parameters (nn/fully_shard.h): the layout each sharded parameter (by dotted
+  // name) is gathered to while the module runs; empty when the module is not sharded.
+  const std::map<std::string, NdSbp>& gather_layouts() const { return gather_layouts_; }
+  void set_gather_layouts(std::map<std::string, NdSbp> layouts) { gather_layouts_ = std::move(layouts); }
+
   // Calls fn(qualified_name, slot, is_parameter) for every parameter and buffer slot; lets layers
   // above nn (the global layer) replace tensors in place.
   void for_each_slot(const std::function<void(const std::string&, Tensor&, bool)>& fn,
@@ -113,6 +118,7 @@ class Module {
   std::deque<Tensor> owned_slots_;                   // slots of names added by set_parameter/set_buffer
   std::map<std::string, std::shared_ptr<Module>> owned_children_;  // children set_module keeps alive, by name
   bool training_ = true;
+  std::map<std::string, NdSbp> gather_layouts_;
 };
 
 }  // namespace globe::nn

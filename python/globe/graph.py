@@ -100,9 +100,9 @@ class GraphConfig:
         self.accumulation_steps = value
 
     def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024, shard_restore_level=1):  # noqa: ARG002
-        if stage not in (1, 2):
-            raise ValueError(f"enable_zero: stage {stage!r}: Globe shards optimizer state (1) and gradients (2); "
-                             "stage 3 is not built yet")
+        if stage not in (1, 2, 3):
+            raise ValueError(f"enable_zero: stage {stage!r}: Globe shards optimizer state (1), gradients (2) and "
+                             "parameters (3)")
         self.zero_stage = stage if mode else 0
 
     def enable_amp(self, mode=True, **kwargs):  # noqa: ARG002
@@ -194,7 +194,14 @@ class Graph:
         if not self._zero_applied:
             for opt, _ in self._optimizers:
                 if self.config.zero_stage:
-                    opt.set_zero_stage(self.config.zero_stage)
+                    opt.set_zero_stage(min(self.config.zero_stage, 2))
+            if self.config.zero_stage == 3:  # every layer with global parameters, fully sharded in place
+                from . import nn  # noqa: PLC0415  (nn imports this module)
+                for value in list(vars(self).values()):
+                    if isinstance(value, nn.Module):
+                        for m in value.modules():
+                            if isinstance(m, nn._CppLayer) and any(p.is_global for _, p in m.named_parameters()):
+                                nn.fully_shard(m)
             self._zero_applied = True
         n = self.config.accumulation_steps
         batches = _micro_batches(args, n) if n > 1 else [list(args)]

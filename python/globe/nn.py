@@ -76,7 +76,13 @@ class Module:
         g = self.__dict__.get("_graph_module")
         if g is not None and g.activation_checkpointing:  # OneFlow's per-module mark: recomputed in backward
             from .utils.checkpoint import checkpoint
-            return checkpoint(self.forward, *args, **kwargs)
+            return checkpoint(self._call_forward, *args, **kwargs)
+        return self._call_forward(*args, **kwargs)
+
+    def _call_forward(self, *args, **kwargs):
+        # A fully sharded Python module runs with its parameters gathered (a C++ layer gathers itself).
+        if not isinstance(self, _CppLayer) and self._cpp.fully_sharded:
+            return _globe.with_gathered(self._cpp, lambda: self.forward(*args, **kwargs))
         return self.forward(*args, **kwargs)
 
     # ---- parameters and state ----
@@ -185,6 +191,18 @@ class init:  # noqa: N801  (torch.nn.init / flow.nn.init: in place, returning th
     kaiming_uniform_ = staticmethod(_globe.init_kaiming_uniform_)
     kaiming_normal_ = staticmethod(_globe.init_kaiming_normal_)
     calculate_gain = staticmethod(_globe.init_calculate_gain)
+
+
+def fully_shard(module):
+    """ZeRO-3 / FSDP for `module` (torch.distributed.fsdp.fully_shard): each of its global parameters
+    is split over the mesh axes where it is broadcast, in place (an optimizer made before keeps
+    updating it), gathered while the module runs, and its gradient reduce-scattered into the shard.
+    Shard each layer (or block) for the memory to pay off: the gathered copies live until the
+    module's backward, or only through its forward when it is also recomputed. Collective."""
+    if not isinstance(module, Module):
+        raise TypeError(f"fully_shard: expected a Module, got {type(module).__name__}")
+    _globe.fully_shard(module._cpp)
+    return module
 
 
 class _CppLayer(Module):

@@ -48,9 +48,22 @@ void bind_nn(pyb::module_& m) {
         mod.distribute(p, v, to_nd_sbp(default_sbp));
       }, pyb::arg("placement"), pyb::arg("plan"), pyb::arg("default_sbp"))
       .def("to", [](Module& mod, DType dt) { mod.to(dt); })
+      .def_property_readonly("fully_sharded", [](const Module& mod) { return !mod.gather_layouts().empty(); })
       .def("train", [](Module& mod, bool on) { mod.train(on); }, pyb::arg("mode") = true);
+  // A C++ layer's call: its forward, with its marks (fully sharded, recomputed) honoured.
   pyb::class_<UnaryModule, Module, std::shared_ptr<UnaryModule>>(m, "CppUnaryModule")
-      .def("forward", &UnaryModule::forward);
+      .def("forward", [](UnaryModule& mod, const Tensor& x) { return mod(x); });
+  // ZeRO-3 (nn/fully_shard.h): shards a module's parameters in place; with_gathered runs a Python
+  // forward with them gathered (whatever it returns).
+  m.def("fully_shard", [](Module& mod) { fully_shard(mod); }, pyb::arg("module"));
+  m.def("with_gathered", [](Module& mod, const pyb::function& fn) {
+    pyb::object result;
+    with_gathered(mod, [&] {
+      result = fn();
+      return Tensor();
+    });
+    return result;
+  }, pyb::arg("module"), pyb::arg("fn"));
   pyb::class_<Linear, UnaryModule, std::shared_ptr<Linear>>(m, "CppLinear")
       .def(pyb::init<int64_t, int64_t, bool>(), pyb::arg("in_features"), pyb::arg("out_features"),
            pyb::arg("bias") = true);

@@ -114,8 +114,8 @@ def test_graph_mistakes_are_errors_naming_them():
         flow.nn.Graph().config.enable_amp(True)
     with pytest.raises(AttributeError, match="no 'set_gradient_acumulation_steps'"):
         flow.nn.Graph().config.set_gradient_acumulation_steps(2)
-    with pytest.raises(ValueError, match="stage 3 is not built yet"):
-        flow.nn.Graph().config.enable_zero(True, stage=3)
+    with pytest.raises(ValueError, match=r"stage 4: .* and parameters \(3\)"):
+        flow.nn.Graph().config.enable_zero(True, stage=4)
     m = Net()
     with pytest.raises(flow.Error, match="parameter fc1.weight of Net lives on local"):
         m.to(flow.nn.graph.GraphModule).set_stage(0, everywhere())
@@ -229,7 +229,7 @@ def test_zero_in_a_graph_trains_as_without_it():
                 self.add_optimizer(opt)
                 self.config.set_gradient_accumulation_steps(2)
                 if zero:
-                    self.config.enable_zero(True, stage=2)
+                    self.config.enable_zero(True, stage=3 if zero == 3 else 2)
 
             def build(self, x, y):
                 loss = nn.CrossEntropyLoss()(self.m(x), y)
@@ -246,6 +246,8 @@ def test_zero_in_a_graph_trains_as_without_it():
     zero, stage2 = run(True)
     assert (stage0, stage2) == (0, 2)
     np.testing.assert_allclose(zero, plain, rtol=1e-5)
+    zero3, _ = run(3)
+    np.testing.assert_allclose(zero3, plain, rtol=1e-5)
 
 
 class DropNet(nn.Module):
@@ -301,3 +303,38 @@ def test_activation_checkpointing_mistakes_are_errors():
         checkpoint(lambda t: (m(t), t), x)
     with pytest.raises(ValueError, match="preserve_rng_state=False"):
         checkpoint(m, x, preserve_rng_state=False)
+
+
+def test_fully_shard_trains_as_the_replicated_model():
+    """nn.fully_shard on a Python-defined module (gathered around its whole forward) and on its
+    layers (each gathers itself): the replicated run's losses, each rank holding its share."""
+    p = everywhere()
+
+    def run(how):
+        flow.manual_seed(0)
+        m = Net().to_global(placement=p, sbp=flow.sbp.broadcast)
+        opt = flow.optim.Adam(m.parameters(), lr=0.01)  # made before: the parameters keep their identity
+        if how == "module":
+            nn.fully_shard(m)
+        elif how == "layers":
+            nn.fully_shard(m.fc1)
+            nn.fully_shard(m.fc2)
+        losses = []
+        for step in range(3):
+            x, y = batch(8 * world())
+            x, y = x.to_global(placement=p, sbp=flow.sbp.split(0)), y.to_global(placement=p, sbp=flow.sbp.split(0))
+            loss = nn.CrossEntropyLoss()(m(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(value(loss))
+        return losses, m
+
+    plain, _ = run(None)
+    for how in ("module", "layers"):
+        losses, m = run(how)
+        np.testing.assert_allclose(losses, plain, rtol=1e-5, err_msg=how)
+        if world() > 1:
+            assert m.fc1.weight.sbp == (flow.sbp.split(0),), how
+    with pytest.raises(TypeError, match="expected a Module"):
+        nn.fully_shard(3)
