@@ -56,15 +56,20 @@ class GradModeGuard {
   bool prev_;
 };
 
+thread_local int t_recomputing = 0;
+
 // Runs fn with the generator at `rng`, then puts the generator back where it was.
 Tensor replay(const RegionFn& fn, const std::vector<Tensor>& args, const GeneratorState& rng) {
   const GeneratorState now = generator_state();
   set_generator_state(rng);
+  ++t_recomputing;
   try {
     Tensor out = fn(args);
+    --t_recomputing;
     set_generator_state(now);
     return out;
   } catch (...) {
+    --t_recomputing;
     set_generator_state(now);
     throw;
   }
@@ -149,6 +154,8 @@ class CheckpointNode final : public Node {
 };
 
 }  // namespace
+
+bool recomputing() { return t_recomputing > 0; }
 
 Tensor checkpoint(const RegionFn& fn, const std::vector<Tensor>& inputs, const std::string& name) {
   if (!grad_enabled()) return fn(inputs);

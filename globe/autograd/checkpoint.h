@@ -37,4 +37,8 @@ using RegionFn = std::function<Tensor(const std::vector<Tensor>&)>;
 // mode (or when nothing in the region requires grad) it is just fn(inputs).
 Tensor checkpoint(const RegionFn& fn, const std::vector<Tensor>& inputs, const std::string& name = "checkpoint");
 
+// Whether this thread is running a region's forward again, for its backward (a fully sharded
+// module then keeps its gathered parameters: the region's backward reads them at once).
+bool recomputing();
+
 }  // namespace globe

@@ -8,6 +8,7 @@
 
 #include "globe/autograd/grad_route.h"
 #include "globe/core/grad_mode.h"
+#include "globe/core/hooks.h"
 #include "globe/core/node.h"
 #include "globe/ops/ops.h"
 
@@ -72,7 +73,10 @@ class GraphTask {
     }
     order_ = detail::backward_order(root.grad_fn(), stop);
     pending_[order_.front().get()] = seed;
-    if (mode_ == Mode::kAll) find_last_uses();
+    if (mode_ == Mode::kAll) {
+      find_last_uses();
+      find_last_reads_of_remakeable();
+    }
   }
 
   // Runs until done (true) or until a node that waits for a peer when `may_pause` (false).
@@ -96,6 +100,7 @@ class GraphTask {
         }
       }
       if (any_later) deferred_.push_back({node, grad, later});
+      make_inputs_again(*node);
       std::vector<Tensor> grads = node->apply(grad, needs);
       for (size_t i = 0; i < in.size(); ++i) {
         if (!needs[i] || !grads[i].defined()) continue;
@@ -148,13 +153,33 @@ class GraphTask {
         last.erase(it);  // a leaf used twice by one node is announced once
       }
   }
+  // Storage that can be released and made again (a fully sharded module's gathered parameters,
+  // released after its forward) is made again before a node that reads it runs, and released
+  // again after the last node of this pass that reads it.
+  void find_last_reads_of_remakeable() {
+    std::unordered_map<Storage*, size_t> last;
+    for (size_t i = 0; i < order_.size(); ++i)
+      for (const Tensor& in : order_[i]->inputs())
+        if (Storage* st = detail::core_hooks.storage_of(in); st && st->remake) last[st] = i;
+    if (last.empty()) return;
+    release_after_.resize(order_.size());
+    for (const auto& [st, i] : last) release_after_[i].push_back(st);
+  }
+  static void make_inputs_again(const Node& node) {
+    for (const Tensor& in : node.inputs())
+      if (Storage* st = detail::core_hooks.storage_of(in); st && st->released()) st->make_again();
+  }
+
   void announce_ready(size_t i) {
+    if (i < release_after_.size())
+      for (Storage* st : release_after_[i]) st->release();
     if (i < ready_.size())
       for (const Tensor& leaf : ready_[i]) grad_route().grad_ready(leaf);
   }
 
   std::vector<std::shared_ptr<Node>> order_;
   std::vector<std::vector<Tensor>> ready_;
+  std::vector<std::vector<Storage*>> release_after_;
   size_t next_ = 0;
   std::unordered_map<Node*, Tensor> pending_;
   std::vector<Tensor> inputs_;

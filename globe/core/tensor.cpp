@@ -20,8 +20,28 @@ Storage::Storage(size_t n, bool zero, Device d)
 Storage::Storage(void* d, size_t n, std::shared_ptr<void> o) : data(d), nbytes(n), owner(std::move(o)) {}
 
 Storage::~Storage() {
-  if (owner) return;  // released with the owner
+  if (owner || released_) return;  // released with the owner, or already
   detail::release(device, data, nbytes);
+}
+
+void Storage::release() {
+  GLOBE_CHECK(remake && !owner, "[storage] only data that can be made again may be released");
+  if (released_) return;
+  detail::release(device, data, nbytes);
+  data = nullptr;
+  released_ = true;
+}
+
+void Storage::make_again() {
+  if (!released_) return;
+  data = detail::allocate(device, nbytes, /*zero=*/false);
+  released_ = false;
+  try {
+    remake(*this);
+  } catch (...) {
+    release();
+    throw;
+  }
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,18 @@ struct Storage {
   size_t nbytes = 0;
   Device device;
   std::shared_ptr<void> owner;  // set for memory owned elsewhere
+
+  // Data that may be released while tensors still refer to it, and made again when one is used
+  // (a fully sharded parameter's gathered copy between its module's forward and backward,
+  // nn/fully_shard.h). `remake` fills `data` (allocated for it) with the same bytes; the autograd
+  // engine calls make_again() before a node reads it and release() after its last node ran.
+  std::function<void(Storage&)> remake;
+  bool released() const { return released_; }
+  void release();
+  void make_again();
+
+ private:
+  bool released_ = false;
 };
 
 struct TensorImpl {

@@ -3,6 +3,7 @@
 #include "globe/autograd/engine.h"
 #include "globe/autograd/grad_route.h"
 #include "globe/core/hooks.h"
+#include "globe/global/global_tensor.h"
 #include "globe/global/grad_buckets.h"
 #include "globe/ops/hooks.h"
 
@@ -33,6 +34,9 @@ void install_hooks() {
     core_hooks.describe_layout = describe_layout;
     core_hooks.resolve_pending_grad = resolve_pending_grad;
     core_hooks.shard_device = shard_device;
+    core_hooks.storage_of = [](const Tensor& t) -> Storage* {
+      return t.is_global() ? shard_of(t).impl().storage.get() : t.impl().storage.get();
+    };
     ops_hooks.dispatch_global = dispatch_global;
     ops_hooks.copy_global = copy_global;
     ops_hooks.full_like_global = full_like_global;

@@ -11,11 +11,10 @@
 // to_global(..., grad_sbp) in the graph, docs/design.md §6). The optimizer then updates shards
 // only: its state and the gradients are 1/n too, at any ZeRO stage.
 //
-// The gathered copies live as long as the graph needs them: until the module's backward
-// (PyTorch's reshard_after_forward=False). With the module also marked for recomputation
-// (UnaryModule::set_recompute), the gather is part of the recomputed region: the copies are
-// dropped after the forward and gathered again in the backward (reshard_after_forward=True, with
-// the activations recomputed as well).
+// The gathered copies' bytes are released when the module's forward returns, and gathered again
+// by the autograd engine before the first backward node that reads them, released after the last
+// (PyTorch's reshard_after_forward=True; Storage::remake). With the module also marked for
+// recomputation (UnaryModule::set_recompute) the gather is part of the recomputed region instead.
 #pragma once
 
 #include <functional>

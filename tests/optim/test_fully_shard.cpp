@@ -112,6 +112,27 @@ TEST(FullyShard, EachRankHoldsItsShareOfParametersGradientsAndState) {
   EXPECT_LE(s.state, 2 * most);
 }
 
+TEST(FullyShard, GatheredCopiesAreReleasedAfterTheForwardAndGatheredAgainForTheBackward) {
+  if (world() < 2) GTEST_SKIP() << "2+ ranks: one rank has nothing to shard";
+  const Placement p = Placement::all();
+  manual_seed(5);
+  nn::Linear fc(64, 64), ref(64, 64);
+  fc.to_global(p, sbp::broadcast);
+  ref.to_global(p, sbp::broadcast);
+  ref.load_state_dict(fc.state_dict());
+  nn::fully_shard(fc);
+  const Tensor x = randn({8, 64}, p, sbp::split(0));
+  const int64_t before = memory_stats().current_bytes;
+  const Tensor y = fc(x);
+  // The graph holds the gathered weight (16 KiB) for the backward, but not its bytes.
+  EXPECT_LT(memory_stats().current_bytes - before, 64 * 64 * 4);
+  sum(mul(y, y)).backward();
+  sum(mul(ref(x), ref(x))).backward();
+  const std::vector<float> got = fc.weight.grad().to_vector<float>(), want = ref.weight.grad().to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << "element " << i;
+}
+
 TEST(FullyShard, DataTimesTensorMesh) {
   if (world() != 4) GTEST_SKIP() << "4 ranks";
   // A column-parallel Linear on a 2 x 2 data x tensor mesh: sharded over the data axis inside its
@@ -123,7 +144,9 @@ TEST(FullyShard, DataTimesTensorMesh) {
     fc.distribute(mesh, {{"weight", NdSbp({sbp::broadcast, sbp::split(0)})}, {"bias", NdSbp({sbp::broadcast, sbp::split(0)})}},
                   NdSbp({sbp::broadcast, sbp::broadcast}));
     if (shard) nn::fully_shard(fc);
-    if (shard) EXPECT_EQ(fc.weight.sbp(), NdSbp({sbp::split(0), sbp::split(0)}));
+    if (shard) {
+      EXPECT_EQ(fc.weight.sbp(), NdSbp({sbp::split(0), sbp::split(0)}));
+    }
     optim::AdamW opt(fc.parameters(), {.lr = 0.01});
     std::vector<double> losses;
     for (int i = 0; i < 4; ++i) {
@@ -176,20 +199,25 @@ TEST(FullyShard, ALocalModuleIsAnError) {
 }
 
 TEST(FullyShard, ARankThatSkipsAModuleFailsWithTheFingerprintsMessageNotAHang) {
-  if (world() < 2) GTEST_SKIP() << "2+ ranks";
+  // The fingerprints alone (the suite runs with GLOBE_CHECK_CONSISTENCY=1, which stops ranks one op
+  // earlier): on 2 ranks, rank 0's all-gather of fc2's weight meets rank 1's next collective.
+  // On more ranks, a rank that sits in a collective of another kind than its neighbours' is only
+  // freed by GLOBE_TIMEOUT (docs/design.md §13.1, "Not covered"), so this runs on 2.
+  if (world() != 2) GTEST_SKIP() << "2 ranks";
   Mlp m;
   const Placement p = Placement::all();
   m.net.to_global(p, sbp::broadcast);
   nn::fully_shard(*m.fc1);
   nn::fully_shard(*m.fc2);
   Tensor x = randn({8, 8}, p, sbp::split(0));
-  // Rank 0 uses fc2, the others do not: its gather of fc2.weight meets their next collective.
+  dist::set_consistency_checks(false);
   const std::string e = error_of([&] {
     Tensor h = relu((*m.fc1)(x));
     Tensor y = me() == 0 ? (*m.fc2)(h) : narrow(h, 1, 0, 6);
     sum(y).item<float>();
   });
-  EXPECT_THAT(e, HasSubstr("[consistency] ranks diverged"));
+  EXPECT_THAT(e, HasSubstr("[consistency] ranks diverged at global op"));
+  EXPECT_THAT(e, HasSubstr("seen by the fingerprint of"));
 }
 
 }  // namespace
