@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -27,6 +28,30 @@ inline std::string error_of(const std::function<void()>& fn) {
   }
   ADD_FAILURE() << "did not throw";
   return "";
+}
+
+// A training run's record: its losses and, after training, every parameter's whole value.
+struct TrainedValues {
+  std::vector<double> losses;
+  std::vector<std::vector<float>> params;
+};
+
+// Two runs agree within float rounding: losses to 1e-6 relative, parameters to 1e-5.
+inline void expect_same_training(const TrainedValues& got, const TrainedValues& want, const std::string& what) {
+  ASSERT_EQ(got.losses.size(), want.losses.size()) << what;
+  for (size_t i = 0; i < got.losses.size(); ++i)
+    EXPECT_NEAR(got.losses[i], want.losses[i], 1e-6 * std::abs(want.losses[i])) << what << " step " << i;
+  ASSERT_EQ(got.params.size(), want.params.size()) << what;
+  for (size_t k = 0; k < got.params.size(); ++k)
+    for (size_t j = 0; j < got.params[k].size(); ++j)
+      ASSERT_NEAR(got.params[k][j], want.params[k][j], 1e-5) << what << " parameter " << k << " element " << j;
+}
+
+// The sum of `v` over every rank (collective).
+inline int64_t sum_over_ranks(int64_t v) {
+  if (dist::world_size() == 1) return v;
+  const Tensor t = full({1}, double(v), kFloat64).to_global(Placement::all(), sbp::partial_sum).to_global(sbp::broadcast);
+  return int64_t(t.item<double>());
 }
 
 }  // namespace globe::testing

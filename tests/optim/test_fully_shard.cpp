@@ -35,9 +35,7 @@ struct Options {
   int microbatches = 1;
 };
 
-struct Trained {
-  std::vector<double> losses;
-  std::vector<std::vector<float>> params;
+struct Trained : testing::TrainedValues {
   optim::Optimizer::Memory memory;
 };
 
@@ -70,20 +68,9 @@ Trained train(const Options& o, int steps = 5) {
   return r;
 }
 
-void expect_close(const Trained& a, const Trained& b, const std::string& what) {
-  ASSERT_EQ(a.losses.size(), b.losses.size());
-  for (size_t i = 0; i < a.losses.size(); ++i)
-    EXPECT_NEAR(a.losses[i], b.losses[i], 1e-6 * std::abs(b.losses[i])) << what << " step " << i;
-  ASSERT_EQ(a.params.size(), b.params.size());
-  for (size_t k = 0; k < a.params.size(); ++k)
-    for (size_t j = 0; j < a.params[k].size(); ++j)
-      ASSERT_NEAR(a.params[k][j], b.params[k][j], 1e-5) << what << " parameter " << k << " element " << j;
-}
+using testing::sum_over_ranks;
 
-int64_t sum_over_ranks(int64_t v) {
-  Tensor t = full({1}, double(v), kFloat64).to_global(Placement::all(), sbp::partial_sum).to_global(sbp::broadcast);
-  return int64_t(t.item<double>());
-}
+void expect_close(const Trained& a, const Trained& b, const std::string& what) { testing::expect_same_training(a, b, what); }
 
 TEST(FullyShard, TrainsAsTheReplicatedModel) {
   const Trained replicated = train({});

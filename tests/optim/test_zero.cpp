@@ -11,15 +11,16 @@
 #include <filesystem>
 
 #include "globe/globe.h"
+#include "test_util.h"
 
 namespace globe {
 namespace {
 
 int world() { return dist::world_size(); }
 
-struct Trained {
-  std::vector<double> losses;
-  std::vector<std::vector<float>> params;  // whole values, after training
+using testing::sum_over_ranks;
+
+struct Trained : testing::TrainedValues {
   int64_t state_bytes = 0;
 };
 
@@ -70,21 +71,7 @@ Trained run(int stage, bool adam, int steps = 6) {
   return r;
 }
 
-void expect_same(const Trained& a, const Trained& b, const std::string& what) {
-  ASSERT_EQ(a.losses.size(), b.losses.size());
-  for (size_t i = 0; i < a.losses.size(); ++i)
-    EXPECT_NEAR(a.losses[i], b.losses[i], 1e-6 * std::abs(a.losses[i])) << what << " step " << i;
-  ASSERT_EQ(a.params.size(), b.params.size());
-  for (size_t k = 0; k < a.params.size(); ++k)
-    for (size_t j = 0; j < a.params[k].size(); ++j)
-      ASSERT_NEAR(a.params[k][j], b.params[k][j], 1e-5) << what << " parameter " << k << " element " << j;
-}
-
-int64_t sum_over_ranks(int64_t v) {
-  if (world() == 1) return v;
-  Tensor t = full({1}, double(v), kFloat64).to_global(Placement::all(), sbp::partial_sum).to_global(sbp::broadcast);
-  return int64_t(t.item<double>());
-}
+void expect_same(const Trained& a, const Trained& b, const std::string& what) { testing::expect_same_training(a, b, what); }
 
 TEST(Zero, StagesGiveTheReplicatedLossesAndSplitTheState) {
   for (bool adam : {true, false}) {
