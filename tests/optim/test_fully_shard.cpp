@@ -1,6 +1,6 @@
 // ZeRO-3 / fully sharded parameters (nn::fully_shard, docs/design.md §15): training equals the
-// replicated run within float rounding — alone, with recomputation, with gradient accumulation,
-// on a data x tensor mesh — each rank holds 1/n of the parameters, gradients and optimizer state,
+// replicated run within float rounding — alone, with recomputation, with gradient accumulation
+// (on a data x tensor mesh: tests/optim/test_zero.cpp) — each rank holds 1/n of the parameters, gradients and optimizer state,
 // checkpoints load between sharded and replicated models, and the mistakes are errors. 1, 2 and 4
 // ranks; the GPT's --zero 3 (with pipeline stages) is in tests/gpt.
 #include <gmock/gmock.h>
@@ -118,40 +118,6 @@ TEST(FullyShard, GatheredCopiesAreReleasedAfterTheForwardAndGatheredAgainForTheB
   const std::vector<float> got = fc.weight.grad().to_vector<float>(), want = ref.weight.grad().to_vector<float>();
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << "element " << i;
-}
-
-TEST(FullyShard, DataTimesTensorMesh) {
-  if (world() != 4) GTEST_SKIP() << "4 ranks";
-  // A column-parallel Linear on a 2 x 2 data x tensor mesh: sharded over the data axis inside its
-  // tensor-parallel blocks.
-  const Placement mesh = mesh_placement("cpu", {2, 2});
-  auto run = [&](bool shard) {
-    manual_seed(11);
-    nn::Linear fc(8, 12);
-    fc.distribute(mesh, {{"weight", NdSbp({sbp::broadcast, sbp::split(0)})}, {"bias", NdSbp({sbp::broadcast, sbp::split(0)})}},
-                  NdSbp({sbp::broadcast, sbp::broadcast}));
-    if (shard) nn::fully_shard(fc);
-    if (shard) {
-      EXPECT_EQ(fc.weight.sbp(), NdSbp({sbp::split(0), sbp::split(0)}));
-    }
-    optim::AdamW opt(fc.parameters(), {.lr = 0.01});
-    std::vector<double> losses;
-    for (int i = 0; i < 4; ++i) {
-      manual_seed(200 + i);
-      Tensor x = randn({8, 8}, mesh, {sbp::split(0), sbp::broadcast});
-      Tensor y = randn({8, 12}, mesh, {sbp::split(0), sbp::broadcast});
-      opt.zero_grad();
-      Tensor loss = mse_loss(fc(x), y);
-      loss.backward();
-      opt.step();
-      losses.push_back(loss.item<double>());
-    }
-    return std::make_pair(losses, opt.state_bytes());
-  };
-  const auto [l0, b0] = run(false);
-  const auto [l3, b3] = run(true);
-  for (size_t i = 0; i < l0.size(); ++i) EXPECT_NEAR(l3[i], l0[i], 1e-6 * l0[i]) << "step " << i;
-  EXPECT_EQ(b3 * 2, b0) << "each rank holds half of its tensor-parallel block's state";
 }
 
 TEST(FullyShard, CheckpointsLoadBetweenShardedAndReplicatedModels) {

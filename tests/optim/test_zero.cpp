@@ -138,7 +138,8 @@ TEST(Zero, ShardedStateCheckpointLoadsWithAndWithoutZero) {
 }
 
 // Data x tensor parallelism on a 2 x 2 mesh: a column-parallel weight is split over the tensor
-// axis already; ZeRO splits it (and the replicated bias) over the data axis as well.
+// axis already; ZeRO splits it (and the replicated bias) over the data axis as well — its state
+// (stages 1, 2) or the parameter itself (stage 3).
 TEST(Zero, DataTimesTensorMesh) {
   if (world() != 4) GTEST_SKIP() << "4 ranks";
   const Placement mesh = mesh_placement("cpu", {2, 2});
@@ -148,8 +149,13 @@ TEST(Zero, DataTimesTensorMesh) {
     // The weight split over the tensor axis (rows), replicated over the data axis.
     fc.distribute(mesh, {{"weight", NdSbp({sbp::broadcast, sbp::split(0)})}, {"bias", NdSbp({sbp::broadcast, sbp::split(0)})}},
                   NdSbp({sbp::broadcast, sbp::broadcast}));
+    // Stage 3 (nn::fully_shard): the parameters themselves split over the data axis too.
+    if (stage == 3) nn::fully_shard(fc);
+    if (stage == 3) {
+      EXPECT_EQ(fc.weight.sbp(), NdSbp({sbp::split(0), sbp::split(0)}));
+    }
     optim::AdamW opt(fc.parameters(), {.lr = 0.01});
-    opt.set_zero_stage(stage);
+    opt.set_zero_stage(std::min(stage, 2));
     std::vector<double> losses;
     for (int i = 0; i < 4; ++i) {
       manual_seed(200 + i);
@@ -166,12 +172,15 @@ TEST(Zero, DataTimesTensorMesh) {
   const auto [l0, b0] = run_mesh(0);
   const auto [l1, b1] = run_mesh(1);
   const auto [l2, b2] = run_mesh(2);
+  const auto [l3, b3] = run_mesh(3);
   for (size_t i = 0; i < l0.size(); ++i) {
     EXPECT_NEAR(l1[i], l0[i], 1e-6 * l0[i]) << "stage 1, step " << i;
     EXPECT_NEAR(l2[i], l0[i], 1e-6 * l0[i]) << "stage 2, step " << i;
+    EXPECT_NEAR(l3[i], l0[i], 1e-6 * l0[i]) << "stage 3, step " << i;
   }
   EXPECT_EQ(b1 * 2, b0) << "each rank holds half of its tensor-parallel block's state";
   EXPECT_EQ(b2, b1);
+  EXPECT_EQ(b3, b1);
 }
 
 TEST(Zero, BadStageIsAnError) {
