@@ -15,6 +15,9 @@
 // by the autograd engine before the first backward node that reads them, released after the last
 // (PyTorch's reshard_after_forward=True; Storage::remake). With the module also marked for
 // recomputation (UnaryModule::set_recompute) the gather is part of the recomputed region instead.
+// Either way the backward gathers the parameters as they are then: they must not change between a
+// forward and its backward (an optimizer step in between would give gradients of other weights;
+// Globe keeps no version counters to catch it).
 #pragma once
 
 #include <functional>

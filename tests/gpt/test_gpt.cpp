@@ -103,6 +103,7 @@ TEST(Gpt, ZeroStagesAndRecomputationGiveTheSingleProcessLosses) {
       {2, {"--dp", "2", "--zero", "3", "--recompute"}},
       {4, {"--dp", "2", "--tp", "2", "--zero", "3"}},
       {4, {"--dp", "2", "--pp", "2", "--zero", "3", "--recompute"}},
+      {4, {"--dp", "2", "--pp", "2", "--zero", "3", "--schedule", "zb-h1"}},
   };
   for (const auto& [n, run] : runs) {
     std::string name;
