@@ -16,6 +16,8 @@
 #include "globe/nn/layers.h"
 #include "globe/nn/module.h"
 #include "globe/nn/fully_shard.h"
+#include "globe/nn/mixed_precision.h"
+#include "globe/nn/parameter_use.h"
 #include "globe/nn/parallel_layers.h"
 #include "globe/ops/ops.h"
 #include "globe/optim/clip.h"

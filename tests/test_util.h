@@ -36,15 +36,17 @@ struct TrainedValues {
   std::vector<std::vector<float>> params;
 };
 
-// Two runs agree within float rounding: losses to 1e-6 relative, parameters to 1e-5.
-inline void expect_same_training(const TrainedValues& got, const TrainedValues& want, const std::string& what) {
+// Two runs agree within float rounding: losses to 1e-6 relative, parameters to 1e-5 (or the
+// tolerances given, for runs that round differently: bfloat16 against float32).
+inline void expect_same_training(const TrainedValues& got, const TrainedValues& want, const std::string& what,
+                                 double loss_rtol = 1e-6, double param_atol = 1e-5) {
   ASSERT_EQ(got.losses.size(), want.losses.size()) << what;
   for (size_t i = 0; i < got.losses.size(); ++i)
-    EXPECT_NEAR(got.losses[i], want.losses[i], 1e-6 * std::abs(want.losses[i])) << what << " step " << i;
+    EXPECT_NEAR(got.losses[i], want.losses[i], loss_rtol * std::abs(want.losses[i])) << what << " step " << i;
   ASSERT_EQ(got.params.size(), want.params.size()) << what;
   for (size_t k = 0; k < got.params.size(); ++k)
     for (size_t j = 0; j < got.params[k].size(); ++j)
-      ASSERT_NEAR(got.params[k][j], want.params[k][j], 1e-5) << what << " parameter " << k << " element " << j;
+      ASSERT_NEAR(got.params[k][j], want.params[k][j], param_atol) << what << " parameter " << k << " element " << j;
 }
 
 // The sum of `v` over every rank (collective).

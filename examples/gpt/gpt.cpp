@@ -21,6 +21,7 @@
 #include "checkpoint.h"
 #include "corpus.h"
 #include "generate.h"
+#include "globe/kernels/matmul.h"
 #include "model.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -141,7 +142,8 @@ int run(int argc, char** argv) {
                  {"losses-out", ""}, {"val-batches", "8"}, {"val-every", "0"}, {"log-every", "10"}, {"dp", "0"},
                  {"tp", "1"}, {"pp", "1"}, {"microbatches", "1"}, {"schedule", "1f1b"}, {"ckpt", ""},
                  {"ckpt-every", "0"}, {"resume", ""}, {"export", ""}, {"generate", ""}, {"tokens", "200"},
-                 {"temperature", "0"}, {"top-k", "0"}, {"device", "cpu"}, {"zero", "0"}},
+                 {"temperature", "0"}, {"top-k", "0"}, {"device", "cpu"}, {"zero", "0"},
+                 {"dtype", "float32"}, {"reduce-dtype", "float32"}},
                 {"print-keys", "show-layout", "boxing-report", "recompute"});
   const int threads = int(f.i64("threads"));
   GLOBE_CHECK(threads >= 1, "[gpt] --threads must be at least 1");
@@ -170,6 +172,15 @@ int run(int argc, char** argv) {
   const int64_t zero = f.i64("zero");
   GLOBE_CHECK(zero >= 0 && zero <= 3, "[gpt] --zero ", zero, ": 0 (replicated), 1 (optimizer state sharded over the data-",
               "parallel ranks), 2 (and gradients) or 3 (the blocks' parameters too)");
+  auto parse_dtype = [&](const char* flag) {
+    const std::string v = f.str(flag);
+    if (v == "float32" || v == "fp32") return globe::kFloat32;
+    GLOBE_CHECK(v == "bfloat16" || v == "bf16", "[gpt] --", flag, " ", v, ": float32 or bf16 (bfloat16)");
+    return globe::kBFloat16;
+  };
+  const globe::nn::MixedPrecision precision{parse_dtype("dtype"), parse_dtype("reduce-dtype")};
+  GLOBE_CHECK(precision.reduce_dtype == globe::kFloat32 || zero < 2, "[gpt] --reduce-dtype bf16 applies to the ",
+              "data-parallel all-reduce; --zero ", zero, " reduce-scatters the gradients in float32 instead");
   GLOBE_CHECK(int64_t(f.str("generate").size()) <= c.block, "[gpt] --generate: the prompt has ", f.str("generate").size(),
               " bytes but the context holds ", c.block, " (--block); shorten it");
   const gpt::Corpus corpus = gpt::read_corpus(f.str("data"));
@@ -192,6 +203,14 @@ int run(int argc, char** argv) {
   // tensor-parallel blocks), gathered for its forward and, with --recompute, again for its backward.
   if (zero == 3)
     for (auto& b : model.blocks) globe::nn::fully_shard(*b);
+  // --dtype bf16: mixed precision; float32 master weights and AdamW state, bfloat16 compute.
+  if (precision.param_dtype != globe::kFloat32) {
+    for (globe::nn::Module* m : std::initializer_list<globe::nn::Module*>{&model, &model.embed, &model.head})
+      globe::nn::mixed_precision(*m, precision);
+    if (me == 0)
+      std::cout << "mixed precision: " << globe::nn::describe(precision) << "; bfloat16 matmul: "
+                << globe::kernels::bf16_gemm_path() << "\n";
+  }
   // --recompute: each block keeps only its input; its forward runs again in the backward.
   if (f.on("recompute"))
     for (size_t i = 0; i < model.blocks.size(); ++i) model.blocks[i]->set_recompute(true, "transformer.h." + std::to_string(i));
@@ -210,7 +229,10 @@ int run(int argc, char** argv) {
 
   const int64_t T = c.block, total = warmup + steps;
   const globe::Placement &first = meshes.front(), &last = meshes.back();
-  auto loss_fn = [](const Tensor& logits, const Tensor& target) { return globe::cross_entropy(logits, target); };
+  // The loss in float32 whatever the logits' dtype (as Megatron under bf16).
+  auto loss_fn = [](const Tensor& logits, const Tensor& target) {
+    return globe::cross_entropy(globe::to_dtype(logits, globe::kFloat32), target);
+  };
   auto validate = [&]() {
     double sum = 0;
     const int64_t n = f.i64("val-batches");
@@ -287,6 +309,9 @@ int run(int argc, char** argv) {
                    {"activations", max_over_ranks(double(activations))}};
   res["zero"] = zero;
   res["recompute"] = f.on("recompute");
+  res["dtype"] = globe::dtype_name(precision.param_dtype);
+  res["reduce_dtype"] = globe::dtype_name(precision.reduce_dtype);
+  if (precision.param_dtype != globe::kFloat32) res["bf16_gemm"] = globe::kernels::bf16_gemm_path();
 
   if (!f.str("generate").empty()) {
     pp::Pipeline one(meshes, model.block_list(), {.schedule = "gpipe", .microbatches = 1}, {&model.embed}, {&model.head});

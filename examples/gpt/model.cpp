@@ -86,7 +86,10 @@ Head::Head(const Config& c) : ln_f({c.embd}), wte(globe::zeros({c.vocab, c.embd}
 }
 
 Tensor Head::forward(const Tensor& x) {  // [B, T, E] @ wte [V, E]^T -> [B, T, V]
-  return globe::matmul_nt(tp_region_input(ln_f(x)), wte);
+  const Tensor h = tp_region_input(ln_f(x));
+  // The tied weight is a buffer here (the embedding owns it): in the activations' dtype under
+  // mixed precision, a cast in the graph whose gradient comes back in float32.
+  return globe::matmul_nt(h, globe::to_dtype(wte, h.dtype()));
 }
 
 GPT::GPT(const Config& c) : config(c), embed(c), head(c) {

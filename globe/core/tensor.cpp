@@ -190,7 +190,7 @@ namespace {
 template <class T>
 std::vector<T> gather_local(const Tensor& t) {
   std::vector<T> out(t.numel());
-  visit_dtype(t.dtype(), [&](auto tag) {
+  visit_stored(t.dtype(), [&](auto tag) {
     using S = decltype(tag);
     const S* src = static_cast<const S*>(t.storage()->data);
     T* dst = out.data();

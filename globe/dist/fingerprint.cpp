@@ -137,7 +137,8 @@ namespace {
 // Largest exactly representable sum of non-negative integers in T.
 template <class T>
 double exact_limit() {
-  if constexpr (std::is_same_v<T, float>) return 16777216.0;
+  if constexpr (std::is_same_v<T, bfloat16>) return 256.0;
+  else if constexpr (std::is_same_v<T, float>) return 16777216.0;
   else if constexpr (std::is_same_v<T, double>) return 9007199254740992.0;
   else return 4611686018427387904.0;
 }
@@ -154,11 +155,11 @@ int piece_bits(int ranks) {
 }  // namespace
 
 int sum_code_len(DType dt, int ranks) {
-  return visit_dtype(dt, [&](auto tag) { return 2 * (32 / piece_bits<decltype(tag)>(ranks)); });
+  return visit_stored(dt, [&](auto tag) { return 2 * (32 / piece_bits<decltype(tag)>(ranks)); });
 }
 
 void write_sum_code(uint32_t fp, DType dt, int ranks, void* dst) {
-  visit_dtype(dt, [&](auto tag) {
+  visit_stored(dt, [&](auto tag) {
     using T = decltype(tag);
     const int w = piece_bits<T>(ranks), n = 32 / w;
     T* out = static_cast<T*>(dst);
@@ -171,7 +172,7 @@ void write_sum_code(uint32_t fp, DType dt, int ranks, void* dst) {
 }
 
 bool sum_code_agrees(uint32_t fp, DType dt, int ranks, const void* summed) {
-  return visit_dtype(dt, [&](auto tag) {
+  return visit_stored(dt, [&](auto tag) {
     using T = decltype(tag);
     const int w = piece_bits<T>(ranks), n = 32 / w;
     const T* in = static_cast<const T*>(summed);

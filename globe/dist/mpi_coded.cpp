@@ -104,7 +104,7 @@ void MpiCommunicator::reduce_scatter_coded(const Tensor& in, const Tensor& out, 
     write_sum_code(fp, dt, size(), chunk + size_t(counts[r]) * item);
   }
   MPI_Request req;
-  check_mpi(MPI_Ireduce_scatter(buf, mine, l.counts.data(), mpi_type(dt), MPI_SUM, comm_, &req), "reduce_scatter");
+  check_mpi(MPI_Ireduce_scatter(buf, mine, l.counts.data(), mpi_type(dt), mpi_sum(dt), comm_, &req), "reduce_scatter");
   wait(req, "reduce_scatter");
   if (!sum_code_agrees(fp, dt, size(), mine + size_t(counts[rank_]) * item)) diverged("reduce_scatter");
   std::memcpy(ptr(out, "reduce_scatter"), mine, size_t(counts[rank_]) * item);

@@ -11,6 +11,27 @@
 
 namespace globe::dist {
 
+namespace {
+
+// MPI's user-op signature: inout[i] = in[i] + inout[i] over bfloat16, summed in float32.
+void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const bfloat16*>(in);
+  auto* b = static_cast<bfloat16*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = bfloat16(float(a[i]) + float(b[i]));
+}
+
+}  // namespace
+
+MPI_Op mpi::mpi_sum(DType t) {
+  if (t != DType::bfloat16) return MPI_SUM;
+  static MPI_Op op = [] {
+    MPI_Op made;
+    MPI_Op_create(&bf16_sum, /*commute=*/1, &made);
+    return made;
+  }();
+  return op;
+}
+
 using namespace mpi;
 
 namespace {
@@ -113,7 +134,7 @@ void MpiCommunicator::all_gather_v(const Tensor& local, const Tensor& out, const
   ++seq_;
   GLOBE_CHECK(int(counts.size()) == size() && local.numel() == counts[rank_], "[all_gather] counts do not ",
               "match: local ", describe(local), " for ", counts.size(), " members");
-  if (fingerprints() && out.numel() * int64_t(itemsize(out.dtype())) <= kCodedMaxBytes)
+  if (fingerprints() && raw_code_fits(out.dtype()) && out.numel() * int64_t(itemsize(out.dtype())) <= kCodedMaxBytes)
     return all_gather_coded(local, out, counts);
   Side side = start_side(fingerprints());
   Layout l = layout(counts, "all_gather");
@@ -139,7 +160,7 @@ void MpiCommunicator::reduce_scatter_v(const Tensor& in, const Tensor& out, cons
     Layout l = layout(counts, "reduce_scatter");
     MPI_Request req;
     check_mpi(MPI_Ireduce_scatter(ptr(in, "reduce_scatter"), ptr(out, "reduce_scatter"), l.counts.data(),
-                                  mpi_type(in.dtype()), MPI_SUM, comm_, &req),
+                                  mpi_type(in.dtype()), mpi_sum(in.dtype()), comm_, &req),
               "reduce_scatter");
     finish_side(side, "reduce_scatter", true);
     wait(req, "reduce_scatter");
@@ -151,7 +172,7 @@ void MpiCommunicator::all_to_all_v(const Tensor& send, const std::vector<int64_t
                                    const Tensor& recv, const std::vector<int64_t>& recv_counts) {
   ++seq_;
   const int64_t bytes = std::max(send.numel(), recv.numel()) * int64_t(itemsize(send.dtype()));
-  if (fingerprints() && bytes <= kCodedMaxBytes) return all_to_all_coded(send, send_counts, recv, recv_counts);
+  if (fingerprints() && raw_code_fits(send.dtype()) && bytes <= kCodedMaxBytes) return all_to_all_coded(send, send_counts, recv, recv_counts);
   Side side = start_side(fingerprints());
   Layout s = layout(send_counts, "all_to_all"), r = layout(recv_counts, "all_to_all");
   MPI_Request req;

@@ -17,9 +17,18 @@ inline MPI_Datatype mpi_type(DType t) {
     case DType::float32: return MPI_FLOAT;
     case DType::float64: return MPI_DOUBLE;
     case DType::int64: return MPI_INT64_T;
+    case DType::bfloat16: return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }
+
+// The sum of `t`'s elements across members: MPI_SUM, or for bfloat16 (which MPI has no type for)
+// Globe's own operation, each sum taken in float32 and rounded once (mpi_communicator.cpp).
+MPI_Op mpi_sum(DType t);
+
+// Whether a gather of `t` can carry its fingerprint inside its data: the raw code takes 4 bytes
+// in one element's place.
+inline bool raw_code_fits(DType t) { return itemsize(t) >= 4; }
 
 inline int as_count(int64_t n, const char* op) {
   GLOBE_CHECK(n >= 0 && n <= INT_MAX, "[", op, "] ", n, " elements exceed MPI's int count");

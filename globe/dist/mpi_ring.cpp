@@ -85,12 +85,12 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
       std::memcpy(coded_.data(), data_, size_t(bytes));
       write_sum_code(fp_, t.dtype(), c.size(), coded_.data() + bytes);
       check_mpi(MPI_Iallreduce(MPI_IN_PLACE, coded_.data(), as_count(int64_t(n + len), "all_reduce"),
-                               mpi_type(t.dtype()), MPI_SUM, c.comm_, &reqs_[0]),
+                               mpi_type(t.dtype()), mpi_sum(t.dtype()), c.comm_, &reqs_[0]),
                 "all_reduce");
     } else {
       kind_ = Kind::plain;
       side_ = c.start_side(fingerprints());
-      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data_, as_count(t.numel(), "all_reduce"), mpi_type(t.dtype()), MPI_SUM,
+      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data_, as_count(t.numel(), "all_reduce"), mpi_type(t.dtype()), mpi_sum(t.dtype()),
                                c.comm_, &reqs_[0]),
                 "all_reduce");
     }

@@ -45,6 +45,12 @@ bool pending(const Tensor& param, Pending& w) {
   return true;
 }
 
+// set_grad_reduce_dtype's value (the same on every rank).
+std::optional<DType>& reduce_dtype_setting() {
+  static std::optional<DType> dtype;
+  return dtype;
+}
+
 // One bucket's reduction: its gradients' shards packed one after another into `flat`, summed in
 // one all-reduce over the ranks that hold partial sums of the same block (the mesh axes where the
 // gradients are partial and the parameters broadcast), then handed to the parameters as views of
@@ -63,8 +69,9 @@ class Flight {
     if (!pl.contains(me)) return;  // empty shards: nothing to send or wait for
     int64_t n = 0;
     for (const Pending& w : members_) n += w.local.numel();
-    // Every element copied in below, on the gradients' device.
-    flat_ = Tensor::uninitialized({n}, first.grad.dtype(), first.local.device());
+    // Every element copied in below, on the gradients' device; in the reduction's dtype.
+    const DType dt = first.grad.dtype();
+    flat_ = Tensor::uninitialized({n}, is_floating(dt) ? reduce_dtype_setting().value_or(dt) : dt, first.local.device());
     for (size_t i = 0, at = 0; i < members_.size(); at += size_t(members_[i++].local.numel()))
       kernels::device_copy(piece(i, int64_t(at)), members_[i].local);
     std::vector<int64_t> axes;
@@ -86,7 +93,12 @@ class Flight {
     for (size_t i = 0, at = 0; i < members_.size(); at += size_t(members_[i++].local.numel())) {
       const Pending& w = members_[i];
       if (w.param.impl().grad != w.grad.impl_ptr()) continue;
-      const Tensor local = mine ? piece(i, int64_t(at)) : w.local;
+      Tensor local = mine ? piece(i, int64_t(at)) : w.local;
+      if (local.dtype() != w.grad.dtype()) {  // summed in a reduce dtype: widened back
+        Tensor back = Tensor::uninitialized(local.shape(), w.grad.dtype(), local.device());
+        kernels::device_copy(back, local);
+        local = back;
+      }
       w.param.set_grad(make_global(local, w.param.shape(), w.param.placement(), w.param.sbp()));
     }
   }
@@ -225,6 +237,13 @@ Tensor take_pending_grad(const Tensor& param) {
 void set_grad_bucket_bytes(int64_t bytes) { overlap().bucket_bytes = bytes; }
 
 int64_t grad_bucket_bytes() { return overlap().bucket_bytes; }
+
+void set_grad_reduce_dtype(std::optional<DType> dtype) {
+  GLOBE_CHECK(!dtype || is_floating(*dtype), "[set_grad_reduce_dtype] expects a floating dtype, got ",
+              dtype_name(*dtype));
+  reduce_dtype_setting() = dtype;
+}
+std::optional<DType> grad_reduce_dtype() { return reduce_dtype_setting(); }
 
 NoSyncGuard::NoSyncGuard() { ++overlap().no_sync; }
 NoSyncGuard::~NoSyncGuard() { --overlap().no_sync; }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "globe/core/tensor.h"
@@ -34,6 +35,13 @@ Tensor take_pending_grad(const Tensor& param);
 // Every rank must use the same size.
 void set_grad_bucket_bytes(int64_t bytes);
 int64_t grad_bucket_bytes();
+
+// The dtype the bucketed data-parallel all-reduce sums gradients in: nullopt (the default) sums
+// each in its own dtype; bfloat16 rounds a float32 bucket to bfloat16 for the all-reduce (half
+// the bytes) and widens the sums back (mixed precision's reduce_dtype, nn/mixed_precision.h).
+// ZeRO's reduce-scatters are not bucketed and keep the gradients' dtype. Every rank must agree.
+void set_grad_reduce_dtype(std::optional<DType> dtype);
+std::optional<DType> grad_reduce_dtype();
 
 // While one lives, backward passes start no reductions: gradients accumulate unreduced, for one
 // reduction per step (gradient accumulation; DDP's no_sync). The pipeline uses it for every

@@ -37,7 +37,7 @@ const DtypeInfo kDtypes[kNumDtypes] = {
     {"I16", 2, {}},
     {"U16", 2, {}},
     {"F16", 2, {}},
-    {"BF16", 2, {}},
+    {"BF16", 2, DType::bfloat16},
     {"I32", 4, {}},
     {"U32", 4, {}},
     {"U64", 8, {}},
@@ -107,6 +107,8 @@ const char* safetensors_dtype(DType dtype) {
       return "F64";
     case DType::int64:
       return "I64";
+    case DType::bfloat16:
+      return "BF16";
   }
   GLOBE_FAIL("[safetensors] unknown dtype ", int(dtype));
 }

@@ -33,4 +33,18 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t 
   }
 }
 
+// A GEMM on bfloat16 operands with a float32 result and float32 accumulation (OpenBLAS's
+// cblas_sbgemm signature), or null where the BLAS has none: the loaded OpenBLAS is asked at run
+// time (Debian's 0.3.21 is built without it). matmul.cpp's bf16_gemm_path() names what runs.
+using Bf16Gemm = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint, float,
+                          const uint16_t*, blasint, const uint16_t*, blasint, float, float*, blasint);
+Bf16Gemm bf16_gemm();
+
+// c (float) = a b (+ c) on bfloat16 operands through bf16_gemm().
+inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t n, int64_t m, int64_t k, const bfloat16* a,
+                 int64_t lda, const bfloat16* b, int64_t ldb, float* c, int64_t ldc, bool accumulate = false) {
+  bf16_gemm()(CblasRowMajor, ta, tb, n, m, k, 1.0f, reinterpret_cast<const uint16_t*>(a), lda,
+              reinterpret_cast<const uint16_t*>(b), ldb, accumulate ? 1.0f : 0.0f, c, ldc);
+}
+
 }  // namespace globe::kernels

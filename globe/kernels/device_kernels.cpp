@@ -4,6 +4,7 @@
 #include "globe/device/memory.h"
 #include "globe/kernels/cpu/table.h"
 #include "globe/kernels/cuda/table.h"
+#include "globe/kernels/via_float32.h"
 
 namespace globe::kernels {
 
@@ -32,5 +33,25 @@ Tensor copy_to_device(const Tensor& src, const Device& device) {
                      size_t(dense.numel()) * itemsize(dense.dtype()));
   return out;
 }
+
+namespace via_detail {
+
+namespace {
+Tensor converted(const Tensor& t, DType to) {
+  Tensor out = Tensor::uninitialized(t.shape(), to, t.device());
+  device_copy(out, t);
+  return out;
+}
+}  // namespace
+
+Tensor widen(const Tensor& t) { return low(t) ? converted(t, kFloat32) : t; }
+
+Tensor narrow(const Tensor& t, DType to) {
+  return t.defined() && t.dtype() == kFloat32 && to != kFloat32 ? converted(t, to) : t;
+}
+
+void write_back(const Tensor& dst, const Tensor& src) { device_copy(dst, src); }
+
+}  // namespace via_detail
 
 }  // namespace globe::kernels

@@ -70,9 +70,9 @@ void copy_transposed(const Tensor& dst, const Tensor& src, D* pd, const S* ps) {
 void copy_into(const Tensor& dst, const Tensor& src) {
   GLOBE_CHECK(dst.shape() == src.shape(), "[copy] shape ", shape_str(src.shape()), " into ",
               shape_str(dst.shape()));
-  visit_dtype(dst.dtype(), [&](auto dtag) {
+  visit_stored(dst.dtype(), [&](auto dtag) {
     using D = decltype(dtag);
-    visit_dtype(src.dtype(), [&](auto stag) {
+    visit_stored(src.dtype(), [&](auto stag) {
       using S = decltype(stag);
       D* pd = static_cast<D*>(dst.storage()->data);
       const S* ps = static_cast<const S*>(src.storage()->data);
@@ -112,7 +112,19 @@ GLOBE_VECTOR_CLONES void gelu_tanh_grad_f32(const float* __restrict g, const flo
   for (int64_t i = 0; i < n; ++i) out[i] = g[i] * gelu_tanh_slope(x[i]);
 }
 
+namespace {
+
+// d[i] = x[i] + y[i] over bfloat16, each sum taken in float32 and rounded once.
+void add_bf16(bfloat16* d, const bfloat16* x, const bfloat16* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = bfloat16(float(x[i]) + float(y[i]));
+}
+
+}  // namespace
+
 void add_arrays(DType dtype, void* out, const void* a, const void* b, int64_t n) {
+  if (dtype == kBFloat16) {
+    return add_bf16(static_cast<bfloat16*>(out), static_cast<const bfloat16*>(a), static_cast<const bfloat16*>(b), n);
+  }
   visit_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* __restrict d = static_cast<T*>(out);
@@ -123,6 +135,10 @@ void add_arrays(DType dtype, void* out, const void* a, const void* b, int64_t n)
 }
 
 void accumulate_array(DType dtype, void* acc, const void* x, int64_t n) {
+  if (dtype == kBFloat16) {
+    auto* d = static_cast<bfloat16*>(acc);
+    return add_bf16(d, d, static_cast<const bfloat16*>(x), n);
+  }
   visit_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* __restrict d = static_cast<T*>(acc);

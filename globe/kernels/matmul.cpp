@@ -1,10 +1,13 @@
 #include "globe/kernels/matmul.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 
 #include "globe/core/strided.h"
 #include "globe/kernels/blas.h"
 #include "globe/kernels/elementwise.h"
+#include "globe/kernels/via_float32.h"
 
 namespace globe::kernels {
 
@@ -43,14 +46,16 @@ bool rows_evenly_spaced(const Shape& batch, const Shape& strides, int64_t block)
   return true;
 }
 
-}  // namespace
-
-Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& bias) {
+// The product with operands of type T and a result of type C (C = T, or float for bfloat16
+// operands on a bf16 GEMM); gemm() picks BLAS's routine by the pointer types.
+template <class T, class C>
+Tensor product(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& bias) {
+  const DType out_dtype = dtype_of<C>();
   const int64_t nd = int64_t(out_shape.size());
   const int64_t n = out_shape[nd - 2], m = out_shape[nd - 1], k = a.shape()[a.dim() - 1];
   const bool has_bias = bias.defined();
   if (numel_of(out_shape) == 0 || k == 0) {
-    Tensor out = Tensor::empty(out_shape, a.dtype());  // zeros
+    Tensor out = Tensor::empty(out_shape, out_dtype);  // zeros
     if (has_bias && numel_of(out_shape) > 0) copy_into(out, bias_view(bias, out_shape));
     return out;
   }
@@ -68,44 +73,63 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Te
     // x [n, k] @ W^T with few rows (Linear's forward): OpenBLAS runs the transposed product
     // C^T = W x^T markedly faster (measured 1.41 vs 1.89 ms at 64x1024x1024 on this machine's
     // kernels). C^T row-major is C column-major: return C as a transposed view of it.
-    Tensor ct = Tensor::uninitialized({m, n}, a.dtype());
+    Tensor ct = Tensor::uninitialized({m, n}, out_dtype);
     if (has_bias) copy_into(ct, bias_view(bias, out_shape, /*transposed=*/true));
-    visit_floating(a.dtype(), "matmul", [&](auto tag) {
-      using T = decltype(tag);
-      gemm<T>(CblasNoTrans, CblasTrans, m, n, k, static_cast<const T*>(vb.t.raw_data()), vb.ld,
-              static_cast<const T*>(va.t.raw_data()), va.ld, ct.data<T>(), n, has_bias);
-    });
+    gemm(CblasNoTrans, CblasTrans, m, n, k, static_cast<const T*>(vb.t.raw_data()), vb.ld,
+         static_cast<const T*>(va.t.raw_data()), va.ld, ct.data<C>(), n, has_bias);
     return Tensor::view_of(ct, out_shape, {1, n}, 0);
   }
-  Tensor out = Tensor::uninitialized(out_shape, a.dtype());  // gemm writes every element
+  Tensor out = Tensor::uninitialized(out_shape, out_dtype);  // gemm writes every element
   if (has_bias) copy_into(out, bias_view(bias, out_shape));
   const Shape sa = batch_strides(va.t), sb = batch_strides(vb.t);
   if (!batch.empty() && va.trans == CblasNoTrans && rows_evenly_spaced(batch, sa, n * va.ld) &&
       std::all_of(sb.begin(), sb.end(), [](int64_t s) { return s == 0; })) {
     // [..., n, k] @ [k, m] with a's rows evenly spaced across its batch (a Linear on [B, T, E]):
     // one gemm over all the rows instead of one per batch entry.
-    visit_floating(a.dtype(), "matmul", [&](auto tag) {
-      using T = decltype(tag);
-      gemm<T>(va.trans, vb.trans, numel_of(batch) * n, m, k, static_cast<const T*>(va.t.storage()->data) + va.t.offset(),
-              va.ld, static_cast<const T*>(vb.t.storage()->data) + vb.t.offset(), vb.ld, out.data<T>(), m, has_bias);
-    });
+    gemm(va.trans, vb.trans, numel_of(batch) * n, m, k, static_cast<const T*>(va.t.storage()->data) + va.t.offset(),
+         va.ld, static_cast<const T*>(vb.t.storage()->data) + vb.t.offset(), vb.ld, out.data<C>(), m, has_bias);
     return out;
   }
-  visit_floating(a.dtype(), "matmul", [&](auto tag) {
-    using T = decltype(tag);
-    const T* pa = static_cast<const T*>(va.t.storage()->data);
-    const T* pb = static_cast<const T*>(vb.t.storage()->data);
-    T* pc = out.data<T>();
-    for_each_run<2>(batch, {batch_strides(va.t), batch_strides(vb.t)}, {va.t.offset(), vb.t.offset()},
-                    [&](const StridedRun<2>& r) {
-                      for (int64_t i = 0; i < r.count; ++i) {
-                        gemm<T>(va.trans, vb.trans, n, m, k, pa + r.offset[0] + i * r.stride[0], va.ld,
-                                pb + r.offset[1] + i * r.stride[1], vb.ld, pc, m, has_bias);
-                        pc += n * m;
-                      }
-                    });
-  });
+  const T* pa = static_cast<const T*>(va.t.storage()->data);
+  const T* pb = static_cast<const T*>(vb.t.storage()->data);
+  C* pc = out.data<C>();
+  for_each_run<2>(batch, {batch_strides(va.t), batch_strides(vb.t)}, {va.t.offset(), vb.t.offset()},
+                  [&](const StridedRun<2>& r) {
+                    for (int64_t i = 0; i < r.count; ++i) {
+                      gemm(va.trans, vb.trans, n, m, k, pa + r.offset[0] + i * r.stride[0], va.ld,
+                           pb + r.offset[1] + i * r.stride[1], vb.ld, pc, m, has_bias);
+                      pc += n * m;
+                    }
+                  });
   return out;
+}
+
+Tensor matmul_float32(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& bias) {
+  return product<float, float>(a, b, out_shape, bias);
+}
+
+}  // namespace
+
+Bf16Gemm bf16_gemm() {
+  static const Bf16Gemm f = reinterpret_cast<Bf16Gemm>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
+  return f;
+}
+
+const char* bf16_gemm_path() {
+  return bf16_gemm() ? "OpenBLAS cblas_sbgemm (bfloat16 operands, float32 accumulation)"
+                     : "cblas_sgemm on operands widened to float32 (this OpenBLAS has no cblas_sbgemm)";
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& bias) {
+  switch (a.dtype()) {
+    case DType::float32: return product<float, float>(a, b, out_shape, bias);
+    case DType::float64: return product<double, double>(a, b, out_shape, bias);
+    case DType::bfloat16:
+      if (bf16_gemm()) return via_detail::narrow(product<bfloat16, float>(a, b, out_shape, bias), a.dtype());
+      return via_float32<matmul_float32>(a, b, out_shape, bias);
+    default: break;
+  }
+  return visit_floating(a.dtype(), "matmul", [](auto) { return Tensor(); });
 }
 
 }  // namespace globe::kernels

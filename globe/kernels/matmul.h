@@ -9,6 +9,12 @@ namespace globe::kernels {
 // `out_shape`). Transposed views are passed to BLAS as transposes, not copied. A defined `bias`
 // (broadcastable to out_shape) is written into the output first and the GEMM adds onto it, so the
 // sum costs no pass of its own.
+// float32 and float64 in their own type; bfloat16 through the BLAS's bf16 GEMM (float32
+// accumulation, the result rounded once) where it has one, else through sgemm on operands widened
+// to float32 (kernels/via_float32.h): the same products, rounded the same way, only slower.
 Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& bias = Tensor());
+
+// The GEMM that bfloat16 products run on this machine, for logs and benchmarks.
+const char* bf16_gemm_path();
 
 }  // namespace globe::kernels

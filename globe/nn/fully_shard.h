@@ -30,11 +30,7 @@ namespace globe::nn {
 // A parameter that no mesh axis can split (too few rows) stays whole. The parameters keep their
 // identity (Tensor::rebind, as Module::to_global): an optimizer made before keeps updating them,
 // its state following their new layout at its next step. A UnaryModule gathers when called; any
-// other module (a Python one) runs its forward inside with_gathered.
+// other module (a Python one) runs its forward inside with_parameters_in_use (nn/parameter_use.h).
 void fully_shard(Module& module);
-
-// run() with each sharded parameter of `module` gathered in its slot, the shards put back after
-// (UnaryModule::operator() and Python's Module.__call__ use it).
-Tensor with_gathered(Module& module, const std::function<Tensor()>& run);
 
 }  // namespace globe::nn

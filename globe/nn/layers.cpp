@@ -1,7 +1,7 @@
 #include "globe/nn/layers.h"
 
 #include "globe/autograd/checkpoint.h"
-#include "globe/nn/fully_shard.h"
+#include "globe/nn/parameter_use.h"
 
 #include "globe/nn/init.h"
 #include "globe/ops/ops.h"
@@ -25,8 +25,9 @@ Tensor UnaryModule::operator()(const Tensor& x) {
 }
 
 Tensor UnaryModule::call_forward(const Tensor& x) {
-  if (gather_layouts().empty()) return forward(x);
-  return with_gathered(*this, [&] { return forward(x); });
+  if (!transforms_parameters()) return forward(x);
+  const Tensor in = cast_input(*this, x);
+  return with_parameters_in_use(*this, [&] { return forward(in); });
 }
 
 void UnaryModule::set_recompute(bool on, std::string label) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,10 +94,17 @@ class Module {
   void distribute(const Placement& placement, const std::vector<std::pair<std::string, NdSbp>>& plan,
                   const NdSbp& default_sbp);
 
-  // Fully sharded parameters (nn/fully_shard.h): the layout each sharded parameter (by dotted
-  // name) is gathered to while the module runs; empty when the module is not sharded.
+  // How the module's forward sees its own parameters (nn/parameter_use.h). Fully sharded
+  // parameters (nn/fully_shard.h): the layout each sharded parameter (by dotted name) is gathered
+  // to while the module runs; empty when the module is not sharded. Mixed precision
+  // (nn/mixed_precision.h): the dtype its floating parameters and inputs are cast to while it
+  // runs; none (no cast) by default.
   const std::map<std::string, NdSbp>& gather_layouts() const { return gather_layouts_; }
   void set_gather_layouts(std::map<std::string, NdSbp> layouts) { gather_layouts_ = std::move(layouts); }
+  std::optional<DType> compute_dtype() const { return compute_dtype_; }
+  void set_compute_dtype(std::optional<DType> dtype) { compute_dtype_ = dtype; }
+  // Whether calling the module changes its parameters for the forward (gathers or casts them).
+  bool transforms_parameters() const { return !gather_layouts_.empty() || compute_dtype_.has_value(); }
 
   // Calls fn(qualified_name, slot, is_parameter) for every parameter and buffer slot; lets layers
   // above nn (the global layer) replace tensors in place.
@@ -119,6 +127,7 @@ class Module {
   std::map<std::string, std::shared_ptr<Module>> owned_children_;  // children set_module keeps alive, by name
   bool training_ = true;
   std::map<std::string, NdSbp> gather_layouts_;
+  std::optional<DType> compute_dtype_;
 };
 
 }  // namespace globe::nn

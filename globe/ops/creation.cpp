@@ -35,7 +35,7 @@ Tensor arange(double start, double end, double step, DType dtype) {
     using T = decltype(tag);
     T* p = t.data<T>();
     for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + double(i) * step);
-  });
+  }, "arange");
   return t;
 }
 

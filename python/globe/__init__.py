@@ -29,6 +29,7 @@ from .sbp import broadcast as _broadcast
 float32 = _globe.dtype.float32
 float64 = _globe.dtype.float64
 int64 = _globe.dtype.int64
+bfloat16 = _globe.dtype.bfloat16
 float = float32  # noqa: A001  (OneFlow / PyTorch spelling)
 double = float64
 long = int64
@@ -45,7 +46,7 @@ def _excepthook(kind, value, traceback, _previous=_sys.excepthook):
 _sys.excepthook = _excepthook
 
 __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_global", "randn", "zeros", "ones", "full", "save", "load",
-           "no_grad", "no_sync", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "env", "float32", "float64", "int64"]
+           "no_grad", "no_sync", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "env", "float32", "float64", "int64", "bfloat16"]
 
 
 class device:  # noqa: N801  (torch.device / flow.device)

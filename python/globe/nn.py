@@ -80,9 +80,13 @@ class Module:
         return self._call_forward(*args, **kwargs)
 
     def _call_forward(self, *args, **kwargs):
-        # A fully sharded Python module runs with its parameters gathered (a C++ layer gathers itself).
-        if not isinstance(self, _CppLayer) and self._cpp.fully_sharded:
-            return _globe.with_gathered(self._cpp, lambda: self.forward(*args, **kwargs))
+        # A fully sharded or mixed-precision Python module runs with its parameters gathered and
+        # cast, its floating tensor inputs cast too (a C++ layer does this itself).
+        if not isinstance(self, _CppLayer) and self._cpp.transforms_parameters:
+            cpp = self._cpp
+            args = tuple(_globe.cast_input(cpp, a) if isinstance(a, Tensor) else a for a in args)
+            kwargs = {k: _globe.cast_input(cpp, v) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
+            return _globe.with_parameters_in_use(cpp, lambda: self.forward(*args, **kwargs))
         return self.forward(*args, **kwargs)
 
     # ---- parameters and state ----
@@ -193,7 +197,31 @@ class init:  # noqa: N801  (torch.nn.init / flow.nn.init: in place, returning th
     calculate_gain = staticmethod(_globe.init_calculate_gain)
 
 
-def fully_shard(module):
+class MixedPrecisionPolicy:
+    """torch.distributed.fsdp.MixedPrecisionPolicy's role: compute in `param_dtype` (bfloat16) with
+    float32 master weights and optimizer state; data-parallel gradients summed in `reduce_dtype`
+    (float32 by default; bfloat16 halves the bytes and loses small gradients on many ranks)."""
+
+    def __init__(self, param_dtype=None, reduce_dtype=None):
+        self.param_dtype = _globe.dtype.bfloat16 if param_dtype is None else param_dtype
+        self.reduce_dtype = _globe.dtype.float32 if reduce_dtype is None else reduce_dtype
+
+    def __repr__(self):
+        return f"MixedPrecisionPolicy(param_dtype={self.param_dtype}, reduce_dtype={self.reduce_dtype})"
+
+
+def mixed_precision(module, policy=None):
+    """Marks `module` and every module under it to run in `policy.param_dtype` (C++
+    nn::mixed_precision): parameters stay float32, each call casts them (and floating inputs) for
+    the forward, and gradients come back widened. Returns the module."""
+    if not isinstance(module, Module):
+        raise TypeError(f"mixed_precision: expected a Module, got {type(module).__name__}")
+    policy = policy or MixedPrecisionPolicy()
+    _globe.mixed_precision(module._cpp, policy.param_dtype, policy.reduce_dtype)
+    return module
+
+
+def fully_shard(module, mp_policy=None):
     """ZeRO-3 / FSDP for `module` (torch.distributed.fsdp.fully_shard): each of its global parameters
     is split over the mesh axes where it is broadcast, in place (an optimizer made before keeps
     updating it), gathered while the module runs, and its gradient reduce-scattered into the shard.
@@ -202,6 +230,8 @@ def fully_shard(module):
     if not isinstance(module, Module):
         raise TypeError(f"fully_shard: expected a Module, got {type(module).__name__}")
     _globe.fully_shard(module._cpp)
+    if mp_policy is not None:
+        mixed_precision(module, mp_policy)
     return module
 
 

@@ -244,6 +244,7 @@ METHODS = {
     "float": lambda self: to(self, _globe.dtype.float32),
     "double": lambda self: to(self, _globe.dtype.float64),
     "long": lambda self: to(self, _globe.dtype.int64),
+    "bfloat16": lambda self: to(self, _globe.dtype.bfloat16),
     "type_as": lambda self, other: to(self, other.dtype),
     "cpu": lambda self: to(self, "cpu"),
     "tolist": lambda self: self.numpy().tolist(),

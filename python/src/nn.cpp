@@ -49,16 +49,25 @@ void bind_nn(pyb::module_& m) {
       }, pyb::arg("placement"), pyb::arg("plan"), pyb::arg("default_sbp"))
       .def("to", [](Module& mod, DType dt) { mod.to(dt); })
       .def_property_readonly("fully_sharded", [](const Module& mod) { return !mod.gather_layouts().empty(); })
+      .def_property_readonly("transforms_parameters", &Module::transforms_parameters)
+      .def_property_readonly("compute_dtype", &Module::compute_dtype)
       .def("train", [](Module& mod, bool on) { mod.train(on); }, pyb::arg("mode") = true);
   // A C++ layer's call: its forward, with its marks (fully sharded, recomputed) honoured.
   pyb::class_<UnaryModule, Module, std::shared_ptr<UnaryModule>>(m, "CppUnaryModule")
       .def("forward", [](UnaryModule& mod, const Tensor& x) { return mod(x); });
-  // ZeRO-3 (nn/fully_shard.h): shards a module's parameters in place; with_gathered runs a Python
-  // forward with them gathered (whatever it returns).
+  // ZeRO-3 (nn/fully_shard.h) shards a module's parameters in place; mixed precision
+  // (nn/mixed_precision.h) marks a model to compute in bfloat16; with_parameters_in_use runs a
+  // Python forward with the parameters as the marks say (gathered, cast), whatever it returns.
   m.def("fully_shard", [](Module& mod) { fully_shard(mod); }, pyb::arg("module"));
-  m.def("with_gathered", [](Module& mod, const pyb::function& fn) {
+  m.def("mixed_precision", [](Module& mod, DType param_dtype, DType reduce_dtype) {
+    const MixedPrecision policy{param_dtype, reduce_dtype};
+    mixed_precision(mod, policy);
+    return describe(policy);
+  }, pyb::arg("module"), pyb::arg("param_dtype"), pyb::arg("reduce_dtype"));
+  m.def("cast_input", [](const Module& mod, const Tensor& x) { return cast_input(mod, x); });
+  m.def("with_parameters_in_use", [](Module& mod, const pyb::function& fn) {
     pyb::object result;
-    with_gathered(mod, [&] {
+    with_parameters_in_use(mod, [&] {
       result = fn();
       return Tensor();
     });

@@ -22,8 +22,9 @@ pyb::dtype numpy_dtype(DType t) {
     case DType::float32: return pyb::dtype::of<float>();
     case DType::float64: return pyb::dtype::of<double>();
     case DType::int64: return pyb::dtype::of<int64_t>();
+    case DType::bfloat16: break;
   }
-  return pyb::dtype::of<float>();
+  throw pyb::type_error("[numpy] " + std::string(dtype_name(t)) + " has no numpy dtype: convert with .float() first");
 }
 
 // A local tensor's values as a numpy array that shares its storage (any strides), kept alive by
@@ -76,7 +77,8 @@ void bind_tensor(pyb::module_& m) {
   pyb::enum_<DType>(m, "dtype")
       .value("float32", DType::float32)
       .value("float64", DType::float64)
-      .value("int64", DType::int64);
+      .value("int64", DType::int64)
+      .value("bfloat16", DType::bfloat16);
 
   with_equality(pyb::class_<Sbp>(m, "Sbp"))
       .def("__repr__", [](const Sbp& s) { return "sbp." + std::string(s.is_split() ? "split(" + std::to_string(s.dim) + ")"

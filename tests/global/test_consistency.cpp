@@ -175,23 +175,31 @@ std::vector<NdSbp> layouts_2d(const Input& in) {
   return v;
 }
 
-bool close(const std::vector<double>& got, const std::vector<double>& want) {
+// Within rounding: float64 runs agree to 1e-9; bfloat16 runs (8-bit mantissas, each op's result
+// rounded once) to 3e-2 of values of order one, a tenth of what a wrong element or a lost
+// partial sum would change.
+bool close(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-9) {
   if (got.size() != want.size()) return false;
   for (size_t i = 0; i < got.size(); ++i)
-    if (!(std::abs(got[i] - want[i]) <= 1e-9 + 1e-9 * std::abs(want[i]))) return false;
+    if (!(std::abs(got[i] - want[i]) <= tol + tol * std::abs(want[i]))) return false;
   return true;
 }
 
-// Runs one case under one combination of layouts and compares with the local run.
-void check_case(const OpCase& c, const Placement& p, const std::vector<NdSbp>& layout) {
-  std::string what = c.name + " on " + p.to_string() + " with";
+// Runs one case under one combination of layouts and compares with the local run. With `dtype`
+// bfloat16 the global run computes on bfloat16 tensors and the local float64 reference on the same
+// values (the inputs rounded to bfloat16 first).
+void check_case(const OpCase& c, const Placement& p, const std::vector<NdSbp>& layout, DType dtype = kFloat64) {
+  std::string what = c.name + " on " + p.to_string() + " in " + dtype_name(dtype) + " with";
   for (const NdSbp& s : layout) what += " " + s.to_string();
+  const double tol = dtype == kBFloat16 ? 3e-2 : 1e-9;
   const size_t n = c.inputs.size();
   std::vector<Tensor> local(n), global(n);
   for (size_t i = 0; i < n; ++i) {
-    const Tensor v = input_value(c.inputs[i], 100 + i);
+    Tensor v = input_value(c.inputs[i], 100 + i);
+    const bool floating = c.inputs[i].index_bound == 0;
+    if (floating && dtype != kFloat64) v = to_dtype(to_dtype(v, dtype), kFloat64);
     local[i] = v;
-    global[i] = from_full(v, p, layout[i]);
+    global[i] = from_full(floating ? to_dtype(v, dtype) : v, p, layout[i]);
     if (c.inputs[i].index_bound == 0) {
       local[i] = v.detach().set_requires_grad();
       global[i].set_requires_grad();
@@ -203,19 +211,20 @@ void check_case(const OpCase& c, const Placement& p, const std::vector<NdSbp>& l
   Tensor got = c.fn(global);
   ASSERT_TRUE(got.is_global()) << what;
   ASSERT_EQ(got.shape(), want.shape()) << what;
-  EXPECT_TRUE(close(got.to_vector<double>(), want.to_vector<double>())) << what << ": forward differs";
+  EXPECT_TRUE(close(got.to_vector<double>(), want.to_vector<double>(), tol)) << what << ": forward differs";
   if (!want.requires_grad()) return;
   // d(sum(out * w))/d(inputs) with a fixed random w: every output element matters.
   manual_seed(99);
   const Tensor w = randn(want.shape(), kFloat64);
   sum(mul(want, w)).backward();
-  sum(mul(got, from_full(w, p, replicated(p.mesh_ndim())))).backward();
+  sum(mul(got, from_full(to_dtype(w, got.dtype()), p, replicated(p.mesh_ndim())))).backward();
   for (size_t i = 0; i < n; ++i) {
     if (c.inputs[i].index_bound) continue;
     ASSERT_TRUE(global[i].grad().defined()) << what << ": no gradient for input " << i;
     EXPECT_EQ(global[i].grad().sbp(), global[i].sbp()) << what << ": gradient of input " << i
                                                        << " not in its leaf's layout";
-    EXPECT_TRUE(close(global[i].grad().to_vector<double>(), local[i].grad().to_vector<double>()))
+    EXPECT_EQ(global[i].grad().dtype(), dtype) << what << ": gradient of input " << i << " in another dtype";
+    EXPECT_TRUE(close(global[i].grad().to_vector<double>(), local[i].grad().to_vector<double>(), tol))
         << what << ": gradient of input " << i << " differs";
   }
 }
@@ -252,6 +261,16 @@ TEST_P(Consistency, OneDimensionalMeshOnCuda) {
   std::vector<std::vector<NdSbp>> options;
   for (const Input& in : c.inputs) options.push_back(layouts_1d(in));
   for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all("cuda"), l); });
+}
+
+// The bfloat16 axis: every op on bfloat16 inputs in every 1-D layout (kernels compute in float32,
+// each result rounded once; kernels/via_float32.h), against the float64 single-process result on
+// the same rounded values.
+TEST_P(Consistency, BFloat16OneDimensionalMesh) {
+  const OpCase& c = GetParam();
+  std::vector<std::vector<NdSbp>> options;
+  for (const Input& in : c.inputs) options.push_back(layouts_1d(in));
+  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all(), l, kBFloat16); });
 }
 
 TEST_P(Consistency, SubsetPlacement) {

@@ -1,11 +1,16 @@
+// How a module's forward uses its parameters (nn/parameter_use.h), 1, 2 and 4 ranks.
 // ZeRO-3 / fully sharded parameters (nn::fully_shard, docs/design.md §15): training equals the
 // replicated run within float rounding — alone, with recomputation, with gradient accumulation
 // (on a data x tensor mesh: tests/optim/test_zero.cpp) — each rank holds 1/n of the parameters, gradients and optimizer state,
-// checkpoints load between sharded and replicated models, and the mistakes are errors. 1, 2 and 4
-// ranks; the GPT's --zero 3 (with pipeline stages) is in tests/gpt.
+// checkpoints load between sharded and replicated models, and the mistakes are errors.
+// Mixed precision (nn::mixed_precision, §17): bfloat16 compute trains close to float32 with
+// float32 master weights and gradients, with ZeRO-3 too, and reduces in bfloat16 only on request.
+// The GPT's --zero 3 and --dtype bf16 (with pipeline stages) are in tests/gpt.
 #include <gmock/gmock.h>
 
+#include <bit>
 #include <cmath>
+#include <optional>
 
 #include "test_util.h"
 
@@ -33,6 +38,7 @@ struct Mlp {
 struct Options {
   bool shard = false, recompute = false;
   int microbatches = 1;
+  std::optional<nn::MixedPrecision> precision;
 };
 
 struct Trained : testing::TrainedValues {
@@ -47,11 +53,13 @@ Trained train(const Options& o, int steps = 5) {
     if (o.shard) nn::fully_shard(*fc);
     fc->set_recompute(o.recompute, "fc");
   }
+  if (o.precision) nn::mixed_precision(m.net, *o.precision);
   optim::AdamW opt(m.net.parameters(), {.lr = 0.01, .weight_decay = 0.1});
   Trained r;
   for (int s = 0; s < steps; ++s) {
     manual_seed(100 + uint64_t(s));
     Tensor x = randn({16, 8}, p, sbp::split(0)), y = randn({16, 6}, p, sbp::split(0));
+    if (o.precision) y = to_dtype(y, o.precision->param_dtype);  // the target in the output's dtype
     double loss = 0;
     for (int k = 0; k < o.microbatches; ++k) {  // gradient accumulation: the mean over micro-batches
       const int64_t rows = 16 / o.microbatches;
@@ -151,7 +159,90 @@ TEST(FullyShard, ALocalModuleIsAnError) {
   EXPECT_THAT(error_of([&] { nn::fully_shard(fc); }), HasSubstr("[fully_shard] parameter weight"));
 }
 
-TEST(FullyShard, ARankThatSkipsAModuleFailsWithTheFingerprintsMessageNotAHang) {
+// ---- mixed precision ----
+
+const nn::MixedPrecision kBf16{.param_dtype = kBFloat16, .reduce_dtype = kFloat32};
+
+TEST(MixedPrecision, TrainsCloseToFloat32WithFloat32MasterWeights) {
+  const Trained full = train({});
+  const Trained mixed = train({.precision = kBf16});
+  // bfloat16 keeps 8 bits: five AdamW steps land within 2 % of the loss; a weight within 0.05
+  // (AdamW moves each by up to lr = 0.01 a step whatever the gradient's size, so a small gradient
+  // whose sign rounding flips moves it the other way).
+  testing::expect_same_training(mixed, full, "bfloat16 compute", 2e-2, 5e-2);
+  // And it is not float32 in disguise: the losses differ.
+  EXPECT_NE(mixed.losses.back(), full.losses.back());
+}
+
+TEST(MixedPrecision, ParametersGradientsAndStateStayFloat32WhileTheForwardComputesInBfloat16) {
+  Mlp m;
+  const Placement p = Placement::all();
+  m.net.to_global(p, sbp::broadcast);
+  nn::mixed_precision(m.net, kBf16);
+  optim::AdamW opt(m.net.parameters(), {.lr = 0.01});
+  const Tensor out = m.net(randn({16, 8}, p, sbp::split(0)));  // a float32 input, cast by the first layer
+  EXPECT_EQ(out.dtype(), kBFloat16);
+  sum(to_dtype(out, kFloat32)).backward();
+  opt.step();
+  for (const auto& [name, w] : m.net.named_parameters()) {
+    EXPECT_EQ(w.dtype(), kFloat32) << name;
+    ASSERT_TRUE(w.grad().defined()) << name;
+    EXPECT_EQ(w.grad().dtype(), kFloat32) << name;
+  }
+  EXPECT_EQ(opt.memory().state, 2 * opt.memory().parameters);  // AdamW's two float32 moments
+}
+
+TEST(MixedPrecision, WithFullyShardTrainsAsTheReplicatedMixedRun) {
+  // Gathered (float32), then cast: the same bfloat16 values as without sharding; the gradient's
+  // float32 sum may be taken in another order (4 ranks), which can move a bfloat16 result by one
+  // step (the loss, itself bfloat16, by 2^-7 near 1.2) and AdamW's update of a tiny gradient.
+  const Trained replicated = train({.precision = kBf16});
+  testing::expect_same_training(train({.shard = true, .precision = kBf16}), replicated, "fully sharded bfloat16", 1e-2, 2e-2);
+  testing::expect_same_training(train({.shard = true, .recompute = true, .precision = kBf16}), replicated,
+                                "fully sharded + recomputed bfloat16", 1e-2, 2e-2);
+}
+
+// Whether every element of the float32 tensor `t` is a bfloat16 value (its low 16 bits zero).
+bool bfloat16_exact(const Tensor& t) {
+  for (float v : t.to_global(t.placement(), sbp::broadcast).to_vector<float>())
+    if ((std::bit_cast<uint32_t>(v) & 0xffffu) != 0) return false;
+  return true;
+}
+
+TEST(MixedPrecision, GradientsAreReducedInFloat32UnlessBfloat16IsAskedFor) {
+  if (world() < 2) GTEST_SKIP() << "2+ ranks: a reduction across ranks";
+  for (DType reduce : {kFloat32, kBFloat16}) {
+    Mlp m;
+    const Placement p = Placement::all();
+    m.net.to_global(p, sbp::broadcast);
+    nn::mixed_precision(m.net, {.param_dtype = kBFloat16, .reduce_dtype = reduce});
+    manual_seed(3);
+    sum(to_dtype(m.net(randn({16, 8}, p, sbp::split(0))), kFloat32)).backward();
+    resolve_pending_grads(m.net.parameters());
+    // Each rank's gradient is widened from bfloat16 products; their float32 sum is not, in
+    // general, a bfloat16 value; summed in bfloat16 it is.
+    const Tensor g = m.fc1->weight.grad();
+    EXPECT_EQ(g.dtype(), kFloat32);
+    EXPECT_EQ(bfloat16_exact(g), reduce == kBFloat16) << "reduced in " << dtype_name(reduce);
+  }
+  set_grad_reduce_dtype(std::nullopt);
+}
+
+TEST(MixedPrecision, MistakesAreErrorsNamingTheirCause) {
+  Mlp m;
+  m.net.to(kFloat64);
+  EXPECT_THAT(error_of([&] { nn::mixed_precision(m.net, kBf16); }),
+              HasSubstr("[mixed_precision] parameter 0.weight is float64: the master weights must be float32"));
+  Mlp n;
+  EXPECT_THAT(error_of([&] { nn::mixed_precision(n.net, {.param_dtype = kInt64}); }),
+              HasSubstr("[mixed_precision] dtypes are float32 or bfloat16, got int64"));
+  // An op without a bfloat16 kernel names itself and the way out.
+  EXPECT_THAT(error_of([] { arange(0.0, 4.0, 1.0, kBFloat16); }),
+              HasSubstr("[arange] has no bfloat16 kernel here (float32, float64 and int64 only): cast with to(float32)"));
+}
+
+// Last in the file: the diverged collective leaves the ranks' communicator unusable.
+TEST(FullyShardLast, ARankThatSkipsAModuleFailsWithTheFingerprintsMessageNotAHang) {
   // The fingerprints alone (the suite runs with GLOBE_CHECK_CONSISTENCY=1, which stops ranks one op
   // earlier): on 2 ranks, rank 0's all-gather of fc2's weight meets rank 1's next collective.
   // On more ranks, a rank that sits in a collective of another kind than its neighbours' is only

@@ -54,6 +54,7 @@ ncclDataType_t nccl_type(DType t) {
     case DType::float32: return ncclFloat32;
     case DType::float64: return ncclFloat64;
     case DType::int64: return ncclInt64;
+    case DType::bfloat16: return ncclBfloat16;
   }
   return ncclChar;
 }

@@ -139,7 +139,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
 }
 
 void fill(const Tensor& dst, double value) {
-  visit_dtype(dst.dtype(), [&](auto tag) {
+  visit_stored(dst.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* base = static_cast<T*>(dst.storage()->data);
     const T v = static_cast<T>(value);

@@ -6,44 +6,48 @@
 #include "globe/kernels/nn.h"
 #include "globe/kernels/random_fill.h"
 #include "globe/kernels/reduce.h"
+#include "globe/kernels/via_float32.h"
 
 namespace globe::kernels::cpu {
+
+// Every entry takes bfloat16 through its float32 kernel (via_float32.h) but copy_into and fill,
+// which convert natively, and matmul, which picks a bf16 GEMM itself.
 
 const DeviceKernels& table() {
   static const DeviceKernels t{
       .device_name = "cpu",
-      .unary = unary,
-      .binary = binary,
-      .scalar = scalar,
-      .clamp = clamp,
-      .clamp_backward = clamp_backward,
-      .masked_fill = masked_fill,
+      .unary = via_float32<unary>,
+      .binary = via_float32<binary>,
+      .scalar = via_float32<scalar>,
+      .clamp = via_float32<clamp>,
+      .clamp_backward = via_float32<clamp_backward>,
+      .masked_fill = via_float32<masked_fill>,
       .copy_into = kernels::copy_into,
       .fill = fill,
-      .sum_to_keepdim = kernels::sum_to_keepdim,
-      .argmax_keepdim = kernels::argmax_keepdim,
-      .gather = kernels::gather,
-      .scatter_add = kernels::scatter_add,
+      .sum_to_keepdim = via_float32<kernels::sum_to_keepdim>,
+      .argmax_keepdim = via_float32<kernels::argmax_keepdim>,
+      .gather = via_float32<kernels::gather>,
+      .scatter_add = via_float32<kernels::scatter_add>,
       .matmul = [](const Tensor& a, const Tensor& b, const Shape& out, const Tensor& bias) {
-        return kernels::matmul(a, b, out, bias);
+        return kernels::matmul(a, b, out, bias);  // bfloat16 too (matmul.h)
       },
-      .softmax = kernels::softmax,
-      .softmax_backward_last = kernels::softmax_backward_last,
-      .causal_softmax_last = kernels::causal_softmax_last,
-      .causal_fill = kernels::causal_fill,
-      .normalize_last = kernels::normalize_last,
-      .normalize_last_backward = kernels::normalize_last_backward,
-      .normalize_last_weight_grad = kernels::normalize_last_weight_grad,
-      .embedding = kernels::embedding,
-      .embedding_backward = kernels::embedding_backward,
-      .pick = kernels::pick,
-      .pick_backward = kernels::pick_backward,
-      .causal_attention = kernels::causal_attention,
-      .causal_attention_backward = kernels::causal_attention_backward,
-      .sgd_update = sgd_update,
-      .adam_update = adam_update,
-      .sum_of_squares = kernels::sum_of_squares,
-      .random_fill = kernels::random_fill,
+      .softmax = via_float32<kernels::softmax>,
+      .softmax_backward_last = via_float32<kernels::softmax_backward_last>,
+      .causal_softmax_last = via_float32<kernels::causal_softmax_last>,
+      .causal_fill = via_float32<kernels::causal_fill>,
+      .normalize_last = via_float32<kernels::normalize_last>,
+      .normalize_last_backward = via_float32<kernels::normalize_last_backward>,
+      .normalize_last_weight_grad = via_float32<kernels::normalize_last_weight_grad>,
+      .embedding = via_float32<kernels::embedding>,
+      .embedding_backward = via_float32<kernels::embedding_backward>,
+      .pick = via_float32<kernels::pick>,
+      .pick_backward = via_float32<kernels::pick_backward>,
+      .causal_attention = via_float32<kernels::causal_attention>,
+      .causal_attention_backward = via_float32<kernels::causal_attention_backward>,
+      .sgd_update = via_float32<sgd_update>,
+      .adam_update = via_float32<adam_update>,
+      .sum_of_squares = via_float32<kernels::sum_of_squares>,
+      .random_fill = via_float32<kernels::random_fill>,
   };
   return t;
 }

@@ -1,0 +1,110 @@
+// bfloat16 through a device's float32 kernels: via_float32<F> is an entry of the same signature as
+// F that, when any tensor argument is bfloat16, widens every bfloat16 argument to float32 (exact),
+// runs F, and rounds its floating results back to bfloat16 once. So every kernel of a table
+// computes and accumulates a bfloat16 op in float32 (matmul, sums, softmax, layer norm, Adam), the
+// mixed-precision contract of docs/design.md §17, without a second copy of each kernel. Entries
+// that write into their arguments (the optimizers' updates, random fills) get the written values
+// back, rounded. Arguments of other dtypes (int64 indices, float32 optimizer state) pass as they
+// are; a call without bfloat16 goes straight to F.
+#pragma once
+
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "globe/core/tensor.h"
+
+namespace globe::kernels {
+
+namespace via_detail {
+
+// A bfloat16 tensor's float32 copy on its device (device_kernels.cpp), `t` itself otherwise.
+Tensor widen(const Tensor& t);
+// `t` (float32, from a widened call) rounded to `to`; any other tensor as it is.
+Tensor narrow(const Tensor& t, DType to);
+// dst (bfloat16) = src (its widened, possibly written, copy), rounded.
+void write_back(const Tensor& dst, const Tensor& src);
+
+inline bool low(const Tensor& t) { return t.defined() && is_reduced_precision(t.dtype()); }
+inline bool low(const Tensor* t) { return t != nullptr && low(*t); }
+template <class A>
+bool low(const A&) {
+  return false;
+}
+
+// One argument on its way into the float32 kernel: a widened copy for a tensor, the value itself
+// otherwise.
+template <class A>
+struct Arg {
+  A value;
+  A get() { return value; }
+  void finish(DType) {}
+};
+template <>
+struct Arg<const Tensor&> {
+  const Tensor& original;
+  Tensor wide = widen(original);
+  const Tensor& get() { return wide; }
+  void finish(DType) {
+    if (low(original) && wide.impl_ptr() != original.impl_ptr()) write_back(original, wide);
+  }
+};
+template <>
+struct Arg<Tensor*> {
+  Tensor* out;
+  Tensor* get() { return out; }
+  void finish(DType to) {
+    if (out != nullptr) *out = narrow(*out, to);
+  }
+};
+
+template <class A>
+DType first_low(DType found, const A& a) {
+  if constexpr (std::is_same_v<std::decay_t<A>, Tensor>) {
+    if (found == DType::float32 && low(a)) return a.dtype();
+  }
+  return found;
+}
+
+}  // namespace via_detail
+
+template <auto F>
+struct ViaFloat32;
+
+template <class R, class... A, R (*F)(A...)>
+struct ViaFloat32<F> {
+  static R call(A... args) {
+    using namespace via_detail;
+    if (!(low(args) || ...)) return F(std::forward<A>(args)...);
+    DType to = DType::float32;
+    ((to = first_low(to, args)), ...);
+    // A tensor-valued output pointer (Tensor*) takes the rounded result after the call.
+    std::tuple<Arg<A>...> wide{Arg<A>{std::forward<A>(args)}...};
+    auto finish = [&] { std::apply([&](auto&... a) { (a.finish(to), ...); }, wide); };
+    if constexpr (std::is_void_v<R>) {
+      std::apply([](auto&... a) { F(a.get()...); }, wide);
+      finish();  // in-place entries: the written values go back into the bfloat16 tensors
+    } else {
+      R r = std::apply([](auto&... a) { return F(a.get()...); }, wide);
+      if constexpr (std::is_same_v<R, Tensor>) {
+        std::apply([&](auto&... a) { (finish_output(a, to), ...); }, wide);
+        return narrow(r, to);
+      } else {
+        return r;
+      }
+    }
+  }
+
+ private:
+  // After a value-returning entry only output pointers are finished: its tensor arguments are inputs.
+  template <class X>
+  static void finish_output(X& a, DType to) {
+    if constexpr (std::is_same_v<X, via_detail::Arg<Tensor*>>) a.finish(to);
+  }
+};
+
+// The entry itself: `.unary = via_float32<cpu::unary>`.
+template <auto F>
+inline constexpr auto via_float32 = &ViaFloat32<F>::call;
+
+}  // namespace globe::kernels
