@@ -146,6 +146,47 @@ double field(const std::string& out, const std::string& key) {
   return j.contains(key) ? j[key].get<double>() : NAN;
 }
 
+// --dtype bf16: mixed precision (float32 master weights and AdamW state, bfloat16 compute).
+TEST(Gpt, MixedPrecisionTrainsCloseToFloat32OnEveryLayout) {
+  TempDir dir;
+  const auto args = with(kSmall, {"--steps", "6", "--microbatches", "2"});
+  const auto fp32 = train(1, args, dir, "fp32");
+  const auto bf16 = train(1, with(args, {"--dtype", "bf16"}), dir, "bf16");
+  expect_same(fp32, bf16, 2e-2, "bf16 against float32");
+  EXPECT_NE(fp32, bf16) << "--dtype bf16 computed in float32";
+  // Every layout rounds its bfloat16 sums in its own places: within 1 % of the single process.
+  const std::vector<std::pair<int, std::vector<std::string>>> runs = {
+      {2, {"--dp", "2"}},
+      {2, {"--tp", "2"}},
+      {2, {"--pp", "2"}},
+      {2, {"--dp", "2", "--reduce-dtype", "bf16"}},
+      {4, {"--dp", "2", "--tp", "2", "--zero", "3", "--recompute"}},
+      {4, {"--dp", "2", "--pp", "2", "--zero", "1", "--schedule", "zb-h1"}},
+  };
+  for (const auto& [n, run] : runs) {
+    std::string name = "bf16 ";
+    for (const auto& s : run) name += s + " ";
+    expect_same(bf16, train(n, with(args, with({"--dtype", "bf16"}, run)), dir, "bf" + std::to_string(&run - &runs[0].second)),
+                1e-2, name);
+  }
+  // The log says what ran.
+  const GptRun r = gpt(2, with(kSmall, {"--steps", "1", "--dp", "2", "--dtype", "bf16", "--reduce-dtype", "bf16"}));
+  EXPECT_NE(r.r.out.find("mixed precision: bfloat16 compute, float32 master weights, gradients reduced in bfloat16; "
+                         "bfloat16 matmul: "),
+            std::string::npos)
+      << r.all();
+}
+
+TEST(Gpt, MixedPrecision600StepsReachFloat32sValidationLoss) {
+  const auto args = with(kSmall, {"--steps", "600", "--val-batches", "8"});
+  const GptRun fp32 = gpt(1, args), bf16 = gpt(2, with(args, {"--tp", "2", "--dtype", "bf16"}));
+  ASSERT_EQ(fp32.r.exit_code, 0) << fp32.all();
+  ASSERT_EQ(bf16.r.exit_code, 0) << bf16.all();
+  const double want = field(fp32.r.out, "val_loss"), got = field(bf16.r.out, "val_loss");
+  ASSERT_LT(want, 3.0) << "600 steps should train the model:\n" << fp32.r.out;
+  EXPECT_NEAR(got, want, 0.02 * want) << "bf16 validation loss after 600 steps:\n" << bf16.r.out;
+}
+
 TEST(Gpt, ExportedWeightsLoadBackOnAnotherLayout) {
   TempDir dir;
   const std::string file = dir.path() + "/model.safetensors";
@@ -217,6 +258,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"heads_over_tp", 2, {"--layers", "2", "--heads", "3", "--embd", "48", "--tp", "2"},
                  "--heads 3 cannot be split over --tp 2"},
         BadInput{"zero_stage_4", 2, with(kSmall, {"--dp", "2", "--zero", "4"}), "[gpt] --zero 4: 0 (replicated)"},
+        BadInput{"dtype_float16", 2, with(kSmall, {"--dtype", "float16"}), "[gpt] --dtype float16: float32 or bf16"},
+        BadInput{"bf16_reduce_with_zero2", 2, with(kSmall, {"--dp", "2", "--zero", "2", "--dtype", "bf16", "--reduce-dtype", "bf16"}),
+                 "[gpt] --reduce-dtype bf16 applies to the data-parallel all-reduce; --zero 2 reduce-scatters"},
         BadInput{"more_stages_than_layers", 2, {"--layers", "1", "--pp", "2"}, "--pp 2 stages need at least as many layers"},
         BadInput{"missing_corpus", 2, with(kSmall, {"--data", "DIR/nothing-here"}), "does not exist"},
         BadInput{"empty_corpus", 2, with(kSmall, {"--data", "DIR/empty.txt"}), "is empty"},

@@ -338,3 +338,42 @@ def test_fully_shard_trains_as_the_replicated_model():
             assert m.fc1.weight.sbp == (flow.sbp.split(0),), how
     with pytest.raises(TypeError, match="expected a Module"):
         nn.fully_shard(3)
+
+
+def test_mixed_precision_trains_close_to_float32():
+    """nn.mixed_precision / fully_shard(mp_policy=...): bfloat16 compute, float32 master weights
+    and gradients, the losses within bfloat16's reach of float32's."""
+    p = everywhere()
+
+    def run(how):
+        flow.manual_seed(0)
+        m = Net().to_global(placement=p, sbp=flow.sbp.broadcast)
+        opt = flow.optim.Adam(m.parameters(), lr=0.01)
+        if how == "mixed":
+            nn.mixed_precision(m, nn.MixedPrecisionPolicy(param_dtype=flow.bfloat16))
+        elif how == "sharded":
+            nn.fully_shard(m, mp_policy=nn.MixedPrecisionPolicy())
+        losses = []
+        for step in range(3):
+            x, y = batch(8 * world())
+            x, y = x.to_global(placement=p, sbp=flow.sbp.split(0)), y.to_global(placement=p, sbp=flow.sbp.split(0))
+            out = m(x)
+            assert out.dtype == (flow.float32 if how is None else flow.bfloat16), how
+            loss = nn.CrossEntropyLoss()(out.float(), y)
+            loss.backward()
+            assert all(q.grad.dtype == flow.float32 for q in m.parameters()), how
+            opt.step()
+            opt.zero_grad()
+            losses.append(value(loss))
+        assert all(q.dtype == flow.float32 for q in m.parameters()), how
+        return losses
+
+    plain = run(None)
+    for how in ("mixed", "sharded"):
+        losses = run(how)
+        np.testing.assert_allclose(losses, plain, rtol=2e-2, err_msg=how)
+        assert losses != plain, how  # bfloat16 did round
+    with pytest.raises(TypeError, match="expected a Module"):
+        nn.mixed_precision(3)
+    with pytest.raises(flow.Error, match="master weights must be float32"):
+        nn.mixed_precision(Net().to(flow.float64))

@@ -116,6 +116,28 @@ def test_save_and_load(tmp_path):
         np.testing.assert_array_equal(loaded[k].numpy(), v.numpy())
 
 
+def test_bfloat16_tensors_compute_round_and_save(tmp_path):
+    x = flow.tensor([[1.0, 2.0], [3.0, 1.0 + 2.0 ** -10]])
+    b = x.to(flow.bfloat16)
+    assert b.dtype == flow.bfloat16 and x.bfloat16().dtype == flow.bfloat16
+    # 8 mantissa bits: 1 + 2^-10 rounds to 1; the rest are exact
+    np.testing.assert_array_equal(b.float().numpy(), [[1.0, 2.0], [3.0, 1.0]])
+    # ops compute in float32 and round their result once
+    y = flow.matmul(b, b)
+    assert y.dtype == flow.bfloat16
+    np.testing.assert_array_equal(y.float().numpy(), [[7.0, 4.0], [6.0, 7.0]])
+    assert (b * 2).sum().item() == 14.0
+    with pytest.raises(TypeError, match=r"\[numpy\] bfloat16 has no numpy dtype: convert with .float\(\) first"):
+        b.numpy()
+    with pytest.raises(flow.Error, match=r"\[matmul\] dtype mismatch: bfloat16\[2, 2\] @ float32\[2, 2\]"):
+        flow.matmul(b, x)
+    # safetensors keeps BF16
+    flow.save({"b": b}, tmp_path / "b.safetensors")
+    loaded = flow.load(tmp_path / "b.safetensors")["b"]
+    assert loaded.dtype == flow.bfloat16
+    np.testing.assert_array_equal(loaded.float().numpy(), b.float().numpy())
+
+
 def test_errors_carry_the_cores_message():
     with pytest.raises(flow.Error, match=r"\[matmul\].*\[2, 3\] @ \[2, 3\]"):
         flow.matmul(flow.randn(2, 3), flow.randn(2, 3))
