@@ -21,6 +21,7 @@
 #include "globe/nn/parallel_layers.h"
 #include "globe/ops/ops.h"
 #include "globe/optim/clip.h"
+#include "globe/optim/grad_scaler.h"
 #include "globe/optim/optimizer.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -175,12 +176,13 @@ int run(int argc, char** argv) {
   auto parse_dtype = [&](const char* flag) {
     const std::string v = f.str(flag);
     if (v == "float32" || v == "fp32") return globe::kFloat32;
-    GLOBE_CHECK(v == "bfloat16" || v == "bf16", "[gpt] --", flag, " ", v, ": float32 or bf16 (bfloat16)");
+    if (v == "float16" || v == "fp16") return globe::kFloat16;
+    GLOBE_CHECK(v == "bfloat16" || v == "bf16", "[gpt] --", flag, " ", v, ": float32, bf16 (bfloat16) or fp16 (float16)");
     return globe::kBFloat16;
   };
   const globe::nn::MixedPrecision precision{parse_dtype("dtype"), parse_dtype("reduce-dtype")};
-  GLOBE_CHECK(precision.reduce_dtype == globe::kFloat32 || zero < 2, "[gpt] --reduce-dtype bf16 applies to the ",
-              "data-parallel all-reduce; --zero ", zero, " reduce-scatters the gradients in float32 instead");
+  GLOBE_CHECK(precision.reduce_dtype == globe::kFloat32 || zero < 2, "[gpt] --reduce-dtype ", f.str("reduce-dtype"),
+              " applies to the data-parallel all-reduce; --zero ", zero, " reduce-scatters the gradients in float32 instead");
   GLOBE_CHECK(int64_t(f.str("generate").size()) <= c.block, "[gpt] --generate: the prompt has ", f.str("generate").size(),
               " bytes but the context holds ", c.block, " (--block); shorten it");
   const gpt::Corpus corpus = gpt::read_corpus(f.str("data"));
@@ -208,9 +210,15 @@ int run(int argc, char** argv) {
     for (globe::nn::Module* m : std::initializer_list<globe::nn::Module*>{&model, &model.embed, &model.head})
       globe::nn::mixed_precision(*m, precision);
     if (me == 0)
-      std::cout << "mixed precision: " << globe::nn::describe(precision) << "; bfloat16 matmul: "
-                << globe::kernels::bf16_gemm_path() << "\n";
+      std::cout << "mixed precision: " << globe::nn::describe(precision) << "; "
+                << (precision.param_dtype == globe::kBFloat16 ? std::string("bfloat16 matmul: ") + globe::kernels::bf16_gemm_path()
+                                                              : std::string("float16 matmul: cblas_sgemm on widened operands, "
+                                                                            "dynamic loss scaling (GradScaler)"))
+                << "\n";
   }
+  // float16's 5 exponent bits: the loss is scaled so that small gradients survive (torch's GradScaler).
+  std::optional<globe::optim::GradScaler> scaler;
+  if (precision.param_dtype == globe::kFloat16) scaler.emplace();
   // --recompute: each block keeps only its input; its forward runs again in the backward.
   if (f.on("recompute"))
     for (size_t i = 0; i < model.blocks.size(); ++i) model.blocks[i]->set_recompute(true, "transformer.h." + std::to_string(i));
@@ -233,6 +241,11 @@ int run(int argc, char** argv) {
   auto loss_fn = [](const Tensor& logits, const Tensor& target) {
     return globe::cross_entropy(globe::to_dtype(logits, globe::kFloat32), target);
   };
+  // Training's: times the loss scale under float16 (the reported loss is divided back).
+  auto train_loss_fn = [&](const Tensor& logits, const Tensor& target) {
+    const Tensor l = loss_fn(logits, target);
+    return scaler ? scaler->scale(l) : l;
+  };
   auto validate = [&]() {
     double sum = 0;
     const int64_t n = f.i64("val-batches");
@@ -252,14 +265,22 @@ int run(int argc, char** argv) {
     run_peak = std::max(run_peak, globe::memory_stats().peak_bytes);
     const int64_t held = globe::memory_stats().current_bytes, grads_before = adamw.optimizer->memory().gradients;
     globe::reset_peak_memory();
-    pp::StepResult r = pipe.step(batch_on(first, corpus.train, s, batch, T, 0), batch_on(last, corpus.train, s, batch, T, 1), loss_fn);
+    const double loss_scale = scaler ? scaler->get_scale() : 1.0;
+    pp::StepResult r =
+        pipe.step(batch_on(first, corpus.train, s, batch, T, 0), batch_on(last, corpus.train, s, batch, T, 1), train_loss_fn);
     const int64_t grads_after = adamw.optimizer->memory().gradients;
     activations = std::max(activations, globe::memory_stats().peak_bytes - held - (grads_after - grads_before));
     gradients = std::max(gradients, grads_after);
+    if (scaler) scaler->unscale(*adamw.optimizer);  // clipping sees the true gradients
     if (f.f64("grad-clip") > 0) globe::optim::clip_grad_norm(adamw.optimizer->params(), f.f64("grad-clip"));
-    adamw.optimizer->step();
+    if (scaler) {
+      scaler->step(*adamw.optimizer);  // skipped when a gradient overflowed
+      scaler->update();
+    } else {
+      adamw.optimizer->step();
+    }
     adamw.optimizer->zero_grad();
-    const double loss = r.loss.item<float>();
+    const double loss = r.loss.item<float>() / loss_scale;
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     losses.push_back(loss);
     if (s >= warmup) times.push_back(sec);
@@ -311,7 +332,11 @@ int run(int argc, char** argv) {
   res["recompute"] = f.on("recompute");
   res["dtype"] = globe::dtype_name(precision.param_dtype);
   res["reduce_dtype"] = globe::dtype_name(precision.reduce_dtype);
-  if (precision.param_dtype != globe::kFloat32) res["bf16_gemm"] = globe::kernels::bf16_gemm_path();
+  if (precision.param_dtype == globe::kBFloat16) res["bf16_gemm"] = globe::kernels::bf16_gemm_path();
+  if (scaler) {
+    res["loss_scale"] = scaler->get_scale();
+    res["steps_skipped"] = scaler->steps_skipped();
+  }
 
   if (!f.str("generate").empty()) {
     pp::Pipeline one(meshes, model.block_list(), {.schedule = "gpipe", .microbatches = 1}, {&model.embed}, {&model.head});

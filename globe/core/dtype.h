@@ -1,9 +1,11 @@
 // Element types. float32 is the working type, float64 serves gradient checks, int64 holds indices,
-// bfloat16 is a storage type for mixed precision: kernels widen it to float32, compute and
-// accumulate there, and round the result once (kernels/via_float32.h; docs/design.md §17).
+// bfloat16 and float16 are storage types for mixed precision: kernels widen them to float32,
+// compute and accumulate there, and round the result once (kernels/via_float32.h; docs/design.md
+// §17).
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,23 +15,25 @@
 
 namespace globe {
 
-enum class DType : uint8_t { float32, float64, int64, bfloat16 };
+enum class DType : uint8_t { float32, float64, int64, bfloat16, float16 };
 
 inline constexpr DType kFloat32 = DType::float32;
 inline constexpr DType kFloat64 = DType::float64;
 inline constexpr DType kInt64 = DType::int64;
 inline constexpr DType kBFloat16 = DType::bfloat16;
+inline constexpr DType kFloat16 = DType::float16;
 
 inline size_t itemsize(DType t) {
   switch (t) {
     case DType::float32: return 4;
-    case DType::bfloat16: return 2;
+    case DType::bfloat16:
+    case DType::float16: return 2;
     default: return 8;
   }
 }
 inline bool is_floating(DType t) { return t != DType::int64; }
 // A storage-only floating type: no kernel computes in it; kernels widen it to float32.
-inline bool is_reduced_precision(DType t) { return t == DType::bfloat16; }
+inline bool is_reduced_precision(DType t) { return t == DType::bfloat16 || t == DType::float16; }
 
 inline const char* dtype_name(DType t) {
   switch (t) {
@@ -37,32 +41,75 @@ inline const char* dtype_name(DType t) {
     case DType::float64: return "float64";
     case DType::int64: return "int64";
     case DType::bfloat16: return "bfloat16";
+    case DType::float16: return "float16";
   }
   return "?";
 }
 
-// bfloat16: the top 16 bits of a float32 (8 exponent bits, 7 mantissa bits). Converting from
-// float rounds to nearest even (NaN stays NaN); to float is exact. No arithmetic: a kernel that
-// meets one widens it first, so nothing accumulates in 8 bits by accident.
-struct bfloat16 {
+// The 16-bit floating types, storage only: converting from float rounds to nearest even (NaN
+// stays NaN, float16 overflows to infinity past 65504), converting to float is exact. No
+// arithmetic: a kernel that meets one widens it first, so nothing accumulates in 16 bits by
+// accident. `Codec` holds the two conversions and the largest integer up to which every integer
+// is exact (sums of small integers: the fingerprints' codes).
+template <class Codec>
+struct reduced_float {
   uint16_t bits = 0;
-  bfloat16() = default;
+  reduced_float() = default;
   template <class A>
     requires std::is_arithmetic_v<A>
-  explicit bfloat16(A v) : bits(round_bits(float(v))) {}
-  explicit operator float() const { return std::bit_cast<float>(uint32_t(bits) << 16); }
+  explicit reduced_float(A v) : bits(Codec::encode(float(v))) {}
+  template <class Other>
+    requires(!std::is_same_v<Other, Codec>)
+  explicit reduced_float(reduced_float<Other> v) : bits(Codec::encode(float(v))) {}
+  explicit operator float() const { return Codec::decode(bits); }
   template <class A>
     requires(std::is_arithmetic_v<A> && !std::is_same_v<A, float>)
   explicit operator A() const { return A(float(*this)); }
-  friend bool operator==(bfloat16 a, bfloat16 b) { return float(a) == float(b); }
+  friend bool operator==(reduced_float a, reduced_float b) { return float(a) == float(b); }
+  static constexpr double exact_integers = Codec::exact_integers;
+};
 
-  static uint16_t round_bits(float f) {
+// bfloat16: the top 16 bits of a float32 (8 exponent bits, 7 mantissa bits).
+struct BFloat16Codec {
+  static constexpr double exact_integers = 256.0;
+  static uint16_t encode(float f) {
     const uint32_t u = std::bit_cast<uint32_t>(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // quiet NaN
     return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
   }
+  static float decode(uint16_t b) { return std::bit_cast<float>(uint32_t(b) << 16); }
 };
-static_assert(sizeof(bfloat16) == 2);
+
+// float16: IEEE binary16 (5 exponent bits, 10 mantissa bits; largest finite 65504).
+struct Float16Codec {
+  static constexpr double exact_integers = 2048.0;
+  static uint16_t encode(float f) {
+    const uint32_t x = std::bit_cast<uint32_t>(f);
+    const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
+    uint32_t a = x & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u;   // NaN
+    if (a >= 0x477ff000u) return sign | 0x7c00u;  // rounds past 65504: infinity
+    if (a < 0x38800000u)                           // below 2^-14: a subnormal, in units of 2^-24
+      return sign | uint16_t(std::nearbyint(std::bit_cast<float>(a) * 16777216.0f));
+    a += 0xc8000fffu + ((a >> 13) & 1u);  // exponent rebiased (127 -> 15), rounded to nearest even
+    return sign | uint16_t(a >> 13);
+  }
+  static float decode(uint16_t h) {
+    const uint32_t sign = uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0) return std::bit_cast<float>(sign | std::bit_cast<uint32_t>(float(m) * 5.9604644775390625e-8f));
+    if (e == 31) return std::bit_cast<float>(sign | 0x7f800000u | (m << 13));
+    return std::bit_cast<float>(sign | ((e + 112) << 23) | (m << 13));
+  }
+};
+
+using bfloat16 = reduced_float<BFloat16Codec>;
+using float16 = reduced_float<Float16Codec>;
+static_assert(sizeof(bfloat16) == 2 && sizeof(float16) == 2);
+
+template <class T>
+inline constexpr bool is_reduced_float_v = false;
+template <class C>
+inline constexpr bool is_reduced_float_v<reduced_float<C>> = true;
 
 template <class T>
 constexpr DType dtype_of();
@@ -74,6 +121,8 @@ template <>
 constexpr DType dtype_of<int64_t>() { return DType::int64; }
 template <>
 constexpr DType dtype_of<bfloat16>() { return DType::bfloat16; }
+template <>
+constexpr DType dtype_of<float16>() { return DType::float16; }
 
 // Calls fn(T{}) with T the C++ type of `t`, for code that computes in T: float32, float64, int64.
 // A bfloat16 tensor that reaches one is an op without a bfloat16 kernel: an error naming `op`.
@@ -86,14 +135,15 @@ decltype(auto) visit_dtype(DType t, Fn&& fn, const char* op = "dtype") {
     default: break;
   }
   GLOBE_FAIL("[", op, "] has no ", dtype_name(t), " kernel here (float32, float64 and int64 only): cast with ",
-             "to(float32) first, or run it under mixed precision, whose kernels widen bfloat16");
+             "to(float32) first, or run it under mixed precision, whose kernels widen 16-bit floats");
 }
 
-// Every dtype, bfloat16 included, for code that only moves or converts values (copies, fills,
-// transfers): the one place dtypes become types.
+// Every dtype, the 16-bit ones included, for code that only moves or converts values (copies,
+// fills, transfers): the one place dtypes become types.
 template <class Fn>
 decltype(auto) visit_stored(DType t, Fn&& fn) {
   if (t == DType::bfloat16) return fn(bfloat16{});
+  if (t == DType::float16) return fn(float16{});
   return visit_dtype(t, fn);
 }
 
@@ -107,7 +157,7 @@ decltype(auto) visit_floating(DType t, const char* op, Fn&& fn) {
   }
   GLOBE_FAIL("[", op, "] ", is_floating(t) ? "has no " : "expects a floating dtype, not ", dtype_name(t),
              is_floating(t) ? " kernel here (float32 and float64 only): cast with to(float32) first, or run it "
-                              "under mixed precision, whose kernels widen bfloat16"
+                              "under mixed precision, whose kernels widen 16-bit floats"
                             : "");
 }
 

@@ -137,7 +137,7 @@ namespace {
 // Largest exactly representable sum of non-negative integers in T.
 template <class T>
 double exact_limit() {
-  if constexpr (std::is_same_v<T, bfloat16>) return 256.0;
+  if constexpr (is_reduced_float_v<T>) return T::exact_integers;
   else if constexpr (std::is_same_v<T, float>) return 16777216.0;
   else if constexpr (std::is_same_v<T, double>) return 9007199254740992.0;
   else return 4611686018427387904.0;

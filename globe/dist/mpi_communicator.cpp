@@ -13,23 +13,30 @@ namespace globe::dist {
 
 namespace {
 
-// MPI's user-op signature: inout[i] = in[i] + inout[i] over bfloat16, summed in float32.
-void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
-  const auto* a = static_cast<const bfloat16*>(in);
-  auto* b = static_cast<bfloat16*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = bfloat16(float(a[i]) + float(b[i]));
+// MPI's user-op signature: inout[i] = in[i] + inout[i] over a 16-bit float type, summed in float32.
+template <class T>
+void reduced_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const T*>(in);
+  auto* b = static_cast<T*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = T(float(a[i]) + float(b[i]));
+}
+
+template <class T>
+MPI_Op reduced_sum_op() {
+  static MPI_Op op = [] {
+    MPI_Op made;
+    MPI_Op_create(&reduced_sum<T>, /*commute=*/1, &made);
+    return made;
+  }();
+  return op;
 }
 
 }  // namespace
 
 MPI_Op mpi::mpi_sum(DType t) {
-  if (t != DType::bfloat16) return MPI_SUM;
-  static MPI_Op op = [] {
-    MPI_Op made;
-    MPI_Op_create(&bf16_sum, /*commute=*/1, &made);
-    return made;
-  }();
-  return op;
+  if (t == DType::bfloat16) return reduced_sum_op<bfloat16>();
+  if (t == DType::float16) return reduced_sum_op<float16>();
+  return MPI_SUM;
 }
 
 using namespace mpi;

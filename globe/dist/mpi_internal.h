@@ -17,12 +17,13 @@ inline MPI_Datatype mpi_type(DType t) {
     case DType::float32: return MPI_FLOAT;
     case DType::float64: return MPI_DOUBLE;
     case DType::int64: return MPI_INT64_T;
-    case DType::bfloat16: return MPI_UINT16_T;
+    case DType::bfloat16:
+    case DType::float16: return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }
 
-// The sum of `t`'s elements across members: MPI_SUM, or for bfloat16 (which MPI has no type for)
+// The sum of `t`'s elements across members: MPI_SUM, or for bfloat16 and float16 (which MPI has no type for)
 // Globe's own operation, each sum taken in float32 and rounded once (mpi_communicator.cpp).
 MPI_Op mpi_sum(DType t);
 

@@ -36,7 +36,7 @@ const DtypeInfo kDtypes[kNumDtypes] = {
     {"F8_E4M3", 1, {}},
     {"I16", 2, {}},
     {"U16", 2, {}},
-    {"F16", 2, {}},
+    {"F16", 2, DType::float16},
     {"BF16", 2, DType::bfloat16},
     {"I32", 4, {}},
     {"U32", 4, {}},
@@ -109,6 +109,8 @@ const char* safetensors_dtype(DType dtype) {
       return "I64";
     case DType::bfloat16:
       return "BF16";
+    case DType::float16:
+      return "F16";
   }
   GLOBE_FAIL("[safetensors] unknown dtype ", int(dtype));
 }

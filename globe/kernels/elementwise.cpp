@@ -65,6 +65,46 @@ void copy_transposed(const Tensor& dst, const Tensor& src, D* pd, const S* ps) {
   });
 }
 
+// Dense runs between float and the 16-bit floats, the conversions mixed precision spends its time
+// in. The x86-64-v3 clones (F16C) convert float16 with vcvtph2ps / vcvtps2ph through the
+// compiler's _Float16 (IEEE round to nearest even, as Float16Codec; tests/core checks they agree);
+// bfloat16's shifts vectorise as they are.
+#if defined(__FLT16_MAX__)
+using Half = _Float16;
+#endif
+
+GLOBE_VECTOR_CLONES void widen_run(const float16* __restrict s, float* __restrict d, int64_t n) {
+#if defined(__FLT16_MAX__)
+  const Half* h = reinterpret_cast<const Half*>(s);
+  for (int64_t i = 0; i < n; ++i) d[i] = float(h[i]);
+#else
+  for (int64_t i = 0; i < n; ++i) d[i] = float(s[i]);
+#endif
+}
+GLOBE_VECTOR_CLONES void narrow_run(const float* __restrict s, float16* __restrict d, int64_t n) {
+#if defined(__FLT16_MAX__)
+  Half* h = reinterpret_cast<Half*>(d);
+  for (int64_t i = 0; i < n; ++i) h[i] = Half(s[i]);
+#else
+  for (int64_t i = 0; i < n; ++i) d[i] = float16(s[i]);
+#endif
+}
+GLOBE_VECTOR_CLONES void widen_run(const bfloat16* __restrict s, float* __restrict d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = float(s[i]);
+}
+GLOBE_VECTOR_CLONES void narrow_run(const float* __restrict s, bfloat16* __restrict d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = bfloat16(s[i]);
+}
+
+// d[i] = s[i] over a dense run, converting.
+template <class D, class S>
+void convert_run(const S* s, D* d, int64_t n) {
+  if constexpr (std::is_same_v<D, float> && is_reduced_float_v<S>) widen_run(s, d, n);
+  else if constexpr (std::is_same_v<S, float> && is_reduced_float_v<D>) narrow_run(s, d, n);
+  else
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
+}
+
 }  // namespace
 
 void copy_into(const Tensor& dst, const Tensor& src) {
@@ -87,7 +127,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
                         // The common runs as loops the compiler vectorises: dense, and a value
                         // repeated (a broadcast source, such as a bias filling a GEMM's output).
                         if (r.stride[0] == 1 && r.stride[1] == 1) {
-                          for (int64_t i = 0; i < r.count; ++i) d[i] = static_cast<D>(s[i]);
+                          convert_run(s, d, r.count);
                         } else if (r.stride[0] == 1 && r.stride[1] == 0) {
                           std::fill(d, d + r.count, static_cast<D>(*s));
                         } else {
@@ -114,16 +154,20 @@ GLOBE_VECTOR_CLONES void gelu_tanh_grad_f32(const float* __restrict g, const flo
 
 namespace {
 
-// d[i] = x[i] + y[i] over bfloat16, each sum taken in float32 and rounded once.
-void add_bf16(bfloat16* d, const bfloat16* x, const bfloat16* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) d[i] = bfloat16(float(x[i]) + float(y[i]));
+// d[i] = x[i] + y[i] over a 16-bit float type, each sum taken in float32 and rounded once.
+template <class T>
+void add_reduced(T* d, const T* x, const T* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = T(float(x[i]) + float(y[i]));
 }
 
 }  // namespace
 
 void add_arrays(DType dtype, void* out, const void* a, const void* b, int64_t n) {
-  if (dtype == kBFloat16) {
-    return add_bf16(static_cast<bfloat16*>(out), static_cast<const bfloat16*>(a), static_cast<const bfloat16*>(b), n);
+  if (is_reduced_precision(dtype)) {
+    return visit_stored(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (is_reduced_float_v<T>) add_reduced(static_cast<T*>(out), static_cast<const T*>(a), static_cast<const T*>(b), n);
+    });
   }
   visit_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -135,10 +179,7 @@ void add_arrays(DType dtype, void* out, const void* a, const void* b, int64_t n)
 }
 
 void accumulate_array(DType dtype, void* acc, const void* x, int64_t n) {
-  if (dtype == kBFloat16) {
-    auto* d = static_cast<bfloat16*>(acc);
-    return add_bf16(d, d, static_cast<const bfloat16*>(x), n);
-  }
+  if (is_reduced_precision(dtype)) return add_arrays(dtype, acc, acc, x, n);
   visit_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* __restrict d = static_cast<T*>(acc);

@@ -127,6 +127,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Te
     case DType::bfloat16:
       if (bf16_gemm()) return via_detail::narrow(product<bfloat16, float>(a, b, out_shape, bias), a.dtype());
       return via_float32<matmul_float32>(a, b, out_shape, bias);
+    case DType::float16: return via_float32<matmul_float32>(a, b, out_shape, bias);
     default: break;
   }
   return visit_floating(a.dtype(), "matmul", [](auto) { return Tensor(); });

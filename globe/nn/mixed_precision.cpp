@@ -13,7 +13,7 @@ void mark(Module& m, DType dtype) {
 
 void mixed_precision(Module& root, const MixedPrecision& policy) {
   for (DType t : {policy.param_dtype, policy.reduce_dtype})
-    GLOBE_CHECK(t == kFloat32 || t == kBFloat16, "[mixed_precision] dtypes are float32 or bfloat16, got ",
+    GLOBE_CHECK(t == kFloat32 || is_reduced_precision(t), "[mixed_precision] dtypes are float32, bfloat16 or float16, got ",
                 dtype_name(t));
   for (const auto& [name, p] : root.named_parameters())
     GLOBE_CHECK(p.dtype() == kFloat32, "[mixed_precision] parameter ", name, " is ", dtype_name(p.dtype()),

@@ -32,7 +32,7 @@ double local_share_of_squares(Tensor g) {
 
 }  // namespace
 
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+double grad_norm(const std::vector<Tensor>& params) {
   NoGradGuard no_grad;
   resolve_pending_grads(params);  // data-parallel reductions in buckets, not one per parameter
   double squares = 0;
@@ -50,15 +50,23 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     dist::group(world).all_reduce_sum(t);
     squares = t.data<double>()[0];
   }
-  const double norm = std::sqrt(squares);
+  return std::sqrt(squares);
+}
+
+void scale_grads(const std::vector<Tensor>& params, double factor) {
+  NoGradGuard no_grad;
+  for (const Tensor& p : params) {
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    Tensor local = g.is_global() ? g.to_local() : g;
+    if (local.numel() > 0) copy_(local, mul(local, factor));
+  }
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  const double norm = grad_norm(params);
   const double coef = max_norm / (norm + 1e-6);
-  if (coef < 1.0)
-    for (const Tensor& p : params) {
-      const Tensor g = p.grad();
-      if (!g.defined()) continue;
-      Tensor local = g.is_global() ? g.to_local() : g;
-      if (local.numel() > 0) copy_(local, mul(local, coef));
-    }
+  if (coef < 1.0) scale_grads(params, coef);
   return norm;
 }
 

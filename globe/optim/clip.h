@@ -14,6 +14,13 @@ namespace globe::optim {
 // number over the world, so every rank gets the same norm and the same scale. Collective.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
 
+// The 2-norm of all the parameters' gradients taken together, as clip_grad_norm computes it
+// (the same on every rank; inf or NaN when any gradient holds one). Collective.
+double grad_norm(const std::vector<Tensor>& params);
+
+// Every defined gradient of `params` multiplied by `factor`, in place (no communication).
+void scale_grads(const std::vector<Tensor>& params, double factor);
+
 // nanoGPT's learning rate: linear warm-up over the first `warmup` steps (step s gets
 // max_lr (s + 1) / (warmup + 1)), then a cosine from max_lr down to min_lr at `decay_steps`, then
 // min_lr.

@@ -245,6 +245,7 @@ METHODS = {
     "double": lambda self: to(self, _globe.dtype.float64),
     "long": lambda self: to(self, _globe.dtype.int64),
     "bfloat16": lambda self: to(self, _globe.dtype.bfloat16),
+    "half": lambda self: to(self, _globe.dtype.float16),
     "type_as": lambda self, other: to(self, other.dtype),
     "cpu": lambda self: to(self, "cpu"),
     "tolist": lambda self: self.numpy().tolist(),

@@ -51,6 +51,18 @@ void bind_optim(pyb::module_& m) {
   m.def("warmup_cosine_lr", &warmup_cosine_lr, pyb::arg("step"), pyb::arg("warmup"), pyb::arg("decay_steps"),
         pyb::arg("max_lr"), pyb::arg("min_lr"));
   m.def("clip_grad_norm_", &clip_grad_norm, pyb::arg("parameters"), pyb::arg("max_norm"));
+  // Dynamic loss scaling for float16 (optim/grad_scaler.h); python/globe/amp.py wraps it.
+  pyb::class_<GradScaler>(m, "GradScaler")
+      .def(pyb::init([](double init_scale, double growth_factor, double backoff_factor, int64_t growth_interval) {
+             return GradScaler({init_scale, growth_factor, backoff_factor, growth_interval});
+           }),
+           pyb::arg("init_scale"), pyb::arg("growth_factor"), pyb::arg("backoff_factor"), pyb::arg("growth_interval"))
+      .def("scale", &GradScaler::scale)
+      .def("unscale", &GradScaler::unscale)
+      .def("step", &GradScaler::step)
+      .def("update", &GradScaler::update)
+      .def("get_scale", &GradScaler::get_scale)
+      .def_property_readonly("steps_skipped", &GradScaler::steps_skipped);
 }
 
 }  // namespace globe::py

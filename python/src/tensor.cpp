@@ -11,6 +11,7 @@ DType dtype_of_numpy(const pyb::dtype& dt) {
   if (dt.byteorder() != '>') {  // native (or not applicable)
     if (dt.kind() == 'f' && dt.itemsize() == 4) return kFloat32;
     if (dt.kind() == 'f' && dt.itemsize() == 8) return kFloat64;
+    if (dt.kind() == 'f' && dt.itemsize() == 2) return kFloat16;
     if (dt.kind() == 'i' && dt.itemsize() == 8) return kInt64;
   }
   throw Error("[tensor] numpy dtype " + std::string(pyb::str(static_cast<pyb::handle>(dt))) +
@@ -22,6 +23,7 @@ pyb::dtype numpy_dtype(DType t) {
     case DType::float32: return pyb::dtype::of<float>();
     case DType::float64: return pyb::dtype::of<double>();
     case DType::int64: return pyb::dtype::of<int64_t>();
+    case DType::float16: return pyb::dtype("float16");
     case DType::bfloat16: break;
   }
   throw pyb::type_error("[numpy] " + std::string(dtype_name(t)) + " has no numpy dtype: convert with .float() first");
@@ -45,7 +47,7 @@ pyb::array local_array(const Tensor& t) {
 Tensor from_numpy(const pyb::array& a_in) {
   pyb::array a = a_in;
   const pyb::dtype dt = a.dtype();
-  if (dt.kind() == 'f' && dt.itemsize() != 4 && dt.itemsize() != 8) a = a_in.attr("astype")("float32");
+  if (dt.kind() == 'f' && dt.itemsize() != 2 && dt.itemsize() != 4 && dt.itemsize() != 8) a = a_in.attr("astype")("float32");
   if (dt.kind() == 'i' || dt.kind() == 'u' || dt.kind() == 'b') a = a_in.attr("astype")("int64");
   if (a.dtype().byteorder() == '>') a = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
   const DType t = dtype_of_numpy(a.dtype());
@@ -78,7 +80,8 @@ void bind_tensor(pyb::module_& m) {
       .value("float32", DType::float32)
       .value("float64", DType::float64)
       .value("int64", DType::int64)
-      .value("bfloat16", DType::bfloat16);
+      .value("bfloat16", DType::bfloat16)
+      .value("float16", DType::float16);
 
   with_equality(pyb::class_<Sbp>(m, "Sbp"))
       .def("__repr__", [](const Sbp& s) { return "sbp." + std::string(s.is_split() ? "split(" + std::to_string(s.dim) + ")"

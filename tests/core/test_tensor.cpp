@@ -24,6 +24,59 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// ---- the 16-bit floats ---------------------------------------------------------------------------
+
+// Float32 values that probe both formats: ties at every mantissa width, overflow, subnormals, NaN.
+std::vector<float> probe_values() {
+  std::vector<float> v = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65519.0f, 65520.0f, 1e6f, 6.0e-8f, 2.9e-8f, 3.0e-8f,
+                          1e-30f, 3.4e38f, INFINITY, -INFINITY, 1.0f + 0x1p-8f, 1.0f + 0x3p-8f, 1.0f + 0x1p-11f,
+                          1.0f + 0x3p-11f};
+  for (uint32_t bits = 0x33000000u; bits < 0x48000000u; bits += 0x00012345u) v.push_back(std::bit_cast<float>(bits));
+  return v;
+}
+
+TEST(ReducedFloats, Float16RoundsAsTheCompilersIeeeHalf) {
+#if defined(__FLT16_MAX__)
+  for (float f : probe_values())
+    for (float x : {f, -f}) {
+      const uint16_t want = std::bit_cast<uint16_t>(static_cast<_Float16>(x));
+      EXPECT_EQ(float16(x).bits, want) << x;
+      const float back = float(float16(x)), ieee = float(static_cast<_Float16>(x));
+      EXPECT_EQ(std::bit_cast<uint32_t>(back), std::bit_cast<uint32_t>(ieee)) << x;
+    }
+#else
+  GTEST_SKIP() << "no _Float16 in this compiler to compare with";
+#endif
+  EXPECT_TRUE(std::isnan(float(float16(NAN))));
+}
+
+TEST(ReducedFloats, Bfloat16RoundsToNearestEven) {
+  EXPECT_EQ(float(bfloat16(1.0f + 0x1p-8f)), 1.0f);                 // a tie: to the even 1
+  EXPECT_EQ(float(bfloat16(1.0f + 0x3p-8f)), 1.0f + 0x1p-6f);       // a tie: to the even neighbour above
+  EXPECT_EQ(float(bfloat16(1.0f + 0x1p-8f + 0x1p-20f)), 1.0f + 0x1p-7f);  // above the tie
+  EXPECT_EQ(bfloat16(std::bit_cast<float>(0x7f7f0000u)).bits, 0x7f7fu);  // the largest finite stays
+  EXPECT_TRUE(std::isinf(float(bfloat16(3.4e38f))));                // rounds past the largest
+  EXPECT_TRUE(std::isnan(float(bfloat16(NAN))));
+  for (float f : probe_values()) EXPECT_EQ(float(bfloat16(float(bfloat16(f)))), float(bfloat16(f))) << f;
+}
+
+TEST(ReducedFloats, TensorsConvertThroughEveryPath) {
+  // Dense, strided and transposed copies convert alike, both ways, between every pair.
+  const Tensor x = randn({16, 24});
+  for (DType low : {kBFloat16, kFloat16}) {
+    const Tensor dense = to_dtype(x, low), strided = to_dtype(transpose(x, 0, 1), low);
+    const std::vector<float> want = [&] {
+      std::vector<float> v;
+      for (float f : x.to_vector<float>()) v.push_back(low == kBFloat16 ? float(bfloat16(f)) : float(float16(f)));
+      return v;
+    }();
+    EXPECT_EQ(to_dtype(dense, kFloat32).to_vector<float>(), want) << dtype_name(low);
+    EXPECT_EQ(to_dtype(transpose(strided, 0, 1), kFloat32).to_vector<float>(), want) << dtype_name(low);
+    EXPECT_EQ(to_dtype(contiguous(transpose(strided, 0, 1)), kFloat64).to_vector<float>(), want) << dtype_name(low);
+  }
+  EXPECT_EQ(to_dtype(to_dtype(full({3}, 1.5), kFloat16), kBFloat16).to_vector<float>(), std::vector<float>(3, 1.5f));
+}
+
 // ---- creation -----------------------------------------------------------------------------------
 
 TEST(TensorCreation, ZerosOnesFull) {

@@ -175,9 +175,9 @@ std::vector<NdSbp> layouts_2d(const Input& in) {
   return v;
 }
 
-// Within rounding: float64 runs agree to 1e-9; bfloat16 runs (8-bit mantissas, each op's result
-// rounded once) to 3e-2 of values of order one, a tenth of what a wrong element or a lost
-// partial sum would change.
+// Within rounding: float64 runs agree to 1e-9; bfloat16 and float16 runs (8- and 11-bit
+// mantissas, each op's result rounded once) to 3e-2 of values of order one, a tenth of what a
+// wrong element or a lost partial sum would change.
 bool close(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-9) {
   if (got.size() != want.size()) return false;
   for (size_t i = 0; i < got.size(); ++i)
@@ -186,12 +186,12 @@ bool close(const std::vector<double>& got, const std::vector<double>& want, doub
 }
 
 // Runs one case under one combination of layouts and compares with the local run. With `dtype`
-// bfloat16 the global run computes on bfloat16 tensors and the local float64 reference on the same
-// values (the inputs rounded to bfloat16 first).
+// bfloat16 or float16 the global run computes in that dtype and the local float64 reference on the same
+// values (the inputs rounded to that dtype first).
 void check_case(const OpCase& c, const Placement& p, const std::vector<NdSbp>& layout, DType dtype = kFloat64) {
   std::string what = c.name + " on " + p.to_string() + " in " + dtype_name(dtype) + " with";
   for (const NdSbp& s : layout) what += " " + s.to_string();
-  const double tol = dtype == kBFloat16 ? 3e-2 : 1e-9;
+  const double tol = is_reduced_precision(dtype) ? 3e-2 : 1e-9;
   const size_t n = c.inputs.size();
   std::vector<Tensor> local(n), global(n);
   for (size_t i = 0; i < n; ++i) {
@@ -263,14 +263,15 @@ TEST_P(Consistency, OneDimensionalMeshOnCuda) {
   for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all("cuda"), l); });
 }
 
-// The bfloat16 axis: every op on bfloat16 inputs in every 1-D layout (kernels compute in float32,
-// each result rounded once; kernels/via_float32.h), against the float64 single-process result on
-// the same rounded values.
-TEST_P(Consistency, BFloat16OneDimensionalMesh) {
+// The 16-bit axis: every op on bfloat16 and on float16 inputs in every 1-D layout (kernels compute
+// in float32, each result rounded once; kernels/via_float32.h), against the float64
+// single-process result on the same rounded values.
+TEST_P(Consistency, SixteenBitFloatsOneDimensionalMesh) {
   const OpCase& c = GetParam();
   std::vector<std::vector<NdSbp>> options;
   for (const Input& in : c.inputs) options.push_back(layouts_1d(in));
-  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all(), l, kBFloat16); });
+  for (DType low : {kBFloat16, kFloat16})
+    for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all(), l, low); });
 }
 
 TEST_P(Consistency, SubsetPlacement) {

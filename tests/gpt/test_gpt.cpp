@@ -169,6 +169,13 @@ TEST(Gpt, MixedPrecisionTrainsCloseToFloat32OnEveryLayout) {
     expect_same(bf16, train(n, with(args, with({"--dtype", "bf16"}, run)), dir, "bf" + std::to_string(&run - &runs[0].second)),
                 1e-2, name);
   }
+  // --dtype fp16: float16 compute with dynamic loss scaling, on one rank and data parallel.
+  const auto fp16 = train(1, with(args, {"--dtype", "fp16"}), dir, "fp16");
+  expect_same(fp32, fp16, 2e-2, "fp16 against float32");
+  expect_same(fp16, train(2, with(args, {"--dtype", "fp16", "--dp", "2"}), dir, "fp16dp2"), 1e-2, "fp16 --dp 2");
+  const GptRun h = gpt(1, with(kSmall, {"--steps", "2", "--dtype", "fp16"}));
+  EXPECT_EQ(field(h.r.out, "loss_scale"), 65536.0) << h.all();
+  EXPECT_EQ(field(h.r.out, "steps_skipped"), 0.0) << h.all();
   // The log says what ran.
   const GptRun r = gpt(2, with(kSmall, {"--steps", "1", "--dp", "2", "--dtype", "bf16", "--reduce-dtype", "bf16"}));
   EXPECT_NE(r.r.out.find("mixed precision: bfloat16 compute, float32 master weights, gradients reduced in bfloat16; "
@@ -258,7 +265,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"heads_over_tp", 2, {"--layers", "2", "--heads", "3", "--embd", "48", "--tp", "2"},
                  "--heads 3 cannot be split over --tp 2"},
         BadInput{"zero_stage_4", 2, with(kSmall, {"--dp", "2", "--zero", "4"}), "[gpt] --zero 4: 0 (replicated)"},
-        BadInput{"dtype_float16", 2, with(kSmall, {"--dtype", "float16"}), "[gpt] --dtype float16: float32 or bf16"},
+        BadInput{"dtype_int8", 2, with(kSmall, {"--dtype", "int8"}), "[gpt] --dtype int8: float32, bf16 (bfloat16) or fp16"},
         BadInput{"bf16_reduce_with_zero2", 2, with(kSmall, {"--dp", "2", "--zero", "2", "--dtype", "bf16", "--reduce-dtype", "bf16"}),
                  "[gpt] --reduce-dtype bf16 applies to the data-parallel all-reduce; --zero 2 reduce-scatters"},
         BadInput{"more_stages_than_layers", 2, {"--layers", "1", "--pp", "2"}, "--pp 2 stages need at least as many layers"},

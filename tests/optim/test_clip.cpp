@@ -1,5 +1,7 @@
 // clip_grad_norm over gradients of any layout and placement (1, 2 and 4 ranks): the same norm on
 // every rank as one process computes, and the same clipped values.
+#include <gmock/gmock.h>
+
 #include <cmath>
 
 #include "test_util.h"
@@ -88,6 +90,81 @@ TEST(WarmupCosineLr, WarmsUpThenDecays) {
   EXPECT_NEAR(optim::warmup_cosine_lr(54, 4, 104, 1.0, 0.1), 0.55, 1e-12);
   EXPECT_DOUBLE_EQ(optim::warmup_cosine_lr(104, 4, 104, 1.0, 0.1), 0.1);
   EXPECT_DOUBLE_EQ(optim::warmup_cosine_lr(500, 4, 104, 1.0, 0.1), 0.1);
+}
+
+// ---- dynamic loss scaling (optim::GradScaler) ----
+
+// A small global model: w [4, 3] broadcast, trained with SGD on x [8, 4] split over the ranks.
+struct Scaled {
+  Tensor w;
+  optim::SGD opt;
+  Scaled() : w(init()), opt({w}, {.lr = 0.1}) {}
+  static Tensor init() {
+    manual_seed(5);
+    return randn({4, 3}).to_global(Placement::all(), sbp::broadcast).set_requires_grad();
+  }
+  Tensor loss(int step) const {
+    manual_seed(50 + uint64_t(step));
+    const Tensor x = randn({8, 4}, Placement::all(), sbp::split(0));
+    return mean(mul(matmul(x, w), matmul(x, w)));
+  }
+  std::vector<float> values() const { return w.to_global(Placement::all(), sbp::broadcast).to_vector<float>(); }
+};
+
+TEST(GradScaler, ScalingByAPowerOfTwoChangesNoBit) {
+  Scaled plain, scaled;
+  optim::GradScaler scaler;
+  for (int s = 0; s < 3; ++s) {
+    plain.loss(s).backward();
+    plain.opt.step();
+    plain.opt.zero_grad();
+    scaler.scale(scaled.loss(s)).backward();
+    EXPECT_TRUE(scaler.step(scaled.opt));
+    scaler.update();
+    scaled.opt.zero_grad();
+  }
+  EXPECT_EQ(scaled.values(), plain.values());
+  EXPECT_EQ(scaler.get_scale(), 65536.0);
+  EXPECT_EQ(scaler.steps_skipped(), 0);
+}
+
+TEST(GradScaler, AnOverflowOnOneRankSkipsTheStepOnEveryRankAndBacksOff) {
+  Scaled m;
+  optim::GradScaler scaler({.init_scale = 1024.0, .growth_interval = 2});
+  const std::vector<float> before = m.values();
+  scaler.scale(m.loss(0)).backward();
+  if (me() == world() - 1) {  // this rank's share of the gradient overflows
+    Tensor g = m.w.grad().to_local();
+    copy_(g, full(g.shape(), INFINITY));
+  }
+  EXPECT_FALSE(scaler.step(m.opt));
+  scaler.update();
+  m.opt.zero_grad();
+  EXPECT_EQ(m.values(), before) << "a skipped step must not move the weights";
+  EXPECT_EQ(scaler.get_scale(), 512.0);
+  EXPECT_EQ(scaler.steps_skipped(), 1);
+  // Two clean steps: the scale grows back.
+  for (int s = 1; s <= 2; ++s) {
+    scaler.scale(m.loss(s)).backward();
+    EXPECT_TRUE(scaler.step(m.opt));
+    scaler.update();
+    m.opt.zero_grad();
+  }
+  EXPECT_EQ(scaler.get_scale(), 1024.0);
+  EXPECT_NE(m.values(), before);
+}
+
+TEST(GradScaler, MistakesAreErrors) {
+  EXPECT_THAT(testing::error_of([] { optim::GradScaler({.backoff_factor = 2.0}); }),
+              ::testing::HasSubstr("[GradScaler] needs init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1"));
+  optim::GradScaler scaler;
+  EXPECT_THAT(testing::error_of([&] { scaler.update(); }),
+              ::testing::HasSubstr("[GradScaler] update() without step() or unscale()"));
+  Scaled m;
+  scaler.scale(m.loss(0)).backward();
+  scaler.unscale(m.opt);
+  EXPECT_THAT(testing::error_of([&] { scaler.unscale(m.opt); }),
+              ::testing::HasSubstr("[GradScaler] unscale() was already called"));
 }
 
 }  // namespace

@@ -235,7 +235,7 @@ TEST(MixedPrecision, MistakesAreErrorsNamingTheirCause) {
               HasSubstr("[mixed_precision] parameter 0.weight is float64: the master weights must be float32"));
   Mlp n;
   EXPECT_THAT(error_of([&] { nn::mixed_precision(n.net, {.param_dtype = kInt64}); }),
-              HasSubstr("[mixed_precision] dtypes are float32 or bfloat16, got int64"));
+              HasSubstr("[mixed_precision] dtypes are float32, bfloat16 or float16, got int64"));
   // An op without a bfloat16 kernel names itself and the way out.
   EXPECT_THAT(error_of([] { arange(0.0, 4.0, 1.0, kBFloat16); }),
               HasSubstr("[arange] has no bfloat16 kernel here (float32, float64 and int64 only): cast with to(float32)"));

@@ -353,23 +353,27 @@ def test_mixed_precision_trains_close_to_float32():
             nn.mixed_precision(m, nn.MixedPrecisionPolicy(param_dtype=flow.bfloat16))
         elif how == "sharded":
             nn.fully_shard(m, mp_policy=nn.MixedPrecisionPolicy())
+        elif how == "float16":
+            nn.mixed_precision(m, nn.MixedPrecisionPolicy(param_dtype=flow.float16))
+        scaler = flow.amp.GradScaler(enabled=how == "float16")
         losses = []
         for step in range(3):
             x, y = batch(8 * world())
             x, y = x.to_global(placement=p, sbp=flow.sbp.split(0)), y.to_global(placement=p, sbp=flow.sbp.split(0))
             out = m(x)
-            assert out.dtype == (flow.float32 if how is None else flow.bfloat16), how
+            assert out.dtype == {None: flow.float32, "float16": flow.float16}.get(how, flow.bfloat16), how
             loss = nn.CrossEntropyLoss()(out.float(), y)
-            loss.backward()
+            scaler.scale(loss).backward()
             assert all(q.grad.dtype == flow.float32 for q in m.parameters()), how
-            opt.step()
+            scaler.step(opt)
+            scaler.update()
             opt.zero_grad()
             losses.append(value(loss))
         assert all(q.dtype == flow.float32 for q in m.parameters()), how
         return losses
 
     plain = run(None)
-    for how in ("mixed", "sharded"):
+    for how in ("mixed", "sharded", "float16"):
         losses = run(how)
         np.testing.assert_allclose(losses, plain, rtol=2e-2, err_msg=how)
         assert losses != plain, how  # bfloat16 did round
@@ -377,3 +381,19 @@ def test_mixed_precision_trains_close_to_float32():
         nn.mixed_precision(3)
     with pytest.raises(flow.Error, match="master weights must be float32"):
         nn.mixed_precision(Net().to(flow.float64))
+
+
+def test_grad_scaler_skips_an_overflowing_step_on_every_rank():
+    p = everywhere()
+    flow.manual_seed(0)
+    m = Net().to_global(placement=p, sbp=flow.sbp.broadcast)
+    opt = flow.optim.SGD(m.parameters(), lr=0.1)
+    scaler = flow.amp.GradScaler(init_scale=8.0)
+    before = [value(q).copy() for q in m.parameters()]
+    x, _ = batch(8 * world())
+    scaler.scale(m(x.to_global(placement=p, sbp=flow.sbp.split(0))).sum() * float("inf")).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 4.0 and scaler.steps_skipped == 1
+    for b, q in zip(before, m.parameters()):
+        np.testing.assert_array_equal(value(q), b)

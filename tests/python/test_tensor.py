@@ -131,6 +131,11 @@ def test_bfloat16_tensors_compute_round_and_save(tmp_path):
         b.numpy()
     with pytest.raises(flow.Error, match=r"\[matmul\] dtype mismatch: bfloat16\[2, 2\] @ float32\[2, 2\]"):
         flow.matmul(b, x)
+    # float16 round-trips through numpy's float16
+    h = flow.tensor(np.array([1.0, 65504.0, 1e-7], dtype=np.float16))
+    assert h.dtype == flow.float16 and x.half().dtype == flow.float16
+    np.testing.assert_array_equal(h.numpy(), np.array([1.0, 65504.0, 1e-7], dtype=np.float16))
+    assert (h * 2).float().numpy()[1] == np.inf  # past float16's range
     # safetensors keeps BF16
     flow.save({"b": b}, tmp_path / "b.safetensors")
     loaded = flow.load(tmp_path / "b.safetensors")["b"]

@@ -55,6 +55,7 @@ ncclDataType_t nccl_type(DType t) {
     case DType::float64: return ncclFloat64;
     case DType::int64: return ncclInt64;
     case DType::bfloat16: return ncclBfloat16;
+    case DType::float16: return ncclFloat16;
   }
   return ncclChar;
 }
