@@ -366,9 +366,11 @@ int run(int argc, char** argv) {
     const nlohmann::json& m = res["memory"];
     auto mib = [](const nlohmann::json& v) { return double(v) / (1 << 20); };
     std::printf("\nmemory per rank (MiB, the largest over ranks): parameters %.2f, gradients %.2f, optimizer state %.2f, "
-                "activations %.2f (--zero %lld%s)",
+                "activations %.2f (--zero %lld%s%s%s)",
                 mib(m["parameters"]), mib(m["gradients"]), mib(m["optimizer_state"]), mib(m["activations"]),
-                (long long)zero, f.on("recompute") ? ", --recompute" : "");
+                (long long)zero, f.on("recompute") ? ", --recompute" : "",
+                precision.param_dtype == globe::kFloat32 ? "" : ", --dtype ",
+                precision.param_dtype == globe::kFloat32 ? "" : globe::dtype_name(precision.param_dtype));
     std::printf("\nRESULT %s\n", res.dump().c_str());
     std::fflush(stdout);
   }
