@@ -2,7 +2,7 @@
 # GPT benchmarks (bench/RESULTS.md, "GPT"): build/bin/gpt beside our PyTorch reference
 # (bench/gpt/torch_gpt.py, Debian's python3-torch) on the same machine in the same run. Builds
 # nothing: ninja -C build -j2 gpt globe-launch
-# Usage: bench/gpt/run_gpt.sh [--case speed|interop|learn|memory|capacity|all] [--quiet-wait SECONDS] [--log FILE]
+# Usage: bench/gpt/run_gpt.sh [--case speed|interop|learn|memory|capacity|precision|all] [--quiet-wait SECONDS] [--log FILE]
 #   speed   reference defaults (4 layers, 4 heads, 128 wide, context 64, 16 sequences, 30 timed
 #           steps after 5), 1 thread per process:
 #             single   globe 1 process vs torch 1 process          goal >= 1.2 x tokens/s
@@ -25,7 +25,12 @@
 #                        pairs (goal <= 1.15 x, median)
 #   capacity the deepest GPT (width 256, 4 heads, context 64, global batch 16) that trains a step on
 #           4 ranks dp4 under GLOBE_MEMORY_LIMIT=96M per rank: replicated, --zero 2, --zero 3 and
-#           --zero 3 --recompute; the ratio of trainable parameters against replicated
+#           --zero 3 --recompute, and that with --dtype bf16; the ratio of trainable parameters against
+#           replicated
+#   precision mixed precision against float32 at the defaults, 1 process: step time and activations
+#           of --dtype bf16 and --dtype fp16, three rounds in rotating order (median ratios), with
+#           the bf16 GEMM path the run reports; dp2 at float32, bf16 and bf16 with --reduce-dtype
+#           bf16; 600 steps at each dtype: the validation loss against float32's (goal within 2 %)
 # Each measurement prints its command and its RESULT line; a summary table ends the run.
 set -euo pipefail
 
@@ -45,7 +50,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "run_gpt.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ $CASE == memory || $CASE == capacity ]] || require_torch run_gpt.sh  # these measure Globe alone
+[[ $CASE == memory || $CASE == capacity || $CASE == precision ]] || require_torch run_gpt.sh  # these measure Globe alone
 source "$ROOT/bench/quiet.sh"
 bench_start "$LOG" gpt globe-launch
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
@@ -128,7 +133,8 @@ if [[ $CASE == capacity || $CASE == all ]]; then
     grep -q "out of memory" <<<"$out" && return 1
     echo "$out" >&2; exit 1
   }
-  for how in "replicated:" "zero2:--zero 2" "zero3:--zero 3" "zero3-recompute:--zero 3 --recompute"; do
+  for how in "replicated:" "zero2:--zero 2" "zero3:--zero 3" "zero3-recompute:--zero 3 --recompute" \
+             "zero3-recompute-bf16:--zero 3 --recompute --dtype bf16"; do
     tag=${how%%:*}; read -r -a flags <<<"${how#*:}"
     lo=0 hi=1  # lo fits (0: none), hi to be tried; double, then bisect
     while fits "$hi" "${flags[@]}"; do lo=$hi; hi=$((hi * 2)); done
@@ -137,6 +143,16 @@ if [[ $CASE == capacity || $CASE == all ]]; then
     (( lo > 0 )) && measure capacity-$tag globe 4 --embd 256 --heads 4 --block 64 --batch 16 --steps 1 --warmup 0 \
                    --val-batches 0 --layers "$lo" "${flags[@]}"
   done
+fi
+if [[ $CASE == precision || $CASE == all ]]; then
+  dtypes=(float32 bf16 fp16)
+  for rep in 0 1 2; do  # each round starts with another dtype: a steady drift favours none
+    for k in 0 1 2; do d=${dtypes[$(((rep + k) % 3))]}; measure globe-$d-$((rep + 1)) globe 1 --dtype "$d" --val-batches 0; done
+  done
+  measure globe-dp2-float32 globe 2 --batch 32 --dp 2 --val-batches 0
+  measure globe-dp2-bf16 globe 2 --batch 32 --dp 2 --val-batches 0 --dtype bf16
+  measure globe-dp2-bf16r globe 2 --batch 32 --dp 2 --val-batches 0 --dtype bf16 --reduce-dtype bf16
+  for d in "${dtypes[@]}"; do measure globe-learn-$d globe 1 --steps 600 --warmup 0 --dtype "$d"; done
 fi
 
 python3 - "$RESULTS" <<'PY'
@@ -202,11 +218,34 @@ if "globe-zero0" in rows:
               + f": median {r:.2f} x (goal <= 1.15 x: {'met' if r <= 1.15 else 'NOT met'})")
 if "capacity-replicated" in rows:
     base = rows["capacity-replicated"]["params"]
-    for tag in ("replicated", "zero2", "zero3", "zero3-recompute"):
+    for tag in ("replicated", "zero2", "zero3", "zero3-recompute", "zero3-recompute-bf16"):
         r = rows.get(f"capacity-{tag}")
         if r:
-            print(f"capacity {tag:16s} {r['layers']:3d} layers, {r['params'] / 1e6:6.2f} M parameters "
+            print(f"capacity {tag:20s} {r['layers']:3d} layers, {r['params'] / 1e6:6.2f} M parameters "
                   f"({r['params'] / base:.2f} x replicated) under the per-rank cap; peak {r['peak_bytes'] / 2**20:.1f} MiB")
+runs = {d: [rows[f"globe-{d}-{k}"] for k in (1, 2, 3) if f"globe-{d}-{k}" in rows] for d in ("float32", "bf16", "fp16")}
+if runs["float32"]:
+    for d in ("bf16", "fp16"):
+        if runs[d]:
+            step = med([a["step_ms_median"] / b["step_ms_median"] for a, b in zip(runs[d], runs["float32"])])
+            act = runs[d][0]["memory"]["activations"] / runs["float32"][0]["memory"]["activations"]
+            print(f"precision {d:5s} 1 process: step time per round "
+                  + ", ".join(f"{a['step_ms_median']:.0f}/{b['step_ms_median']:.0f} ms" for a, b in zip(runs[d], runs["float32"]))
+                  + f" ({d}/float32): median {step:.2f} x; activations {act:.2f} x; losses "
+                  + f"{runs[d][0]['loss_last']:.4f} vs {runs['float32'][0]['loss_last']:.4f}"
+                  + (f"; GEMM: {runs[d][0]['bf16_gemm']}" if "bf16_gemm" in runs[d][0] else ""))
+for tag in ("globe-dp2-float32", "globe-dp2-bf16", "globe-dp2-bf16r"):
+    if tag in rows:
+        print(f"{tag:18s} {rows[tag]['tokens_per_s_median']:8.0f} tokens/s, {rows[tag]['step_ms_median']:.0f} ms/step, "
+              f"loss {rows[tag]['loss_last']:.4f}")
+if "globe-learn-float32" in rows:
+    want = rows["globe-learn-float32"]["val_loss"]
+    for d in ("float32", "bf16", "fp16"):
+        r = rows.get(f"globe-learn-{d}")
+        if r:
+            rel = (r["val_loss"] - want) / want
+            print(f"learn {d:7s} 600 steps: validation {r['val_loss']:.4f} ({rel:+.2%} vs float32; goal within 2 %: "
+                  f"{'met' if abs(rel) <= 0.02 else 'NOT met'}), {r['tokens_per_s_median']:.0f} tokens/s")
 for tag in ("torch-learn", "globe-learn"):
     if tag in rows:
         print(f"{tag:14s} 600 steps: loss {rows[tag]['loss_first']:.4f} -> {rows[tag]['loss_last']:.4f}, validation {rows[tag]['val_loss']:.4f}"

@@ -1,11 +1,11 @@
-// bfloat16 through a device's float32 kernels: via_float32<F> is an entry of the same signature as
-// F that, when any tensor argument is bfloat16, widens every bfloat16 argument to float32 (exact),
-// runs F, and rounds its floating results back to bfloat16 once. So every kernel of a table
-// computes and accumulates a bfloat16 op in float32 (matmul, sums, softmax, layer norm, Adam), the
-// mixed-precision contract of docs/design.md §17, without a second copy of each kernel. Entries
-// that write into their arguments (the optimizers' updates, random fills) get the written values
-// back, rounded. Arguments of other dtypes (int64 indices, float32 optimizer state) pass as they
-// are; a call without bfloat16 goes straight to F.
+// The 16-bit floats (bfloat16, float16) through a device's float32 kernels: via_float32<F> is an
+// entry of the same signature as F that, when any tensor argument is 16-bit, widens every such
+// argument to float32 (exact), runs F, and rounds its floating results back to that dtype once.
+// So every kernel of a table computes and accumulates a 16-bit op in float32 (matmul, sums,
+// softmax, layer norm, Adam), the mixed-precision contract of docs/design.md §17, without a second
+// copy of each kernel. Entries that write into their arguments (the optimizers' updates, random
+// fills) get the written values back, rounded. Arguments of other dtypes (int64 indices, float32
+// optimizer state) pass as they are; a call without 16-bit tensors goes straight to F.
 #pragma once
 
 #include <tuple>
@@ -18,11 +18,11 @@ namespace globe::kernels {
 
 namespace via_detail {
 
-// A bfloat16 tensor's float32 copy on its device (device_kernels.cpp), `t` itself otherwise.
+// A 16-bit tensor's float32 copy on its device (device_kernels.cpp), `t` itself otherwise.
 Tensor widen(const Tensor& t);
 // `t` (float32, from a widened call) rounded to `to`; any other tensor as it is.
 Tensor narrow(const Tensor& t, DType to);
-// dst (bfloat16) = src (its widened, possibly written, copy), rounded.
+// dst (16-bit) = src (its widened, possibly written, copy), rounded.
 void write_back(const Tensor& dst, const Tensor& src);
 
 inline bool low(const Tensor& t) { return t.defined() && is_reduced_precision(t.dtype()); }
@@ -83,7 +83,7 @@ struct ViaFloat32<F> {
     auto finish = [&] { std::apply([&](auto&... a) { (a.finish(to), ...); }, wide); };
     if constexpr (std::is_void_v<R>) {
       std::apply([](auto&... a) { F(a.get()...); }, wide);
-      finish();  // in-place entries: the written values go back into the bfloat16 tensors
+      finish();  // in-place entries: the written values go back into the 16-bit tensors
     } else {
       R r = std::apply([](auto&... a) { return F(a.get()...); }, wide);
       if constexpr (std::is_same_v<R, Tensor>) {

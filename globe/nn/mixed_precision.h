@@ -9,7 +9,8 @@
 // ops in the graph, so each gradient comes back widened to float32 before it is summed across
 // data-parallel ranks: the reduction runs in float32 unless reduce_dtype asks for bfloat16 (said
 // in the log: on many ranks bfloat16 sums lose the small gradients, pytorch#106395). With
-// fully_shard the parameter is gathered first, then cast. docs/design.md §17.
+// fully_shard the parameter is gathered first, then cast. The reduce dtype is the process's
+// (set_grad_reduce_dtype, global/grad_buckets.h): the last policy applied sets it. docs/design.md §17.
 #pragma once
 
 #include <string>
@@ -23,7 +24,8 @@ struct MixedPrecision {
   DType reduce_dtype = kFloat32;  // what the data-parallel gradient all-reduce sums in
 };
 
-// Marks `root` and every module under it. float32 and bfloat16 only; the parameters must be
+// Marks `root` and every module under it. float32, bfloat16 or float16 (with optim::GradScaler:
+// float16 needs the loss scaled); the parameters must be
 // float32. Collective only in that every rank must apply the same policy.
 void mixed_precision(Module& root, const MixedPrecision& policy);
 

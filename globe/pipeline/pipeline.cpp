@@ -158,6 +158,30 @@ Pipeline::Pipeline(std::vector<Placement> groups, std::vector<nn::UnaryModule*> 
 
 bool Pipeline::mine(int stage) const { return placement_of(stage).contains(dist::world_rank()); }
 
+namespace {
+
+// Whether `t` (a slot, by address) is a parameter that `m` or a module under it fully shards.
+bool fully_sharded(nn::Module& m, const Tensor* t) {
+  bool found = false;
+  const std::map<std::string, NdSbp>& layouts = m.gather_layouts();
+  if (!layouts.empty())
+    m.for_each_slot([&](const std::string& name, Tensor& slot, bool) { found = found || (&slot == t && layouts.count(name)); });
+  for (const auto& [name, child] : m.named_children()) found = found || fully_sharded(*child, t);
+  return found;
+}
+
+}  // namespace
+
+void Pipeline::check_ties_unsharded() const {
+  for (const Tie& tie : ties_)
+    for (const Stage& st : stages_)
+      for (nn::UnaryModule* m : st.modules)
+        GLOBE_CHECK(!fully_sharded(*m, tie.parameter) && !fully_sharded(*m, tie.slot), "[pipeline] tie: ",
+                    globe::describe(*tie.parameter), " is shared with stage ", tie.slot_stage, " and fully sharded (nn::fully_shard) ",
+                    "on its own stage; ZeRO-3 cannot shard a parameter that another stage reads: leave the module that holds ",
+                    "it unsharded (the GPT's --zero 3 shards its blocks, not the tied embedding)");
+}
+
 void Pipeline::tie(Tensor& parameter, Tensor& slot) {
   int param_stage = -1, slot_stage = -1;
   for (int s = 0; s < stages(); ++s)
@@ -171,6 +195,7 @@ void Pipeline::tie(Tensor& parameter, Tensor& slot) {
   GLOBE_CHECK(param_stage != slot_stage, "[pipeline] tie: both tensors are on stage ", param_stage,
               "; share the tensor itself within a stage");
   ties_.push_back({&parameter, &slot, slot_stage});
+  check_ties_unsharded();
 }
 
 void Pipeline::expect_input(int stage, Shape shape) {
@@ -260,6 +285,7 @@ Tensor Pipeline::evaluate(const Tensor& input, const Tensor& target, const LossF
 }
 
 StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn& loss_fn, bool train) {
+  check_ties_unsharded();  // a module may have been sharded after tie()
   const auto t0 = Clock::now();
   StepResult result;
   const int S = stages(), m = schedule_.microbatches();

@@ -106,6 +106,8 @@ class Pipeline {
   };
 
   StepResult run(const Tensor& input, const Tensor& target, const LossFn& loss, bool train);
+  // A tied parameter must not be fully sharded: an error naming it otherwise.
+  void check_ties_unsharded() const;
   bool mine(int stage) const;
   Tensor forward(int stage, const Tensor& x);
   Tensor transfer(const Tensor& t, int from, int to, int mb, bool forward_dir, const Tensor& like);

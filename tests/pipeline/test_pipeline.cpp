@@ -265,6 +265,28 @@ TEST(Pipeline, TiedWeightGetsTheSumOfBothStagesGradients) {
   EXPECT_FALSE(head.weight.grad().defined()) << "the slot's gradient went to the parameter";
 }
 
+TEST(Pipeline, ATiedParameterCannotBeFullySharded) {
+  // Stage 0 on ranks {0, 1}: ZeRO-3 would split the embedding there, but stage 1 reads all of it.
+  if (world() != 4) GTEST_SKIP() << "4 ranks: two stages of two";
+  for (bool shard_first : {true, false}) {
+    Chain piped(3);
+    nn::Linear embed(kD, kD, false);
+    embed.to(kFloat64);
+    TiedHead head(zeros({kD, kD}, kFloat64));
+    pp::Pipeline pipe({placement("cpu", {0, 1}), placement("cpu", {2, 3})}, piped.blocks(),
+                      {.schedule = "1f1b", .microbatches = 2}, {&embed}, {&head});
+    if (shard_first) nn::fully_shard(embed);
+    const std::string e = error_of([&] {
+      pipe.tie(embed.weight, head.weight);
+      if (!shard_first) nn::fully_shard(embed);
+      manual_seed(4);
+      pipe.step(randn({4, kD}, kFloat64), randn({4, kD}, kFloat64), mse);
+    });
+    EXPECT_THAT(e, HasSubstr("is shared with stage 1 and fully sharded (nn::fully_shard) on its own stage"))
+        << (shard_first ? "sharded before tie()" : "sharded after tie()");
+  }
+}
+
 TEST(Pipeline, EagerFormAccumulatesLikeOneProcess) {
   // The plain form: stages are modules on placements, the activation moves with to_global, one
   // backward per micro-batch. Stage 0's backward waits until its gradient is read.

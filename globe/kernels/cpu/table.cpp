@@ -10,7 +10,7 @@
 
 namespace globe::kernels::cpu {
 
-// Every entry takes bfloat16 through its float32 kernel (via_float32.h) but copy_into and fill,
+// Every entry takes bfloat16 and float16 through its float32 kernel (via_float32.h) but copy_into and fill,
 // which convert natively, and matmul, which picks a bf16 GEMM itself.
 
 const DeviceKernels& table() {
@@ -29,7 +29,7 @@ const DeviceKernels& table() {
       .gather = via_float32<kernels::gather>,
       .scatter_add = via_float32<kernels::scatter_add>,
       .matmul = [](const Tensor& a, const Tensor& b, const Shape& out, const Tensor& bias) {
-        return kernels::matmul(a, b, out, bias);  // bfloat16 too (matmul.h)
+        return kernels::matmul(a, b, out, bias);  // 16-bit floats too (matmul.h)
       },
       .softmax = via_float32<kernels::softmax>,
       .softmax_backward_last = via_float32<kernels::softmax_backward_last>,
