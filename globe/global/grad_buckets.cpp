@@ -94,11 +94,8 @@ class Flight {
       const Pending& w = members_[i];
       if (w.param.impl().grad != w.grad.impl_ptr()) continue;
       Tensor local = mine ? piece(i, int64_t(at)) : w.local;
-      if (local.dtype() != w.grad.dtype()) {  // summed in a reduce dtype: widened back
-        Tensor back = Tensor::uninitialized(local.shape(), w.grad.dtype(), local.device());
-        kernels::device_copy(back, local);
-        local = back;
-      }
+      // Summed in a reduce dtype: widened back.
+      if (local.dtype() != w.grad.dtype()) local = kernels::device_convert(local, w.grad.dtype());
       w.param.set_grad(make_global(local, w.param.shape(), w.param.placement(), w.param.sbp()));
     }
   }

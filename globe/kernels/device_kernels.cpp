@@ -16,9 +16,10 @@ const DeviceKernels& kernels_on(const Device& device) {
 
 void device_copy(const Tensor& dst, const Tensor& src) { kernels_on(dst.device()).copy_into(dst, src); }
 
-Tensor device_dense(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor out = Tensor::uninitialized(t.shape(), t.dtype(), t.device());
+Tensor device_dense(const Tensor& t) { return t.is_contiguous() ? t : device_convert(t, t.dtype()); }
+
+Tensor device_convert(const Tensor& t, DType dtype) {
+  Tensor out = Tensor::uninitialized(t.shape(), dtype, t.device());
   device_copy(out, t);
   return out;
 }
@@ -36,18 +37,10 @@ Tensor copy_to_device(const Tensor& src, const Device& device) {
 
 namespace via_detail {
 
-namespace {
-Tensor converted(const Tensor& t, DType to) {
-  Tensor out = Tensor::uninitialized(t.shape(), to, t.device());
-  device_copy(out, t);
-  return out;
-}
-}  // namespace
-
-Tensor widen(const Tensor& t) { return low(t) ? converted(t, kFloat32) : t; }
+Tensor widen(const Tensor& t) { return low(t) ? device_convert(t, kFloat32) : t; }
 
 Tensor narrow(const Tensor& t, DType to) {
-  return t.defined() && t.dtype() == kFloat32 && to != kFloat32 ? converted(t, to) : t;
+  return t.defined() && t.dtype() == kFloat32 && to != kFloat32 ? device_convert(t, to) : t;
 }
 
 void write_back(const Tensor& dst, const Tensor& src) { device_copy(dst, src); }

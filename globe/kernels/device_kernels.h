@@ -85,6 +85,8 @@ inline const DeviceKernels& kernels_for(const Tensor& t) { return kernels_on(t.d
 void device_copy(const Tensor& dst, const Tensor& src);
 // `t` itself when contiguous, else a contiguous copy on its device.
 Tensor device_dense(const Tensor& t);
+// A contiguous copy of `t` in `dtype` on its device (values converted, 16-bit floats rounded).
+Tensor device_convert(const Tensor& t, DType dtype);
 
 // A copy of `src` on `device`, contiguous, same dtype (src itself when it is already there and
 // contiguous). Crosses devices through device/memory.h's copy.

@@ -15,6 +15,11 @@ namespace globe::nn {
 
 namespace {
 
+// `t` cast to `dtype` when one is given and `t` is floating of another dtype; `t` itself otherwise.
+Tensor cast_floating(const Tensor& t, std::optional<DType> dtype) {
+  return dtype && t.defined() && is_floating(t.dtype()) && t.dtype() != *dtype ? to_dtype(t, *dtype) : t;
+}
+
 // A parameter as the forward uses it: gathered to `layout` when it has one, then cast to `dtype`
 // when floating and of another dtype.
 Tensor in_use(const Tensor& stored, const NdSbp* layout, std::optional<DType> dtype) {
@@ -22,8 +27,7 @@ Tensor in_use(const Tensor& stored, const NdSbp* layout, std::optional<DType> dt
   // All-gathered going forward; coming back, the gradient is boxed to the shard's layout: a
   // reduce-scatter over the data-parallel axes.
   if (layout != nullptr) t = t.to_global(t.placement(), *layout, t.sbp());
-  if (dtype && is_floating(t.dtype()) && t.dtype() != *dtype) t = to_dtype(t, *dtype);
-  return t;
+  return cast_floating(t, dtype);
 }
 
 // The used copy's storage on this rank, when it is a buffer of its own (not the stored one's).
@@ -66,8 +70,7 @@ void recomputed_prefixes(const Module& m, const std::string& prefix, std::vector
 }  // namespace
 
 Tensor cast_input(const Module& module, const Tensor& x) {
-  const std::optional<DType> dt = module.compute_dtype();
-  return dt && x.defined() && is_floating(x.dtype()) && x.dtype() != *dt ? to_dtype(x, *dt) : x;
+  return cast_floating(x, module.compute_dtype());
 }
 
 Tensor with_parameters_in_use(Module& module, const std::function<Tensor()>& run) {
