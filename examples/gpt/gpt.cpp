@@ -143,7 +143,7 @@ int run(int argc, char** argv) {
                  {"losses-out", ""}, {"val-batches", "8"}, {"val-every", "0"}, {"log-every", "10"}, {"dp", "0"},
                  {"tp", "1"}, {"pp", "1"}, {"microbatches", "1"}, {"schedule", "1f1b"}, {"ckpt", ""},
                  {"ckpt-every", "0"}, {"resume", ""}, {"export", ""}, {"generate", ""}, {"tokens", "200"},
-                 {"temperature", "0"}, {"top-k", "0"}, {"device", "cpu"}, {"zero", "0"},
+                 {"temperature", "0"}, {"top-k", "0"}, {"device", "cpu"}, {"zero", "0"}, {"prefetch", "1"},
                  {"dtype", "float32"}, {"reduce-dtype", "float32"}},
                 {"print-keys", "show-layout", "boxing-report", "recompute"});
   const int threads = int(f.i64("threads"));
@@ -170,7 +170,8 @@ int run(int argc, char** argv) {
               "[gpt] --batch and --microbatches must be positive, --steps and --warmup not negative");
   GLOBE_CHECK(batch >= int64_t(L.dp) * microbatches, "[gpt] --batch ", batch, " cannot feed ", L.dp,
               " data-parallel ranks x ", microbatches, " micro-batches (each needs a sequence at least)");
-  const int64_t zero = f.i64("zero");
+  const int64_t zero = f.i64("zero"), prefetch = f.i64("prefetch");
+  GLOBE_CHECK(prefetch >= 0, "[gpt] --prefetch ", prefetch, ": how many blocks ahead --zero 3 gathers (0: none)");
   GLOBE_CHECK(zero >= 0 && zero <= 3, "[gpt] --zero ", zero, ": 0 (replicated), 1 (optimizer state sharded over the data-",
               "parallel ranks), 2 (and gradients) or 3 (the blocks' parameters too)");
   auto parse_dtype = [&](const char* flag) {
@@ -203,8 +204,16 @@ int run(int argc, char** argv) {
   tie_head(pipe, model);
   // --zero 3: each block's parameters live split over the data-parallel ranks (inside their
   // tensor-parallel blocks), gathered for its forward and, with --recompute, again for its backward.
-  if (zero == 3)
-    for (auto& b : model.blocks) globe::nn::fully_shard(*b);
+  // Each block's call starts the gathers of the next --prefetch blocks of its stage, and the
+  // backward likewise in reverse (0: each gathers when it runs).
+  if (zero == 3) {
+    std::vector<globe::nn::Module*> stage;  // this rank's blocks, in forward order
+    for (auto& b : model.blocks) {
+      globe::nn::fully_shard(*b);
+      if (b->parameters().front().placement().contains(me)) stage.push_back(b.get());
+    }
+    globe::nn::set_prefetch(stage, int(prefetch));
+  }
   // --dtype bf16: mixed precision; float32 master weights and AdamW state, bfloat16 compute.
   if (precision.param_dtype != globe::kFloat32) {
     for (globe::nn::Module* m : std::initializer_list<globe::nn::Module*>{&model, &model.embed, &model.head})
@@ -329,6 +338,7 @@ int run(int argc, char** argv) {
                    {"optimizer_state", max_over_ranks(double(mem.state))},
                    {"activations", max_over_ranks(double(activations))}};
   res["zero"] = zero;
+  res["prefetch"] = zero == 3 ? prefetch : 0;
   res["recompute"] = f.on("recompute");
   res["dtype"] = globe::dtype_name(precision.param_dtype);
   res["reduce_dtype"] = globe::dtype_name(precision.reduce_dtype);

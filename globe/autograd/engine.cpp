@@ -121,6 +121,7 @@ class GraphTask {
       }
       grad_route().progress();
     }
+    settle_prefetched();
     if (mode_ != Mode::kTargets) grad_route().backward_done();
     return true;
   }
@@ -155,19 +156,44 @@ class GraphTask {
   }
   // Storage that can be released and made again (a fully sharded module's gathered parameters,
   // released after its forward) is made again before a node that reads it runs, and released
-  // again after the last node of this pass that reads it.
+  // again after the last node of this pass that reads it. Its groups (one module call's
+  // parameters each) are numbered in the order this pass first reads them: reaching one starts
+  // the next remake_ahead groups too (ZeRO-3's backward prefetch), so their gathers run while
+  // this group's nodes compute.
   void find_last_reads_of_remakeable() {
     std::unordered_map<Storage*, size_t> last;
+    std::unordered_map<uint64_t, size_t> group_at;
     for (size_t i = 0; i < order_.size(); ++i)
       for (const Tensor& in : order_[i]->inputs())
-        if (Storage* st = detail::core_hooks.storage_of(in); st && st->remake) last[st] = i;
+        if (Storage* st = detail::core_hooks.storage_of(in); st && st->remake) {
+          if (!last.count(st)) {
+            auto [it, fresh] = group_at.emplace(st->remake_group, groups_.size());
+            if (fresh) groups_.emplace_back();
+            groups_[it->second].push_back(st);
+            group_of_[st] = it->second;
+          }
+          last[st] = i;
+        }
     if (last.empty()) return;
     release_after_.resize(order_.size());
     for (const auto& [st, i] : last) release_after_[i].push_back(st);
   }
-  static void make_inputs_again(const Node& node) {
-    for (const Tensor& in : node.inputs())
-      if (Storage* st = detail::core_hooks.storage_of(in); st && st->released()) st->make_again();
+  void make_inputs_again(const Node& node) {
+    for (const Tensor& in : node.inputs()) {
+      Storage* st = detail::core_hooks.storage_of(in);
+      if (st == nullptr || st->ready()) continue;
+      if (auto it = group_of_.find(st); it != group_of_.end())
+        for (size_t g = it->second + 1; g <= it->second + size_t(st->remake_ahead) && g < groups_.size(); ++g)
+          for (Storage* ahead : groups_[g]) ahead->start_make_again();
+      st->make_again();
+    }
+  }
+  // A group started ahead whose nodes this pass skipped (no gradient reached them) lands and is
+  // released: no gather stays in flight after the pass.
+  void settle_prefetched() {
+    for (const auto& group : groups_)
+      for (Storage* st : group)
+        if (!st->ready() && !st->released()) st->release();
   }
 
   void announce_ready(size_t i) {
@@ -180,6 +206,8 @@ class GraphTask {
   std::vector<std::shared_ptr<Node>> order_;
   std::vector<std::vector<Tensor>> ready_;
   std::vector<std::vector<Storage*>> release_after_;
+  std::vector<std::vector<Storage*>> groups_;  // remakeable storages by group, in order of first read
+  std::unordered_map<Storage*, size_t> group_of_;
   size_t next_ = 0;
   std::unordered_map<Node*, Tensor> pending_;
   std::vector<Tensor> inputs_;

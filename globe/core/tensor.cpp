@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iomanip>
 #include <sstream>
+#include <utility>
 
 #include "globe/core/hooks.h"
 #include "globe/device/memory.h"
@@ -27,21 +28,48 @@ Storage::~Storage() {
 void Storage::release() {
   GLOBE_CHECK(remake && !owner, "[storage] only data that can be made again may be released");
   if (released_) return;
+  if (finishing_) make_again();  // a collective in flight writes into its buffer: let it land first
   detail::release(device, data, nbytes);
   data = nullptr;
   released_ = true;
 }
 
-void Storage::make_again() {
+void Storage::start_make_again() {
   if (!released_) return;
-  data = detail::allocate(device, nbytes, /*zero=*/false);
   released_ = false;
   try {
-    remake(*this);
+    finishing_ = remake(*this);
   } catch (...) {
-    release();
+    if (data != nullptr) detail::release(device, data, nbytes);
+    data = nullptr;
+    released_ = true;
     throw;
   }
+}
+
+void Storage::make_again() {
+  start_make_again();
+  if (finishing_) {
+    std::function<void()> finish = std::move(finishing_);
+    finishing_ = nullptr;
+    try {
+      finish();
+    } catch (...) {
+      if (data != nullptr) detail::release(device, data, nbytes);
+      data = nullptr;
+      released_ = true;
+      throw;
+    }
+  }
+  GLOBE_CHECK(data != nullptr || nbytes == 0, "[storage] a remake left the storage without its bytes");
+}
+
+void Storage::take_bytes(Storage& other) {
+  GLOBE_CHECK(other.nbytes == nbytes && other.device == device && !other.owner && other.data != nullptr && data == nullptr,
+              "[storage] take_bytes: ", other.nbytes, " bytes on ", other.device.str(), " for a storage of ", nbytes,
+              " on ", device.str());
+  data = std::exchange(other.data, nullptr);
+  other.released_ = true;  // nothing left to free
 }
 
 namespace {

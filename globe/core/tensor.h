@@ -42,15 +42,28 @@ struct Storage {
 
   // Data that may be released while tensors still refer to it, and made again when one is used
   // (a fully sharded parameter's gathered copy between its module's forward and backward,
-  // nn/fully_shard.h). `remake` fills `data` (allocated for it) with the same bytes; the autograd
-  // engine calls make_again() before a node reads it and release() after its last node ran.
-  std::function<void(Storage&)> remake;
+  // nn/fully_shard.h). `remake` starts making the bytes again and returns what finishes that (or
+  // nothing, when done at once); whichever finishes gives the storage its bytes: allocated and
+  // filled, or taken from a buffer they landed in (take_bytes). The autograd engine calls
+  // make_again() before a node reads it and release() after its last node ran. Storages of one
+  // `remake_group` (one module call's parameters) are made again together; reaching a group, the
+  // engine starts the next `remake_ahead` groups of its backward already (start_make_again).
+  std::function<std::function<void()>(Storage&)> remake;
+  uint64_t remake_group = 0;
+  int remake_ahead = 0;
   bool released() const { return released_; }
-  void release();
-  void make_again();
+  // Holds its bytes: neither released nor still being made again.
+  bool ready() const { return !released_ && !finishing_; }
+  void release();           // lets a remake in flight land first
+  void start_make_again();  // starts the remake, when released
+  void make_again();        // finishes a started remake, or runs one, when not ready
+  // Makes `other`'s bytes (as many, on the same device) this storage's, leaving `other` empty:
+  // a remake's buffer becomes the storage without a copy. `other` must have no other user.
+  void take_bytes(Storage& other);
 
  private:
   bool released_ = false;
+  std::function<void()> finishing_;  // the rest of a started remake
 };
 
 struct TensorImpl {

@@ -55,6 +55,12 @@ class Communicator {
   virtual Request start_all_reduce_sum(const Tensor& t) = 0;
   // out = concatenation of every member's `local` (flat), member r contributing counts[r] elements.
   virtual void all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) = 0;
+  // The same, started without waiting (a gather prefetched ahead of its use, nn/fully_shard.h):
+  // `out` holds the concatenation once the request completes. By default it runs at once.
+  virtual Request start_all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) {
+    all_gather_v(local, out, counts);
+    return Request();
+  }
   // `in` holds size() consecutive chunks (counts[r] elements each); out = sum over members of
   // their chunk rank().
   virtual void reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) = 0;

@@ -137,21 +137,67 @@ void MpiCommunicator::wait_both(MPI_Request (&reqs)[2], const char* op, uint64_t
   }
 }
 
+// Open MPI's MPI_Iallgatherv beside a side check of the fingerprints. test() moves it on; wait()
+// finishes the side check first: with a rank in another collective the gather never ends. Both
+// finish under the op history it started under, which a divergence names, wherever they run.
+class MpiCommunicator::AllGather final : public Request::Impl {
+ public:
+  AllGather(MpiCommunicator& c, const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts)
+      : c_(c), local_(local), out_(out), seq_(c.seq_), history_(current_history()), layout_(layout(counts, "all_gather")) {
+    side_ = c.start_side(fingerprints());
+    check_mpi(MPI_Iallgatherv(ptr(local, "all_gather"), layout_.counts[size_t(c.rank_)], mpi_type(local.dtype()),
+                              ptr(out, "all_gather"), layout_.counts.data(), layout_.displs.data(), mpi_type(out.dtype()),
+                              c.comm_, &req_),
+              "all_gather");
+  }
+  ~AllGather() override {
+    // Abandoned while unwinding an error: a collective cannot be cancelled, so MPI must not be
+    // finalised with one pending.
+    if (!done_) mark_broken("an all-gather in flight was abandoned");
+  }
+  bool test() override {
+    if (done_) return true;
+    int data = 0, side = 1;
+    MPI_Test(&req_, &data, MPI_STATUS_IGNORE);
+    if (!side_.code.empty()) MPI_Test(&side_.req, &side, MPI_STATUS_IGNORE);
+    if (!data || !side) return false;
+    const StampScope scope(history_);
+    c_.finish_side(side_, "all_gather", false, seq_);
+    return done_ = true;
+  }
+  void wait() override {
+    if (done_) return;
+    const StampScope scope(history_);
+    c_.finish_side(side_, "all_gather", true, seq_);
+    c_.wait(req_, "all_gather", seq_);
+    done_ = true;
+  }
+
+ private:
+  MpiCommunicator& c_;
+  Tensor local_, out_;  // kept alive while MPI reads and writes them
+  const uint64_t seq_;
+  const OpHistory* history_;
+  Layout layout_;
+  Side side_;
+  MPI_Request req_ = MPI_REQUEST_NULL;
+  bool done_ = false;
+};
+
 void MpiCommunicator::all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) {
+  start_all_gather_v(local, out, counts).wait();
+}
+
+Request MpiCommunicator::start_all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) {
   ++seq_;
   GLOBE_CHECK(int(counts.size()) == size() && local.numel() == counts[rank_], "[all_gather] counts do not ",
               "match: local ", describe(local), " for ", counts.size(), " members");
-  if (fingerprints() && raw_code_fits(out.dtype()) && out.numel() * int64_t(itemsize(out.dtype())) <= kCodedMaxBytes)
-    return all_gather_coded(local, out, counts);
-  Side side = start_side(fingerprints());
-  Layout l = layout(counts, "all_gather");
-  MPI_Request req;
-  check_mpi(MPI_Iallgatherv(ptr(local, "all_gather"), l.counts[rank_], mpi_type(local.dtype()),
-                            ptr(out, "all_gather"), l.counts.data(), l.displs.data(), mpi_type(out.dtype()),
-                            comm_, &req),
-            "all_gather");
-  finish_side(side, "all_gather", true);  // first: with a rank in another collective this one never ends
-  wait(req, "all_gather");
+  // A small one carries its fingerprint inside its data, done at once.
+  if (fingerprints() && raw_code_fits(out.dtype()) && out.numel() * int64_t(itemsize(out.dtype())) <= kCodedMaxBytes) {
+    all_gather_coded(local, out, counts);
+    return Request();
+  }
+  return Request(std::make_shared<AllGather>(*this, local, out, counts));
 }
 
 void MpiCommunicator::reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) {

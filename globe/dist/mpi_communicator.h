@@ -25,6 +25,7 @@ class MpiCommunicator final : public Communicator {
   void all_reduce_sum(const Tensor& t) override;
   Request start_all_reduce_sum(const Tensor& t) override;
   void all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) override;
+  Request start_all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) override;
   void reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) override;
   void all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts, const Tensor& recv,
                     const std::vector<int64_t>& recv_counts) override;
@@ -56,6 +57,8 @@ class MpiCommunicator final : public Communicator {
  private:
   // An all-reduce in flight (mpi_ring.cpp); the blocking one is started and waited.
   class AllReduce;
+  // An all-gather in flight (mpi_communicator.cpp); the blocking one is started and waited.
+  class AllGather;
 
   // Waits for `req` until the deadline; the error names `op`, the collective's sequence number
   // (`seq`, default the latest) and the members.

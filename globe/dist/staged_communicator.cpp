@@ -88,6 +88,12 @@ void HostStagedCommunicator::all_gather_v(const Tensor& local, const Tensor& out
   copy_back(out, h);
 }
 
+Request HostStagedCommunicator::start_all_gather_v(const Tensor& local, const Tensor& out,
+                                                   const std::vector<int64_t>& counts) {
+  const Tensor h = host_buffer(out);
+  return Request(std::make_shared<CopyBackOnCompletion>(inner_->start_all_gather_v(to_host(local), h, counts), out, h));
+}
+
 void HostStagedCommunicator::reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) {
   const Tensor h = host_buffer(out);
   inner_->reduce_scatter_v(to_host(in), h, counts);

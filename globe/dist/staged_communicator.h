@@ -35,6 +35,7 @@ class HostStagedCommunicator final : public Communicator {
   void all_reduce_sum(const Tensor& t) override;
   Request start_all_reduce_sum(const Tensor& t) override;
   void all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) override;
+  Request start_all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) override;
   void reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) override;
   void all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts, const Tensor& recv,
                     const std::vector<int64_t>& recv_counts) override;

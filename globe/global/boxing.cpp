@@ -33,14 +33,15 @@ bool step_is_direct(const NdSbp& cur, size_t f, const Sbp& to) {
   return true;
 }
 
-// One step on mesh axis f. `local` is this rank's shard under `cur`.
-Tensor step(const Tensor& local, const Shape& shape, const Placement& p, NdSbp& cur, size_t f, const Sbp& to) {
+// One step on mesh axis f, started (detail::start_box_axis). `local` is this rank's shard under `cur`.
+std::function<Tensor()> start_step(const Tensor& local, const Shape& shape, const Placement& p, NdSbp& cur, size_t f,
+                                   const Sbp& to) {
   const int me = dist::world_rank();
   NdSbp whole_axis = cur;
   whole_axis[f] = sbp::broadcast;
   const Shape block = local_block(shape, p, whole_axis, me).shape;
   dist::Communicator& comm = dist::group(p.axis_group(me, int64_t(f)));
-  Tensor out = detail::box_axis(local, block, comm, cur[f], to);
+  auto out = detail::start_box_axis(local, block, comm, cur[f], to);
   cur[f] = to;
   return out;
 }
@@ -115,16 +116,21 @@ const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_i
   return plans.emplace(std::move(key), std::move(plan)).first->second;
 }
 
-// Same placement, this rank a member.
-Tensor box_same_placement(const Tensor& local, const Shape& shape, const Placement& p, const NdSbp& from,
-                          const NdSbp& to) {
+// Same placement, this rank a member: every step but the last runs, the last is started.
+std::function<Tensor()> start_same_placement(const Tensor& local, const Shape& shape, const Placement& p,
+                                             const NdSbp& from, const NdSbp& to) {
   const Plan& plan = plan_for(p, from, to);
-  if (plan.steps.empty()) return local;
+  if (plan.steps.empty()) return [local] { return local; };
   NdSbp cur = plan.from;
   Tensor x = local;
-  for (const auto& [f, s] : plan.steps) x = step(x, shape, p, cur, f, s);
+  for (size_t i = 0; i + 1 < plan.steps.size(); ++i) x = start_step(x, shape, p, cur, plan.steps[i].first, plan.steps[i].second)();
   ++path_counts()[boxing_for()][plan.path];
-  return x;
+  return start_step(x, shape, p, cur, plan.steps.back().first, plan.steps.back().second);
+}
+
+Tensor box_same_placement(const Tensor& local, const Shape& shape, const Placement& p, const NdSbp& from,
+                          const NdSbp& to) {
+  return start_same_placement(local, shape, p, from, to)();
 }
 
 int index_in(const std::vector<int>& v, int r) {
@@ -184,10 +190,13 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp, int t
 
 }  // namespace
 
-Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp, int move_tag) {
+namespace {
+
+// box(), its last step started within one placement (start_box), run to the end otherwise.
+std::function<Tensor()> start(const Tensor& x, const Placement& placement, const NdSbp& sbp, int move_tag) {
   GLOBE_CHECK(x.is_global(), "[to_global] box() needs a global tensor");
   const NdSbp to = normalize_sbp(sbp, x.dim(), placement.mesh_ndim(), "to_global");
-  if (x.placement() == placement && x.sbp() == to) return x;
+  if (x.placement() == placement && x.sbp() == to) return [x] { return x; };
   // Consistency mode compares the ranks' op sequences; tagged moves (a pipeline's) are posted in
   // different orders on the two sides by design and carry their own header and size checks.
   if (dist::consistency_checks() && move_tag == kMoveTag) {
@@ -204,16 +213,24 @@ Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp, int mo
     if (x.placement() != placement) from.emplace(x.placement(), "to_global", detail);
     into.emplace(placement, "to_global", detail);
   }
-  Tensor local;
-  if (x.placement() == placement) {
-    local = placement.contains(dist::world_rank())
-                ? box_same_placement(shard_of(x), x.shape(), placement, x.sbp(), to)
-                : shard_of(x);
+  std::function<Tensor()> local;
+  if (x.placement() != placement) {
+    local = [moved = box_across(x, placement, to, move_tag)] { return moved; };
+  } else if (placement.contains(dist::world_rank())) {
+    local = start_same_placement(shard_of(x), x.shape(), placement, x.sbp(), to);
   } else {
-    local = box_across(x, placement, to, move_tag);
+    local = [shard = shard_of(x)] { return shard; };
   }
-  return make_global(local, x.shape(), placement, to);
+  return [local = std::move(local), shape = x.shape(), placement, to] { return make_global(local(), shape, placement, to); };
 }
+
+}  // namespace
+
+Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp, int move_tag) {
+  return start(x, placement, sbp, move_tag)();
+}
+
+std::function<Tensor()> start_box(const Tensor& x, const NdSbp& sbp) { return start(x, x.placement(), sbp, kMoveTag); }
 
 double boxing_cost_bytes(const Sbp& from, const Sbp& to, double block_bytes, int group_size) {
   if (from == to || group_size <= 1) return 0.0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,12 @@ constexpr int kMoveTag = 0x7a;
 // of the world calls it; members of either placement communicate. A move between placements sends
 // without waiting for the receivers (dist::send_later): only receiving ranks wait.
 Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp, int move_tag = kMoveTag);
+
+// box(x, x.placement(), sbp) started: the returned function waits and gives box's result. Where
+// the last step is an all-gather (a fully sharded parameter's, nn/fully_shard.h) it stays in flight
+// until then, so the caller computes meanwhile; every other step runs before this returns. Ranks
+// start boxings in the same order, as they call box().
+std::function<Tensor()> start_box(const Tensor& x, const NdSbp& sbp);
 
 // Bytes this rank would send to convert `from` into `to` on one mesh axis of `group_size` ranks,
 // for a block of `block_bytes` bytes: the cost model SBP deduction ranks candidates with.

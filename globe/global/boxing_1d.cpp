@@ -82,11 +82,16 @@ Tensor unpack(const Tensor& buf, const Shape& shape, int64_t d, int p,
   return out;
 }
 
-Tensor gather_split(const Tensor& local, const Shape& block, dist::Communicator& comm, int64_t d) {
+// S(d) -> B, started: the gather lands in one buffer of the pieces, unpacked once it arrived.
+std::function<Tensor()> start_gather_split(const Tensor& local, const Shape& block, dist::Communicator& comm,
+                                           int64_t d) {
   const int p = comm.size();
   Tensor buf = Tensor::uninitialized({numel_of(block)}, local.dtype(), local.device());
-  comm.all_gather_v(kernels::device_dense(local), buf, piece_counts(block, d, p));
-  return unpack(buf, block, d, p, [&](int r) { return piece_shape(block, d, p, r); });
+  dist::Request req = comm.start_all_gather_v(kernels::device_dense(local), buf, piece_counts(block, d, p));
+  return [req, buf, block, d, p]() mutable {
+    req.wait();
+    return unpack(buf, block, d, p, [&](int r) { return piece_shape(block, d, p, r); });
+  };
 }
 
 Tensor reduce_scatter_split(const Tensor& local, const Shape& block, dist::Communicator& comm, int64_t d) {
@@ -165,6 +170,13 @@ Tensor reduce_to_all(const Tensor& local, const Shape& block, dist::Communicator
 
 }  // namespace
 
+std::function<Tensor()> start_box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm,
+                                       const Sbp& from, const Sbp& to) {
+  if (from.is_split() && to.is_broadcast()) return start_gather_split(local, block, comm, from.dim);
+  Tensor out = box_axis(local, block, comm, from, to);
+  return [out] { return out; };
+}
+
 Tensor box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm, const Sbp& from,
                 const Sbp& to) {
   if (from == to) return local;
@@ -172,7 +184,7 @@ Tensor box_axis(const Tensor& local, const Shape& block, dist::Communicator& com
   using K = Sbp::Kind;
   switch (from.kind) {
     case K::split:
-      if (to.is_broadcast()) return gather_split(local, block, comm, from.dim);
+      if (to.is_broadcast()) return start_gather_split(local, block, comm, from.dim)();
       if (to.is_split()) return all_to_all(local, block, comm, from.dim, to.dim);
       {  // S(i) -> P: my shard in zeros of the full block
         Tensor out = Tensor::empty(block, local.dtype(), local.device());

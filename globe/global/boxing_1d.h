@@ -1,6 +1,8 @@
 // One-mesh-axis conversions inside a group: the direct collective per SBP pair (docs/design.md §4 table).
 #pragma once
 
+#include <functional>
+
 #include "globe/core/tensor.h"
 #include "globe/dist/communicator.h"
 #include "globe/core/sbp.h"
@@ -11,5 +13,11 @@ namespace globe::detail {
 // returns its shard under `to`. Never mutates `local`.
 Tensor box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm, const Sbp& from,
                 const Sbp& to);
+
+// box_axis started: the returned function waits and gives its result. S -> B (an all-gather) is
+// left in flight meanwhile (dist::Communicator::start_all_gather_v); any other conversion runs
+// before this returns.
+std::function<Tensor()> start_box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm,
+                                       const Sbp& from, const Sbp& to);
 
 }  // namespace globe::detail

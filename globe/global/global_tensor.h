@@ -7,6 +7,8 @@
 // Every rank runs every global op (SPMD); ranks outside the placement hold an empty shard.
 #pragma once
 
+#include <functional>
+
 #include "globe/core/tensor.h"
 #include "globe/global/placement.h"
 #include "globe/core/sbp.h"
@@ -46,6 +48,11 @@ Tensor arange(int64_t n, const Placement& placement, const NdSbp& sbp, DType dty
 // The same logical value on every rank (e.g. from a file or literal), laid out as asked: each rank
 // keeps only its block. No communication.
 Tensor from_full(const Tensor& value, const Placement& placement, const NdSbp& sbp);
+
+// x.to_global(x.placement(), sbp, grad_sbp) started ahead of its use (a prefetched parameter
+// gather, nn/fully_shard.h): the returned function waits, records the graph node under the grad
+// mode of that moment, and gives the result. Ranks start and finish them in the same order.
+std::function<Tensor()> start_to_global(const Tensor& x, const NdSbp& sbp, const NdSbp& grad_sbp);
 
 // Which rank holds which block: a text picture for tutorials (1-D and 2-D meshes).
 std::string visualize(const Tensor& t);

@@ -222,14 +222,26 @@ Tensor Tensor::to_global(const Placement& p, const NdSbp& sbp) const {
   return out;
 }
 
+namespace {
+// The boxing's result `out` of `x`, recorded with a node that carries the gradient's layout `g`
+// (the same layout too gets its own node).
+Tensor with_grad_layout(const Tensor& x, Tensor out, const NdSbp& g) {
+  if (out.same(x)) out = make_global(shard_of(x), x.shape(), x.placement(), x.sbp());
+  detail::record_node(std::make_shared<const Boxing>(g), {x}, out);
+  return out;
+}
+}  // namespace
+
 Tensor Tensor::to_global(const Placement& p, const NdSbp& sbp, const NdSbp& grad_sbp) const {
   GLOBE_CHECK(is_global(), "[to_global] grad_sbp applies to a global tensor's boxing");
   const NdSbp g = normalize_sbp(grad_sbp, dim(), placement().mesh_ndim(), "to_global grad_sbp");
-  Tensor out = box(*this, p, sbp);
-  // The same layout still gets its own node, which carries the gradient's layout.
-  if (out.same(*this)) out = make_global(shard_of(*this), shape(), placement(), this->sbp());
-  detail::record_node(std::make_shared<const Boxing>(g), {*this}, out);
-  return out;
+  return with_grad_layout(*this, box(*this, p, sbp), g);
+}
+
+std::function<Tensor()> start_to_global(const Tensor& x, const NdSbp& sbp, const NdSbp& grad_sbp) {
+  GLOBE_CHECK(x.is_global(), "[to_global] grad_sbp applies to a global tensor's boxing");
+  const NdSbp g = normalize_sbp(grad_sbp, x.dim(), x.placement().mesh_ndim(), "to_global grad_sbp");
+  return [x, g, boxed = start_box(x, sbp)] { return with_grad_layout(x, boxed(), g); };
 }
 
 Tensor Tensor::to_global(const Placement& p) const {

@@ -103,6 +103,18 @@ class Module {
   void set_gather_layouts(std::map<std::string, NdSbp> layouts) { gather_layouts_ = std::move(layouts); }
   std::optional<DType> compute_dtype() const { return compute_dtype_; }
   void set_compute_dtype(std::optional<DType> dtype) { compute_dtype_ = dtype; }
+  // ZeRO-3's options (nn/fully_shard.h): whether the gathered copies are released when the forward
+  // returns, and prefetch — the modules whose gathers start when this one is called, how many
+  // module calls ahead the backward starts its gathers, and the gathers started for this module
+  // ahead of its call (by parameter name; taken by its next call).
+  struct Prefetch {
+    std::vector<Module*> next;
+    int backward_depth = 0;
+    std::map<std::string, std::function<Tensor()>> started;
+  };
+  bool reshard_after_forward() const { return reshard_after_forward_; }
+  void set_reshard_after_forward(bool on) { reshard_after_forward_ = on; }
+  Prefetch& prefetch() { return prefetch_; }
   // Whether calling the module changes its parameters for the forward (gathers or casts them).
   bool transforms_parameters() const { return !gather_layouts_.empty() || compute_dtype_.has_value(); }
 
@@ -128,6 +140,8 @@ class Module {
   bool training_ = true;
   std::map<std::string, NdSbp> gather_layouts_;
   std::optional<DType> compute_dtype_;
+  bool reshard_after_forward_ = true;
+  Prefetch prefetch_;
 };
 
 }  // namespace globe::nn

@@ -221,18 +221,33 @@ def mixed_precision(module, policy=None):
     return module
 
 
-def fully_shard(module, mp_policy=None):
+def fully_shard(module, mp_policy=None, reshard_after_forward=True):
     """ZeRO-3 / FSDP for `module` (torch.distributed.fsdp.fully_shard): each of its global parameters
     is split over the mesh axes where it is broadcast, in place (an optimizer made before keeps
     updating it), gathered while the module runs, and its gradient reduce-scattered into the shard.
-    Shard each layer (or block) for the memory to pay off: the gathered copies live until the
-    module's backward, or only through its forward when it is also recomputed. Collective."""
+    Shard each layer (or block) for the memory to pay off: the gathered copies are released when
+    the forward returns and gathered again for the backward (reshard_after_forward=False keeps
+    them until then); a module also recomputed gathers inside its recomputation. Collective."""
     if not isinstance(module, Module):
         raise TypeError(f"fully_shard: expected a Module, got {type(module).__name__}")
-    _globe.fully_shard(module._cpp)
+    _globe.fully_shard(module._cpp, bool(reshard_after_forward))
     if mp_policy is not None:
         mixed_precision(module, mp_policy)
     return module
+
+
+def set_prefetch(modules, depth=1):
+    """ZeRO-3 prefetch over fully sharded `modules` listed in the order every forward calls them:
+    calling one starts the gathers of the next `depth` ahead, and the backward likewise in reverse
+    (FSDP's forward and backward prefetch). 0 turns it off. The values trained are the same bits
+    at any depth. Collective: every rank lists the same modules."""
+    modules = list(modules)
+    for m in modules:
+        if not isinstance(m, Module):
+            raise TypeError(f"set_prefetch: expected Modules, got {type(m).__name__}")
+    if isinstance(depth, bool) or not isinstance(depth, int):
+        raise TypeError(f"set_prefetch: depth must be an int, got {type(depth).__name__}")
+    _globe.set_prefetch([m._cpp for m in modules], depth)
 
 
 class _CppLayer(Module):

@@ -58,7 +58,12 @@ void bind_nn(pyb::module_& m) {
   // ZeRO-3 (nn/fully_shard.h) shards a module's parameters in place; mixed precision
   // (nn/mixed_precision.h) marks a model to compute in bfloat16; with_parameters_in_use runs a
   // Python forward with the parameters as the marks say (gathered, cast), whatever it returns.
-  m.def("fully_shard", [](Module& mod) { fully_shard(mod); }, pyb::arg("module"));
+  m.def("fully_shard", [](Module& mod, bool reshard_after_forward) {
+    fully_shard(mod, {.reshard_after_forward = reshard_after_forward});
+  }, pyb::arg("module"), pyb::arg("reshard_after_forward") = true);
+  // The modules outlive the links: Python's globe.nn.set_prefetch keeps them referenced.
+  m.def("set_prefetch", [](const std::vector<Module*>& modules, int depth) { set_prefetch(modules, depth); },
+        pyb::arg("modules"), pyb::arg("depth"));
   m.def("mixed_precision", [](Module& mod, DType param_dtype, DType reduce_dtype) {
     const MixedPrecision policy{param_dtype, reduce_dtype};
     mixed_precision(mod, policy);

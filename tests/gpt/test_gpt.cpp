@@ -112,6 +112,20 @@ TEST(Gpt, ZeroStagesAndRecomputationGiveTheSingleProcessLosses) {
   }
 }
 
+// Prefetch moves the gathers, not their values: no prefetch, the default (1) and past the last
+// block give the same bits, on data x tensor and on data x pipeline layouts.
+TEST(Gpt, ZeroThreePrefetchAtAnyDepthGivesTheSameBits) {
+  TempDir dir;
+  const auto args = with(kSmall, {"--steps", "4", "--microbatches", "2", "--zero", "3"});
+  for (const std::vector<std::string>& layout : {std::vector<std::string>{"--dp", "2", "--tp", "2"},
+                                                 std::vector<std::string>{"--dp", "2", "--pp", "2"}}) {
+    const auto none = train(4, with(with(args, layout), {"--prefetch", "0"}), dir, "none");
+    ASSERT_EQ(none.size(), 4u);
+    EXPECT_EQ(train(4, with(args, layout), dir, "default"), none) << layout[2];
+    EXPECT_EQ(train(4, with(with(args, layout), {"--prefetch", "9"}), dir, "far"), none) << layout[2];
+  }
+}
+
 TEST(Gpt, AVocabularyThatDoesNotDivideSplitsUnevenly) {
   // 257 entries over 2 ranks: 129 and 128 rows of the embedding and of the tied head.
   TempDir dir;
@@ -265,6 +279,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"heads_over_tp", 2, {"--layers", "2", "--heads", "3", "--embd", "48", "--tp", "2"},
                  "--heads 3 cannot be split over --tp 2"},
         BadInput{"zero_stage_4", 2, with(kSmall, {"--dp", "2", "--zero", "4"}), "[gpt] --zero 4: 0 (replicated)"},
+        BadInput{"negative_prefetch", 2, with(kSmall, {"--dp", "2", "--zero", "3", "--prefetch", "-1"}),
+                 "[gpt] --prefetch -1: how many blocks ahead"},
         BadInput{"dtype_int8", 2, with(kSmall, {"--dtype", "int8"}), "[gpt] --dtype int8: float32, bf16 (bfloat16) or fp16"},
         BadInput{"bf16_reduce_with_zero2", 2, with(kSmall, {"--dp", "2", "--zero", "2", "--dtype", "bf16", "--reduce-dtype", "bf16"}),
                  "[gpt] --reduce-dtype bf16 applies to the data-parallel all-reduce; --zero 2 reduce-scatters"},

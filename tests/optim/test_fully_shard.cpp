@@ -38,7 +38,11 @@ struct Mlp {
 struct Options {
   bool shard = false, recompute = false;
   int microbatches = 1;
-  std::optional<nn::MixedPrecision> precision;
+  std::optional<nn::MixedPrecision> precision = std::nullopt;
+  int prefetch = 0;                  // set_prefetch({fc1, fc2}, depth)
+  bool reshard_after_forward = true;
+  bool shard_fc2 = true;             // false: fc2 stays replicated, its gradient bucketed
+  int64_t bucket_bytes = 0;          // the gradient buckets' size when > 0
 };
 
 struct Trained : testing::TrainedValues {
@@ -50,9 +54,16 @@ Trained train(const Options& o, int steps = 5) {
   const Placement p = Placement::all();
   m.net.to_global(p, sbp::broadcast);
   for (nn::Linear* fc : {m.fc1.get(), m.fc2.get()}) {
-    if (o.shard) nn::fully_shard(*fc);
+    if (o.shard && (fc == m.fc1.get() || o.shard_fc2)) nn::fully_shard(*fc, {.reshard_after_forward = o.reshard_after_forward});
     fc->set_recompute(o.recompute, "fc");
   }
+  if (o.prefetch > 0) nn::set_prefetch({m.fc1.get(), m.fc2.get()}, o.prefetch);
+  const int64_t buckets_were = grad_bucket_bytes();
+  if (o.bucket_bytes > 0) set_grad_bucket_bytes(o.bucket_bytes);
+  struct PutBack {
+    int64_t bytes;
+    ~PutBack() { set_grad_bucket_bytes(bytes); }
+  } put_back{buckets_were};
   if (o.precision) nn::mixed_precision(m.net, *o.precision);
   optim::AdamW opt(m.net.parameters(), {.lr = 0.01, .weight_decay = 0.1});
   Trained r;
@@ -152,6 +163,109 @@ TEST(FullyShard, CheckpointsLoadBetweenShardedAndReplicatedModels) {
     EXPECT_EQ(a[i].to_global(p, sbp::broadcast).to_vector<float>(), b[i].to_vector<float>()) << "tensor " << i;
     EXPECT_EQ(c[i].to_global(p, sbp::broadcast).to_vector<float>(), b[i].to_vector<float>()) << "tensor " << i;
   }
+}
+
+// Prefetch changes when the gathers run, not what they gather: the same bits at every depth, with
+// recomputation and gradient accumulation too; likewise keeping the gathered copies for the backward.
+void expect_identical(const Trained& a, const Trained& b, const std::string& what) {
+  EXPECT_EQ(a.losses, b.losses) << what;
+  EXPECT_EQ(a.params, b.params) << what;
+}
+
+TEST(FullyShard, PrefetchAtAnyDepthAndKeptCopiesTrainBitIdentically) {
+  for (const Options& base : {Options{.shard = true}, Options{.shard = true, .recompute = true},
+                              Options{.shard = true, .microbatches = 2}}) {
+    const Trained plain = train(base);
+    for (int depth : {1, 2, 7}) {  // 7: beyond the last module
+      Options o = base;
+      o.prefetch = depth;
+      expect_identical(train(o), plain, "prefetch depth " + std::to_string(depth));
+    }
+    Options kept = base;
+    kept.reshard_after_forward = false;
+    expect_identical(train(kept), plain, "reshard_after_forward = false");
+  }
+}
+
+// The extremes of the two knobs together: every gradient its own bucket or all in one, prefetch
+// off or past the end, with one module sharded and one replicated (its gradient bucketed).
+TEST(FullyShard, BucketAndPrefetchExtremesTrainAsTheReplicatedModel) {
+  const Trained replicated = train({});
+  for (int64_t bytes : {int64_t(1), int64_t(1) << 30})
+    for (int depth : {0, 7}) {
+      const std::string what = "bucket " + std::to_string(bytes) + " B, prefetch " + std::to_string(depth);
+      expect_close(train({.shard = true, .prefetch = depth, .shard_fc2 = false, .bucket_bytes = bytes}), replicated, what);
+      expect_close(train({.shard = true, .prefetch = depth, .bucket_bytes = bytes}), replicated, what + ", both sharded");
+    }
+}
+
+// A chain of four sharded layers with depth 2: calling the first starts the gathers of the next
+// two, each call takes its own and starts one more; a forward that fails drops what it started.
+TEST(FullyShard, PrefetchStartsTheNextModulesGathersAndTheirCallsTakeThem) {
+  if (world() < 2) GTEST_SKIP() << "2+ ranks: one rank has nothing to shard";
+  const Placement p = Placement::all();
+  manual_seed(3);
+  std::vector<std::shared_ptr<nn::Linear>> layers;
+  std::vector<nn::Module*> chain;
+  for (int i = 0; i < 4; ++i) {
+    layers.push_back(std::make_shared<nn::Linear>(16, 16));
+    layers.back()->to_global(p, sbp::broadcast);
+    nn::fully_shard(*layers.back());
+    chain.push_back(layers.back().get());
+  }
+  nn::set_prefetch(chain, 2);
+  auto started = [&](int i) { return layers[size_t(i)]->prefetch().started.size(); };
+  Tensor h = randn({4, 16}, p, sbp::split(0));
+  h = (*layers[0])(h);
+  EXPECT_EQ(started(1), 2u);  // weight and bias
+  EXPECT_EQ(started(2), 2u);
+  EXPECT_EQ(started(3), 0u);
+  h = (*layers[1])(h);
+  EXPECT_EQ(started(1), 0u);
+  EXPECT_EQ(started(3), 2u);
+  h = (*layers[3])((*layers[2])(h));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(started(i), 0u) << "layer " << i;
+  sum(h).backward();
+  // A forward that fails in layer 0 (a wrong width) leaves nothing started for the next layers.
+  EXPECT_THAT(error_of([&] { (*layers[0])(randn({4, 5}, p, sbp::split(0))); }), HasSubstr("[Linear] input"));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(started(i), 0u) << "layer " << i << " after a failed forward";
+  EXPECT_THAT(error_of([&] { nn::set_prefetch(chain, -1); }), HasSubstr("[fully_shard] prefetch depth -1"));
+}
+
+// The backward's prefetch, seen in its memory: with depth 0 one layer's gathered weight is whole
+// at a time (beside its whole gradient); with depth 3 the first gather the backward needs starts the other three layers'
+// too, so their weights are whole together. The gradients agree to the bit.
+TEST(FullyShard, TheBackwardStartsTheNextModulesGathersAhead) {
+  if (world() < 2) GTEST_SKIP() << "2+ ranks: one rank has nothing to shard";
+  const Placement p = Placement::all();
+  const int64_t weight = 64 * 64 * 4;
+  auto backward = [&](int depth, int64_t& peak) {
+    manual_seed(9);
+    std::vector<std::shared_ptr<nn::Linear>> layers;
+    std::vector<nn::Module*> chain;
+    for (int i = 0; i < 4; ++i) {
+      layers.push_back(std::make_shared<nn::Linear>(64, 64, /*bias=*/false));
+      layers.back()->to_global(p, sbp::broadcast);
+      nn::fully_shard(*layers.back());
+      chain.push_back(layers.back().get());
+    }
+    nn::set_prefetch(chain, depth);
+    Tensor h = randn({2, 64}, p, sbp::split(0));
+    for (auto& l : layers) h = (*l)(h);
+    const Tensor loss = sum(h);
+    const int64_t before = memory_stats().current_bytes;
+    reset_peak_memory();
+    loss.backward();
+    peak = memory_stats().peak_bytes - before;
+    std::vector<std::vector<float>> grads;
+    for (auto& l : layers) grads.push_back(l->weight.grad().to_global(p, sbp::broadcast).to_vector<float>());
+    return grads;
+  };
+  int64_t peak0 = 0, peak3 = 0;
+  const auto g0 = backward(0, peak0), g3 = backward(3, peak3);
+  EXPECT_EQ(g0, g3);
+  EXPECT_GE(peak3, 4 * weight) << "depth 3: all four layers' weights whole together";
+  EXPECT_GE(peak3 - peak0, weight) << "depth 0 holds fewer of them at once";
 }
 
 TEST(FullyShard, ALocalModuleIsAnError) {

@@ -316,9 +316,11 @@ def test_fully_shard_trains_as_the_replicated_model():
         opt = flow.optim.Adam(m.parameters(), lr=0.01)  # made before: the parameters keep their identity
         if how == "module":
             nn.fully_shard(m)
-        elif how == "layers":
-            nn.fully_shard(m.fc1)
-            nn.fully_shard(m.fc2)
+        elif how and how.startswith("layers"):
+            nn.fully_shard(m.fc1, reshard_after_forward=how != "layers kept")
+            nn.fully_shard(m.fc2, reshard_after_forward=how != "layers kept")
+            if how == "layers prefetched":
+                nn.set_prefetch([m.fc1, m.fc2], depth=2)
         losses = []
         for step in range(3):
             x, y = batch(8 * world())
@@ -336,8 +338,16 @@ def test_fully_shard_trains_as_the_replicated_model():
         np.testing.assert_allclose(losses, plain, rtol=1e-5, err_msg=how)
         if world() > 1:
             assert m.fc1.weight.sbp == (flow.sbp.split(0),), how
+    # Prefetch and kept copies move the gathers, not their values: the same bits.
+    layers, _ = run("layers")
+    for how in ("layers prefetched", "layers kept"):
+        assert run(how)[0] == layers, how
     with pytest.raises(TypeError, match="expected a Module"):
         nn.fully_shard(3)
+    with pytest.raises(TypeError, match="set_prefetch: expected Modules"):
+        nn.set_prefetch([3], 1)
+    with pytest.raises(Exception, match=r"\[fully_shard\] prefetch depth -1"):
+        nn.set_prefetch([Net()], -1)
 
 
 def test_mixed_precision_trains_close_to_float32():

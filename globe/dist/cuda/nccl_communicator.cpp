@@ -165,6 +165,12 @@ class NcclCommunicator final : public Communicator {
     return Request(std::make_shared<Started>(*this, run_all_reduce(t)));
   }
   void all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) override;
+  // On the GPU the gather is queued on the NCCL stream and the compute stream waits for it (the
+  // default: at once); host tensors take the MPI communicator's started one.
+  Request start_all_gather_v(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) override {
+    if (!on_nccl(out, "all_gather")) return host_->start_all_gather_v(local, out, counts);
+    return Communicator::start_all_gather_v(local, out, counts);
+  }
   void reduce_scatter_v(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) override;
   void all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts, const Tensor& recv,
                     const std::vector<int64_t>& recv_counts) override;
