@@ -2,7 +2,7 @@
 # GPT benchmarks (bench/RESULTS.md, "GPT"): build/bin/gpt beside our PyTorch reference
 # (bench/gpt/torch_gpt.py, Debian's python3-torch) on the same machine in the same run. Builds
 # nothing: ninja -C build -j2 gpt globe-launch
-# Usage: bench/gpt/run_gpt.sh [--case speed|interop|learn|memory|capacity|precision|all] [--quiet-wait SECONDS] [--log FILE]
+# Usage: bench/gpt/run_gpt.sh [--case speed|interop|learn|memory|prefetch|capacity|precision|all] [--quiet-wait SECONDS] [--log FILE]
 #   speed   reference defaults (4 layers, 4 heads, 128 wide, context 64, 16 sequences, 30 timed
 #           steps after 5), 1 thread per process:
 #             single   globe 1 process vs torch 1 process          goal >= 1.2 x tokens/s
@@ -23,6 +23,9 @@
 #                        parameter + gradient + AdamW bytes per rank against --zero 0's (goal at 3:
 #                        <= 0.30 x); step time at --zero 3 against --zero 2's, three alternating
 #                        pairs (goal <= 1.15 x, median)
+#   prefetch 4 ranks dp4 (global batch 32) at --zero 3 with --prefetch 0, 1 (the default) and 2
+#           blocks, beside --zero 2, three rounds in rotating order: step time (median ratio to
+#           --zero 2's) and peak bytes per rank
 #   capacity the deepest GPT (width 256, 4 heads, context 64, global batch 16) that trains a step on
 #           4 ranks dp4 under GLOBE_MEMORY_LIMIT=96M per rank: replicated, --zero 2, --zero 3 and
 #           --zero 3 --recompute, and that with --dtype bf16; the ratio of trainable parameters against
@@ -50,7 +53,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "run_gpt.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ $CASE == memory || $CASE == capacity || $CASE == precision ]] || require_torch run_gpt.sh  # these measure Globe alone
+[[ $CASE == memory || $CASE == prefetch || $CASE == capacity || $CASE == precision ]] || require_torch run_gpt.sh  # these measure Globe alone
 source "$ROOT/bench/quiet.sh"
 bench_start "$LOG" gpt globe-launch
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
@@ -121,6 +124,17 @@ if [[ $CASE == memory || $CASE == all ]]; then
     fi
   done
   measure globe-zero3r "${dp4[@]}" --zero 3 --recompute
+fi
+if [[ $CASE == prefetch || $CASE == all ]]; then
+  dp4=(globe 4 --batch 32 --steps 5 --warmup 1 --val-batches 0)
+  runs=("zero2:--zero 2" "pf0:--zero 3 --prefetch 0" "pf1:--zero 3 --prefetch 1" "pf2:--zero 3 --prefetch 2")
+  for rep in 1 2 3; do
+    for k in 0 1 2 3; do
+      run=${runs[$(( (k + rep) % 4 ))]}
+      # shellcheck disable=SC2086
+      measure "prefetch-${run%%:*}-$rep" "${dp4[@]}" ${run#*:}
+    done
+  done
 fi
 if [[ $CASE == capacity || $CASE == all ]]; then
   CAP=96M
@@ -216,6 +230,14 @@ if "globe-zero0" in rows:
         r = med([a["step_ms_median"] / b["step_ms_median"] for a, b in pairs])
         print("zero 3 vs 2 step time  " + ", ".join(f"{a['step_ms_median']:.0f}/{b['step_ms_median']:.0f} ms" for a, b in pairs)
               + f": median {r:.2f} x (goal <= 1.15 x: {'met' if r <= 1.15 else 'NOT met'})")
+pf = {t: [rows[f"prefetch-{t}-{k}"] for k in (1, 2, 3) if f"prefetch-{t}-{k}" in rows] for t in ("zero2", "pf0", "pf1", "pf2")}
+for t in ("pf0", "pf1", "pf2"):
+    if pf[t] and len(pf[t]) == len(pf["zero2"]):
+        r = med([a["step_ms_median"] / b["step_ms_median"] for a, b in zip(pf[t], pf["zero2"])])
+        print(f"zero 3 --prefetch {t[2]} dp4: step time per round "
+              + ", ".join(f"{a['step_ms_median']:.0f}/{b['step_ms_median']:.0f} ms" for a, b in zip(pf[t], pf["zero2"]))
+              + f" (vs --zero 2): median {r:.2f} x (goal <= 1.15 x: {'met' if r <= 1.15 else 'NOT met'}); "
+              + f"peak {pf[t][0]['peak_bytes'] / 2**20:.1f} MiB per rank; loss {pf[t][0]['loss_last']:.6f}")
 if "capacity-replicated" in rows:
     base = rows["capacity-replicated"]["params"]
     for tag in ("replicated", "zero2", "zero3", "zero3-recompute", "zero3-recompute-bf16"):
