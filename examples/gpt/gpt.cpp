@@ -32,29 +32,61 @@ namespace {
 using globe::Tensor;
 namespace pp = globe::pipeline;
 
+// One flag: its name, its default ("" for none; nullptr for a switch, off unless given) and what
+// it means, as --help prints it.
+struct FlagSpec {
+  const char* name;
+  const char* fallback;
+  const char* meaning;
+};
+
 // --name value / --name=value flags over a fixed set with defaults; unknown ones are errors.
+// --help (or -h) asks for the list instead of a run.
 class Flags {
  public:
-  Flags(int argc, char** argv, std::map<std::string, std::string> defaults, std::vector<std::string> switches)
-      : values_(std::move(defaults)) {
-    for (const std::string& s : switches) values_[s] = "0";
+  Flags(int argc, char** argv, std::vector<FlagSpec> specs) : specs_(std::move(specs)) {
+    std::vector<std::string> switches;
+    for (const FlagSpec& f : specs_) {
+      if (f.fallback == nullptr) switches.push_back(f.name);
+      values_[f.name] = f.fallback == nullptr ? "0" : f.fallback;
+    }
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
-      GLOBE_CHECK(a.rfind("--", 0) == 0, "[gpt] unexpected argument '", a, "' (flags are --name value)");
+      if (a == "--help" || a == "-h") {
+        help_ = true;
+        return;
+      }
+      GLOBE_CHECK(a.rfind("--", 0) == 0, "[gpt] unexpected argument '", a, "' (flags are --name value; --help lists them)");
       std::string name = a.substr(2), value;
       const size_t eq = name.find('=');
-      if (std::find(switches.begin(), switches.end(), name) != switches.end()) {
-        value = "1";
-      } else if (eq != std::string::npos) {
+      const bool inline_value = eq != std::string::npos;
+      if (inline_value) {
         value = name.substr(eq + 1);
         name = name.substr(0, eq);
-      } else {
+      }
+      GLOBE_CHECK(values_.count(name), "[gpt] unknown flag --", name, " (--help lists them)");
+      if (std::find(switches.begin(), switches.end(), name) != switches.end()) {
+        GLOBE_CHECK(!inline_value, "[gpt] --", name, " is a switch: it takes no value");
+        value = "1";
+      } else if (!inline_value) {
         GLOBE_CHECK(i + 1 < argc, "[gpt] flag --", name, " needs a value");
         value = argv[++i];
       }
-      GLOBE_CHECK(values_.count(name), "[gpt] unknown flag --", name);
       values_[name] = value;
     }
+  }
+  bool help() const { return help_; }
+  // The flags, their defaults and meanings, one a line.
+  std::string usage() const {
+    std::string out;
+    for (const FlagSpec& f : specs_) {
+      std::string left = std::string("  --") + f.name + (f.fallback == nullptr ? "" : " VALUE");
+      left.resize(std::max<size_t>(left.size() + 2, 24), ' ');
+      out += left + f.meaning;
+      if (f.fallback != nullptr && *f.fallback != '\0') out += std::string(" (default ") + f.fallback + ")";
+      out += "\n";
+    }
+    return out;
   }
   std::string str(const std::string& n) const { return values_.at(n); }
   int64_t i64(const std::string& n) const { return number<int64_t>(n); }
@@ -75,7 +107,9 @@ class Flags {
     GLOBE_CHECK(used == v.size() && !v.empty(), "[gpt] --", n, " takes a number, not '", v, "'");
     return x;
   }
+  std::vector<FlagSpec> specs_;
   std::map<std::string, std::string> values_;
+  bool help_ = false;
 };
 
 struct Layout {
@@ -137,15 +171,55 @@ double median(std::vector<double> v) {
 
 int run(int argc, char** argv) {
   const Flags f(argc, argv,
-                {{"threads", "1"}, {"layers", "4"}, {"heads", "4"}, {"embd", "128"}, {"block", "64"}, {"vocab", "256"},
-                 {"batch", "16"}, {"steps", "30"}, {"warmup", "5"}, {"lr", "1e-3"}, {"weight-decay", "0.1"},
-                 {"grad-clip", "1.0"}, {"seed", "0"}, {"data", gpt::kFortunes}, {"save-init", ""}, {"load-init", ""},
-                 {"losses-out", ""}, {"val-batches", "8"}, {"val-every", "0"}, {"log-every", "10"}, {"dp", "0"},
-                 {"tp", "1"}, {"pp", "1"}, {"microbatches", "1"}, {"schedule", "1f1b"}, {"ckpt", ""},
-                 {"ckpt-every", "0"}, {"resume", ""}, {"export", ""}, {"generate", ""}, {"tokens", "200"},
-                 {"temperature", "0"}, {"top-k", "0"}, {"device", "cpu"}, {"zero", "0"}, {"prefetch", "1"},
-                 {"dtype", "float32"}, {"reduce-dtype", "float32"}},
-                {"print-keys", "show-layout", "boxing-report", "recompute"});
+                {{"layers", "4", "transformer blocks"},
+                 {"heads", "4", "attention heads per block"},
+                 {"embd", "128", "embedding width"},
+                 {"block", "64", "context length in tokens"},
+                 {"vocab", "256", "vocabulary size (256: a token per byte)"},
+                 {"batch", "16", "sequences per step, over all data-parallel ranks"},
+                 {"steps", "30", "timed training steps"},
+                 {"warmup", "5", "untimed steps before them"},
+                 {"lr", "1e-3", "AdamW learning rate"},
+                 {"weight-decay", "0.1", "AdamW weight decay (matrices only)"},
+                 {"grad-clip", "1.0", "global gradient-norm clip (0: none)"},
+                 {"seed", "0", "initialisation and data seed"},
+                 {"data", gpt::kFortunes, "the corpus: a text file or a directory of them"},
+                 {"threads", "1", "BLAS threads per process"},
+                 {"dp", "0", "data-parallel ranks (0: what --tp x --pp leave)"},
+                 {"tp", "1", "tensor-parallel ranks"},
+                 {"pp", "1", "pipeline stages"},
+                 {"microbatches", "1", "micro-batches per step (pipeline, or gradient accumulation)"},
+                 {"schedule", "1f1b", "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1"},
+                 {"zero", "0", "ZeRO stage: 0 replicated, 1 optimizer state, 2 and gradients, 3 and parameters"},
+                 {"prefetch", "1", "with --zero 3: blocks whose gathers start ahead (0: none)"},
+                 {"recompute", nullptr, "recompute each block's forward in the backward"},
+                 {"dtype", "float32", "compute dtype: float32, bf16 or fp16 (float32 master weights)"},
+                 {"reduce-dtype", "float32", "dtype of the data-parallel gradient all-reduce: float32 or bf16"},
+                 {"device", "cpu", "cpu or cuda"},
+                 {"log-every", "10", "print the loss every N steps (0: never)"},
+                 {"val-batches", "8", "validation batches at the end (0: none)"},
+                 {"val-every", "0", "also validate every N steps (0: only at the end)"},
+                 {"losses-out", "", "write every step's loss to this file"},
+                 {"ckpt", "", "save the training state (weights, AdamW, step) here at the end"},
+                 {"ckpt-every", "0", "with --ckpt, also save every N steps"},
+                 {"resume", "", "resume from the latest complete checkpoint in this directory"},
+                 {"save-init", "", "save the initial weights (nanoGPT names, safetensors)"},
+                 {"load-init", "", "start from these weights (nanoGPT names, safetensors)"},
+                 {"export", "", "save the trained weights (nanoGPT names, safetensors)"},
+                 {"generate", "", "after training, continue this prompt"},
+                 {"tokens", "200", "tokens to generate"},
+                 {"temperature", "0", "sampling temperature (0: greedy)"},
+                 {"top-k", "0", "sample from the k likeliest tokens (0: all)"},
+                 {"print-keys", nullptr, "print the model's state-dict keys and shapes"},
+                 {"show-layout", nullptr, "print each parameter's placement and SBP"},
+                 {"boxing-report", nullptr, "print the boxing paths each op ran"}});
+  if (f.help()) {
+    if (globe::dist::world_rank() == 0)
+      std::cout << "gpt: trains a GPT on a byte-level corpus, data x tensor x pipeline parallel "
+                   "(docs/07-gpt-3d.md)\nusage: globe-launch --nproc_per_node N gpt [flags]\n\nflags:\n"
+                << f.usage();
+    return 0;
+  }
   const int threads = int(f.i64("threads"));
   GLOBE_CHECK(threads >= 1, "[gpt] --threads must be at least 1");
   openblas_set_num_threads(threads);

@@ -225,14 +225,29 @@ StateDict load_sharded(const std::string& dir, const std::map<std::string, Tenso
 StateDict load_sharded(const std::string& dir, const StateDict& like) {
   io::enter_collective("load_sharded like " + io::layout_fingerprint(like));
   const io::ShardedIndex index = read_index_everywhere(dir);
+  // Every difference at once (a checkpoint of another model size differs in many tensors).
+  std::string differ, missing;
+  for (const auto& [key, t] : like) {
+    GLOBE_CHECK(t.defined(), "[load_sharded] '", dir, "': the target of '", key, "' is undefined");
+    const io::IndexEntry* e = index.find(key);
+    if (e == nullptr) {
+      missing += (missing.empty() ? "'" : ", '") + key + "'";
+    } else if (e->shape != t.shape() || e->dtype != io::safetensors_dtype(t.dtype())) {
+      differ += " tensor '" + key + "' is " + e->dtype + shape_str(e->shape) + " in the checkpoint but " +
+                io::safetensors_dtype(t.dtype()) + shape_str(t.shape()) + " in the target;";
+    }
+  }
+  if (!differ.empty() || !missing.empty()) {
+    std::string extra;
+    for (const io::IndexEntry& e : index.tensors)
+      if (!like.contains(e.name)) extra += (extra.empty() ? "'" : ", '") + e.name + "'";
+    GLOBE_FAIL("[load_sharded] '", dir, "' does not fit the target:", differ,
+               missing.empty() ? "" : " '" + dir + "/" + io::kIndexFile + "' has no tensor " + missing + ";",
+               extra.empty() ? "" : " only in the checkpoint: " + extra + ";");
+  }
   std::vector<Request> requests;
   for (const auto& [key, t] : like) {
     const io::IndexEntry& e = entry_of(index, dir, key);
-    GLOBE_CHECK(t.defined(), "[load_sharded] '", dir, "': the target of '", key, "' is undefined");
-    GLOBE_CHECK(e.shape == t.shape() && e.dtype == io::safetensors_dtype(t.dtype()),
-                "[load_sharded] '", dir, "': tensor '", key, "' is ", e.dtype, shape_str(e.shape),
-                " in the checkpoint but ", io::safetensors_dtype(t.dtype()), shape_str(t.shape()),
-                " in the target");
     if (t.is_global())
       requests.push_back(global_request(e, dir, {t.placement(), t.sbp()}));
     else

@@ -241,6 +241,16 @@ TEST(Gpt, GeneratesTheSameTextOnAnyLayout) {
   EXPECT_EQ(generated(four.r.out), text);
 }
 
+TEST(Gpt, HelpListsEveryFlagWithItsDefaultAndMeaning) {
+  const GptRun run = gpt(1, {"--help"});
+  ASSERT_EQ(run.r.exit_code, 0) << run.all();
+  for (const char* line : {"usage: globe-launch --nproc_per_node N gpt [flags]",
+                           "--zero VALUE", "ZeRO stage: 0 replicated", "(default 0)",
+                           "--prefetch VALUE", "(default 1)", "--recompute ", "--dtype VALUE", "(default float32)"})
+    EXPECT_NE(run.r.out.find(line), std::string::npos) << "no '" << line << "' in:\n" << run.r.out;
+  EXPECT_EQ(run.r.out.find("RESULT"), std::string::npos) << "--help trains nothing";
+}
+
 struct BadInput {
   const char* name;
   int nproc;
@@ -279,6 +289,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"heads_over_tp", 2, {"--layers", "2", "--heads", "3", "--embd", "48", "--tp", "2"},
                  "--heads 3 cannot be split over --tp 2"},
         BadInput{"zero_stage_4", 2, with(kSmall, {"--dp", "2", "--zero", "4"}), "[gpt] --zero 4: 0 (replicated)"},
+        BadInput{"unknown_flag", 2, with(kSmall, {"--bogus"}), "[gpt] unknown flag --bogus (--help lists them)"},
+        BadInput{"switch_with_a_value", 2, with(kSmall, {"--recompute=1"}), "[gpt] --recompute is a switch"},
         BadInput{"negative_prefetch", 2, with(kSmall, {"--dp", "2", "--zero", "3", "--prefetch", "-1"}),
                  "[gpt] --prefetch -1: how many blocks ahead"},
         BadInput{"dtype_int8", 2, with(kSmall, {"--dtype", "int8"}), "[gpt] --dtype int8: float32, bf16 (bfloat16) or fp16"},
@@ -295,6 +307,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "transformer.wte.weight"},
         BadInput{"resume_without_checkpoint", 2, with(kSmall, {"--steps", "1", "--resume", "DIR/no_ckpt"}),
                  "[gpt] no complete checkpoint in '"},
+        BadInput{"checkpoint_of_another_size_every_key", 2, with(kSmall, {"--layers", "3", "--steps", "2", "--resume", "DIR/ckpt"}),
+                 "has no tensor 'transformer.h.2.ln_1.weight', 'transformer.h.2.ln_1.bias', 'transformer.h.2.attn.c_attn.weight'"},
         BadInput{"checkpoint_of_another_size", 2, {"--layers", "2", "--heads", "4", "--embd", "64", "--steps", "2",
                                                    "--resume", "DIR/ckpt"},
                  "transformer.wte.weight"}),

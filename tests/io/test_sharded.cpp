@@ -237,6 +237,13 @@ TEST_F(Sharded, BadInputIsAClearErrorEverywhere) {
   like.set("w", zeros({5, 7}, Placement::all(), sbp::broadcast));
   expect_error([&] { load_sharded(path(), like); }, {"tensor 'w'", "[7, 5]", "[5, 7]"},
                "shape mismatch");
+  // Every difference is named at once: each tensor of another shape, each one missing, and the
+  // checkpoint's tensors the target lacks.
+  like.set("extra", zeros({2}, Placement::all(), sbp::broadcast));
+  expect_error([&] { load_sharded(path(), like); },
+               {"tensor 'w' is F32[7, 5] in the checkpoint but F32[5, 7] in the target;", "has no tensor 'extra';",
+                "only in the checkpoint: '"},
+               "every mismatch");
   // A missing chunk file: every rank fails, naming it.
   const io::ShardedIndex index = io::read_index(path(), "test");
   const std::string victim = index.find("d")->chunks[0].file;
