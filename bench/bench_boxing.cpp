@@ -99,7 +99,7 @@ void report(const std::string& name, const std::string& mpi_op, double bytes, co
               name.c_str(), bytes / 1048576.0, globe_s * 1e3, gb / globe_s, mpi_op.c_str(), mpi_s * 1e3, gb / mpi_s,
               mpi_s / globe_s, med.paired_ratio(0, 1));
   if (mpi_nb_s > 0) std::printf(" | non-blocking %6.2f GB/s", gb / mpi_nb_s);
-  std::printf("\nRESULT %s\n", j.dump().c_str());
+  std::printf("\nRESULT %s\n", bench::result(j).c_str());
   std::fflush(stdout);
 }
 
@@ -192,7 +192,7 @@ void bench_size(int64_t n, int reps, int warmup) {
       std::printf("%-14s %6.1f MiB  (same layout as Globe's: strided column blocks) %-14s %7.3f ms %6.2f GB/s | "
                   "ratio %.3f\nRESULT %s\n",
                   "S(0)->S(1)", bytes / 1048576.0, "MPI_Alltoallw", med[3] * 1e3, gb / med[3], med[3] / med[0],
-                  j.dump().c_str());
+                  bench::result(j).c_str());
       std::fflush(stdout);
     }
     MPI_Type_free(&column_block);
@@ -228,7 +228,7 @@ void bench_size(int64_t n, int reps, int warmup) {
       nlohmann::json j = {{"bench", "boxing"}, {"case", "sendrecv"}, {"mpi_op", "MPI_Sendrecv"}, {"bytes", bytes},
                           {"ranks", p},        {"reps", reps},       {"mpi_ms", med[0] * 1e3}, {"mpi_GBps", gb / med[0]}};
       std::printf("%-14s %6.1f MiB  %-24s %7.3f ms %6.2f GB/s (each direction)\nRESULT %s\n", "p2p", bytes / 1048576.0,
-                  "MPI_Sendrecv", med[0] * 1e3, gb / med[0], j.dump().c_str());
+                  "MPI_Sendrecv", med[0] * 1e3, gb / med[0], bench::result(j).c_str());
       std::fflush(stdout);
     }
   }
@@ -268,7 +268,7 @@ void bench_tiny(int calls, int reps, int warmup) {
   std::printf("%-14s 4 B: globe %.2f us/call (fingerprints off %.2f; on/off %.3f, paired) | MPI_Allreduce %.2f us, "
               "MPI_Iallreduce+wait %.2f us | ratio MPI/globe %.3f\nRESULT %s\n",
               "P->B tiny", med[0] * us, med[1] * us, overhead, med[2] * us, med[3] * us, med.paired_ratio(0, 2),
-              j.dump().c_str());
+              bench::result(j).c_str());
   std::fflush(stdout);
 }
 

@@ -142,6 +142,6 @@ int main(int argc, char** argv) {
   res["load_sharded_vs_plain"] = bench::median(t["plain_read"]) / bench::median(t["load_sharded"]);
   std::printf("  save %.2fx plain write, load %.2fx plain read (goal >= 0.8x); checksum %zu\n",
               double(res["save_vs_plain"]), double(res["load_vs_plain"]), sink % 10);
-  std::printf("RESULT %s\n", res.dump().c_str());
+  std::printf("RESULT %s\n", bench::result(res).c_str());
   return 0;
 }

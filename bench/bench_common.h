@@ -1,4 +1,4 @@
-// Small helpers shared by the benchmarks: flag parsing, thread setup, statistics.
+// Small helpers shared by the benchmarks: flag parsing, thread setup, statistics, the machine.
 #pragma once
 
 #include <cblas.h>
@@ -11,6 +11,10 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "globe/dist/machine.h"
 
 namespace bench {
 
@@ -63,6 +67,23 @@ inline double median(std::vector<double> v) {
   const size_t n = v.size();
   if (n == 0) return 0;
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The machine this runs on (globe::dist::machine_info: CPU, cores, ISA, BLAS, MPI, GPUs), which
+// every RESULT line carries: bench/RESULTS.md keeps its figures per machine kind.
+inline const nlohmann::json& machine() {
+  static const nlohmann::json m = [] {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [k, v] : globe::dist::machine_info()) j[k] = v;
+    return j;
+  }();
+  return m;
+}
+
+// A RESULT line's JSON: the measurement's fields and "machine".
+inline std::string result(nlohmann::json fields) {
+  fields["machine"] = machine();
+  return fields.dump();
 }
 
 }  // namespace bench

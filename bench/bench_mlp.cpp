@@ -112,7 +112,7 @@ void fingerprint_ab(MlpTrainer& trainer, const Tensor& x, const Tensor& y, int s
                         {"overhead_percent", 100.0 * (r - 1.0)}};
   std::printf("[fingerprints] %d pairs: %.3f ms/step on, %.3f ms/step off (medians); on/off %.4f (median of pairs): "
               "%+.2f %%\nRESULT %s\n",
-              steps, 1000.0 * bench::median(on), 1000.0 * bench::median(off), r, 100.0 * (r - 1.0), res.dump().c_str());
+              steps, 1000.0 * bench::median(on), 1000.0 * bench::median(off), r, 100.0 * (r - 1.0), bench::result(res).c_str());
 }
 
 }  // namespace
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
     std::printf("  phases (median ms): zero_grad %.3f, forward %.3f, loss %.3f, backward %.3f, optimizer step %.3f\n",
                 double(phase_ms["zero_grad"]), double(phase_ms["forward"]), double(phase_ms["loss"]),
                 double(phase_ms["backward"]), double(phase_ms["optimizer_step"]));
-    std::printf("RESULT %s\n", res.dump().c_str());
+    std::printf("RESULT %s\n", bench::result(res).c_str());
     std::fflush(stdout);
   }
   if (f["fingerprint-ab"]) fingerprint_ab(trainer, x, y, steps);

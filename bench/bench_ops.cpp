@@ -79,7 +79,7 @@ void bench_matmul(int64_t n, int reps, int warmup, int threads) {
   std::printf("matmul %lldx%lldx%lld, %d thread(s): globe %.1f GFLOP/s, raw sgemm %.1f GFLOP/s, ratio %.3f "
               "(max |diff| %g)\n",
               (long long)n, (long long)n, (long long)n, threads, g_ours, g_raw, g_ours / g_raw, maxdiff);
-  std::printf("RESULT %s\n", res.dump().c_str());
+  std::printf("RESULT %s\n", bench::result(res).c_str());
 }
 
 // Linear at x [rows, in], weight [out, in], bias [out]: linear() (one op) against the same sum
@@ -129,7 +129,7 @@ void bench_linear(int64_t rows, int64_t in, int64_t out, int reps, int warmup) {
   for (size_t i = 0; i < y1.size(); ++i) maxdiff = std::max(maxdiff, double(std::fabs(y1[i] - y2[i])));
   for (size_t i = 0; i < gb1.size(); ++i) maxdiff = std::max(maxdiff, double(std::fabs(gb1[i] - gb2[i])));
   res["max_abs_diff"] = maxdiff;
-  std::printf(" (max |diff| %g)\nRESULT %s\n", maxdiff, res.dump().c_str());
+  std::printf(" (max |diff| %g)\nRESULT %s\n", maxdiff, bench::result(res).c_str());
 }
 
 // Median ns per call of fn over `reps` batches of `iters` calls.
@@ -163,7 +163,7 @@ void bench_tiny(const char* name, const Shape& sa, const Shape& sb, bool is_matm
     res[grad ? "ns_per_op_requires_grad" : "ns_per_op_no_grad"] = ns;
     std::printf(" %s %.0f ns/op", grad ? "requires_grad" : "no grad", ns);
   }
-  std::printf("\nRESULT %s\n", res.dump().c_str());
+  std::printf("\nRESULT %s\n", bench::result(res).c_str());
 }
 
 }  // namespace

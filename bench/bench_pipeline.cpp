@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "bench_common.h"
 #include "globe/ops/op.h"
 
 namespace pp = globe::pipeline;
@@ -135,8 +136,9 @@ void fidelity(const std::string& schedule, int steps) {
   if (globe::dist::world_rank() == 0)
     std::printf(
         "RESULT {\"case\": \"fidelity\", \"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_ms\": %.1f, "
-        "\"theory_ms\": %.1f, \"bubble\": %.4f, \"theory_bubble\": %.4f, \"simulated_bubble\": %.4f}\n",
-        schedule.c_str(), p * v, m, step_ms, theory, bubble, theory_bubble, pipe.schedule().simulated_bubble());
+        "\"theory_ms\": %.1f, \"bubble\": %.4f, \"theory_bubble\": %.4f, \"simulated_bubble\": %.4f, \"machine\": %s}\n",
+        schedule.c_str(), p * v, m, step_ms, theory, bubble, theory_bubble, pipe.schedule().simulated_bubble(),
+        bench::machine().dump().c_str());
 }
 
 // The plain form, no pipeline object: one sleep stage per rank on its own placement, a loop over
@@ -175,8 +177,8 @@ void eager(int steps) {
   const double step_ms = mean_over_ranks(median(times));
   if (globe::dist::world_rank() == 0)
     std::printf("RESULT {\"case\": \"eager\", \"stages\": %d, \"microbatches\": %d, \"step_ms\": %.1f, "
-                "\"gpipe_theory_ms\": %.1f, \"in_turn_ms\": %.1f}\n",
-                p, m, step_ms, (m + p - 1) * (tf + tb), double(m) * p * (tf + tb));
+                "\"gpipe_theory_ms\": %.1f, \"in_turn_ms\": %.1f, \"machine\": %s}\n",
+                p, m, step_ms, (m + p - 1) * (tf + tb), double(m) * p * (tf + tb), bench::machine().dump().c_str());
 }
 
 // An MLP of `layers` blocks Linear(h, h) + ReLU.
@@ -216,9 +218,9 @@ void memory() {
     else if (globe::dist::world_rank() == 0)
       std::printf("RESULT {\"case\": \"memory\", \"stages\": %d, \"microbatches\": %d, \"gpipe_bytes\": %.0f, "
                   "\"onef1b_bytes\": %.0f, \"ratio\": %.4f, \"theory\": %.4f, \"peak_alive_gpipe\": %d, "
-                  "\"peak_alive_1f1b\": %d}\n",
+                  "\"peak_alive_1f1b\": %d, \"machine\": %s}\n",
                   globe::dist::world_size(), m, gpipe_peak, peak, peak / gpipe_peak,
-                  double(globe::dist::world_size()) / m, m, r.peak_alive[0]);
+                  double(globe::dist::world_size()) / m, m, r.peak_alive[0], bench::machine().dump().c_str());
   }
 }
 
@@ -253,8 +255,9 @@ void throughput(int steps) {
   const double step_ms = mean_over_ranks(median(times));
   if (globe::dist::world_rank() == 0)
     std::printf("RESULT {\"case\": \"throughput\", \"ranks\": %d, \"microbatches\": %d, \"layers\": %d, \"hidden\": %ld, "
-                "\"rows\": %ld, \"step_ms\": %.2f, \"steps_per_s\": %.3f, \"theory\": %.4f}\n",
-                p, m, layers, long(h), long(rows), step_ms, 1e3 / step_ms, double(p * m) / (m + p - 1));
+                "\"rows\": %ld, \"step_ms\": %.2f, \"steps_per_s\": %.3f, \"theory\": %.4f, \"machine\": %s}\n",
+                p, m, layers, long(h), long(rows), step_ms, 1e3 / step_ms, double(p * m) / (m + p - 1),
+                bench::machine().dump().c_str());
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "globe/optim/clip.h"
 #include "globe/optim/grad_scaler.h"
 #include "globe/optim/optimizer.h"
+#include "globe/dist/machine.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"

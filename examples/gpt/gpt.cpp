@@ -455,6 +455,7 @@ int run(int argc, char** argv) {
                 (long long)zero, f.on("recompute") ? ", --recompute" : "",
                 precision.param_dtype == globe::kFloat32 ? "" : ", --dtype ",
                 precision.param_dtype == globe::kFloat32 ? "" : globe::dtype_name(precision.param_dtype));
+    for (const auto& [k, v] : globe::dist::machine_info()) res["machine"][k] = v;
     std::printf("\nRESULT %s\n", res.dump().c_str());
     std::fflush(stdout);
   }

@@ -241,6 +241,58 @@ TEST(Communicator, StartedAllReducesBesideBlockingOnes) {
   });
 }
 
+// Started all-gathers (ZeRO-3's prefetch): small (coded, done at once) and large (in flight), with
+// blocking collectives issued in between, test() now and then, finished in reverse order.
+TEST(Communicator, StartedAllGathersBesideBlockingOnes) {
+  for_each_group([](Communicator& c, const std::string& g) {
+    const int n = c.size();
+    for (DType dt : kDtypes) {
+      std::vector<Tensor> outs;
+      std::vector<std::vector<int64_t>> want;
+      std::vector<dist::Request> reqs;
+      for (int64_t per : {int64_t(3), int64_t(40001)}) {
+        std::vector<int64_t> counts(static_cast<size_t>(n)), mine, all;
+        for (int r = 0; r < n; ++r) counts[size_t(r)] = per + r;  // uneven
+        for (int r = 0; r < n; ++r)
+          for (int64_t i = 0; i < counts[size_t(r)]; ++i) {
+            all.push_back(r * 7 + i % 1009);
+            if (r == c.rank()) mine.push_back(r * 7 + i % 1009);
+          }
+        outs.push_back(Tensor::empty({int64_t(all.size())}, dt));
+        want.push_back(all);
+        reqs.push_back(c.start_all_gather_v(make(mine, dt), outs.back(), counts));
+        Tensor now = make({c.rank() + 1}, dt);
+        c.all_reduce_sum(now);
+        EXPECT_EQ(values(now), std::vector<int64_t>{int64_t(n) * (n + 1) / 2}) << g << ": blocking beside started";
+        for (dist::Request& r : reqs) r.test();
+      }
+      for (size_t k = reqs.size(); k-- > 0;) reqs[k].wait();
+      for (size_t k = 0; k < outs.size(); ++k)
+        EXPECT_EQ(values(outs[k]), want[k]) << g << " " << dtype_name(dt) << ": started all-gather " << k;
+    }
+  });
+}
+
+// What a benchmark's RESULT says of the machine: the six fields, in order, filled from this one.
+TEST(Machine, NamesTheCpuCoresIsaBlasMpiAndGpus) {
+  const auto info = dist::machine_info();
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : info) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"cpu", "cores", "isa", "blas", "mpi", "gpus"}));
+  const auto value = [&](const std::string& k) {
+    for (const auto& [key, v] : info)
+      if (key == k) return v;
+    return std::string();
+  };
+  EXPECT_GE(std::stoi(value("cores")), 1);
+  EXPECT_EQ(value("blas").rfind("OpenBLAS", 0), 0u) << value("blas");
+  EXPECT_EQ(value("mpi").rfind("Open MPI v", 0), 0u) << value("mpi");
+  EXPECT_EQ(value("gpus"), std::to_string(cuda_device_count()));
+#if defined(__x86_64__)
+  EXPECT_EQ(value("isa").rfind("x86-64", 0), 0u) << value("isa");
+#endif
+}
+
 // exchange: member r sends member s a piece of s * 10 + r + 1 elements holding r * 1000 + s (the
 // own piece untouched), then a piece whose size the receiver does not expect is an error naming
 // both sizes, and the communicator goes on working.
