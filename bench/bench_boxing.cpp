@@ -275,8 +275,15 @@ void bench_tiny(int calls, int reps, int warmup) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::Flags f(argc, argv, {{"reps", 31}, {"warmup", 10}, {"mib", 1}, {"mib2", 16}, {"threads", 1},
-                               {"tiny-calls", 200}});
+  bench::Flags f(argc, argv,
+                 "bench_boxing: Globe's to_global against the raw MPI collective moving the same bytes "
+                 "(2 ranks: globe-launch --nproc_per_node 2 bench_boxing)",
+                 {{"reps", "31", "timed repetitions per case (the median counts)"},
+                  {"warmup", "10", "untimed repetitions first"},
+                  {"mib", "1", "the first tensor size, MiB"},
+                  {"mib2", "16", "the second tensor size, MiB"},
+                  {"threads", "1", "BLAS threads per process"},
+                  {"tiny-calls", "200", "calls per repetition of the 4-byte P -> B (0: skip it)"}});
   bench::set_threads(int(f["threads"]));
   if (dist::world_size() != 2) {
     std::fprintf(stderr, "bench_boxing: run with 2 ranks (globe-launch --nproc_per_node 2), got %d\n",

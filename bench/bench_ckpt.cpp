@@ -76,7 +76,10 @@ double timed(Fn&& fn) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::Flags flags(argc, argv, {{"tensors", 64}, {"numel", 1 << 20}, {"reps", 5}});
+  bench::Flags flags(argc, argv, "bench_ckpt: Globe's checkpoint save and load against plain write() / read() of the same bytes",
+                     {{"tensors", "64", "tensors in the state dict"},
+                      {"numel", "1048576", "float32 elements per tensor"},
+                      {"reps", "5", "timed repetitions (the median counts)"}});
   bench::set_threads(1);
   const std::string dir = "bench_ckpt_tmp";
   std::filesystem::remove_all(dir);

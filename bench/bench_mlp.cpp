@@ -118,8 +118,17 @@ void fingerprint_ab(MlpTrainer& trainer, const Tensor& x, const Tensor& y, int s
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::Flags f(argc, argv, {{"hidden", 1024}, {"batch", 64}, {"steps", 50}, {"warmup", 10}, {"threads", 1},
-                                  {"fingerprint-ab", 0}, {"adamw", 0}, {"zero", 0}});
+  bench::Flags f(argc, argv,
+                 "bench_mlp: the training-step rate of bench/torch_mlp.py's MLP in Globe (data parallel under "
+                 "globe-launch)",
+                 {{"hidden", "1024", "width of the two Linear layers"},
+                  {"batch", "64", "rows per step (per rank under the launcher)"},
+                  {"steps", "50", "timed steps"},
+                  {"warmup", "10", "untimed steps first"},
+                  {"threads", "1", "BLAS threads per process"},
+                  {"fingerprint-ab", "0", "1: also time steps with divergence fingerprints on and off"},
+                  {"adamw", "0", "1: AdamW instead of SGD"},
+                  {"zero", "0", "with --adamw 1: ZeRO stage 0, 1 or 2"}});
   const int threads = int(f["threads"]), steps = int(f["steps"]), warmup = int(f["warmup"]);
   const int64_t hidden = f["hidden"], batch = f["batch"];
   if (threads < 1 || steps < 1 || warmup < 0 || hidden < 1 || batch < 1) {

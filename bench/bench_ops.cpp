@@ -169,7 +169,12 @@ void bench_tiny(const char* name, const Shape& sa, const Shape& sb, bool is_matm
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::Flags f(argc, argv, {{"n", 1024}, {"reps", 15}, {"warmup", 10}, {"iters", 100000}, {"threads", 1}});
+  bench::Flags f(argc, argv, "bench_ops: matmul against raw cblas_sgemm, linear with bias, and the per-call cost of tiny ops",
+                 {{"n", "1024", "matmul size (n x n times n x n)"},
+                  {"reps", "15", "timed repetitions (the median counts)"},
+                  {"warmup", "10", "untimed repetitions first"},
+                  {"iters", "100000", "calls per repetition of the tiny ops"},
+                  {"threads", "1", "BLAS threads per process"}});
   const int threads = int(f["threads"]);
   bench::set_threads(threads);
   bench_matmul(f["n"], int(f["reps"]), int(f["warmup"]), threads);

@@ -30,12 +30,6 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 void sleep_ms(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
 
-std::string flag(int argc, char** argv, const char* name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  return fallback;
-}
-
 // A copy that takes `ms` to compute (only ranks holding the tensor compute, so only they sleep).
 class SleepCopy final : public globe::Op {
  public:
@@ -263,9 +257,13 @@ void throughput(int steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string c = flag(argc, argv, "--case", "fidelity");
-  const int steps = std::stoi(flag(argc, argv, "--steps", "5"));
-  if (c == "fidelity") fidelity(flag(argc, argv, "--schedule", "1f1b"), steps);
+  const bench::Flags f(argc, argv, "bench_pipeline: pipeline schedules against their theory (bench/run_pipeline.sh runs each case)",
+                       {{"case", "fidelity", "fidelity, memory, throughput or eager"},
+                        {"schedule", "1f1b", "with --case fidelity: gpipe, 1f1b, interleaved or zb-h1"},
+                        {"steps", "5", "timed steps"}});
+  const std::string& c = f.str("case");
+  const int steps = int(f["steps"]);
+  if (c == "fidelity") fidelity(f.str("schedule"), steps);
   else if (c == "memory") memory();
   else if (c == "throughput") throughput(steps);
   else if (c == "eager") eager(steps);
