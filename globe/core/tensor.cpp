@@ -29,7 +29,11 @@ void Storage::release() {
   GLOBE_CHECK(remake && !owner, "[storage] only data that can be made again may be released");
   if (released_) return;
   if (finishing_) make_again();  // a collective in flight writes into its buffer: let it land first
-  detail::release(device, data, nbytes);
+  drop_bytes();
+}
+
+void Storage::drop_bytes() {
+  if (data != nullptr) detail::release(device, data, nbytes);
   data = nullptr;
   released_ = true;
 }
@@ -40,9 +44,7 @@ void Storage::start_make_again() {
   try {
     finishing_ = remake(*this);
   } catch (...) {
-    if (data != nullptr) detail::release(device, data, nbytes);
-    data = nullptr;
-    released_ = true;
+    drop_bytes();
     throw;
   }
 }
@@ -55,9 +57,7 @@ void Storage::make_again() {
     try {
       finish();
     } catch (...) {
-      if (data != nullptr) detail::release(device, data, nbytes);
-      data = nullptr;
-      released_ = true;
+      drop_bytes();
       throw;
     }
   }

@@ -62,6 +62,7 @@ struct Storage {
   void take_bytes(Storage& other);
 
  private:
+  void drop_bytes();  // frees what it holds (if anything) and counts as released
   bool released_ = false;
   std::function<void()> finishing_;  // the rest of a started remake
 };
