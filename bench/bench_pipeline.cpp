@@ -2,10 +2,12 @@
 //   --case fidelity    stages whose forward and backward are timed sleeps (t_F = 20 ms, t_B = 40
 //                      ms, split 20 + 20 into input and weight gradient), one stage per rank:
 //                      step time and bubble against the schedule's theory. Independent of cores.
-//   --case memory      p = 2, m = 8: peak activation bytes on stage 0 under gpipe and 1f1b.
-//   --case throughput  an MLP, m = 8: with 2+ ranks a pipeline of one stage per rank (1f1b); with
+//   --case memory      p = 2, m = 8: peak activation bytes on stage 0 under gpipe and 1f1b, and on
+//                      the rank holding the most under 1f1b and zb-h1.
+//   --case throughput  an MLP, m = 8: with 2+ ranks a pipeline of one stage per rank (1f1b) against
+//                      the same stages taking turns, alternated step by step (over_in_turn); with
 //                      1 rank the same model without pipelining (gradient accumulation over the
-//                      same micro-batches). run_pipeline.sh divides the two steps/s.
+//                      same micro-batches). run_pipeline.sh also divides the 2-rank and 1-rank steps/s.
 //   --case eager       the plain form (to_global between stages, one backward per micro-batch) on
 //                      sleep stages: its step against GPipe's theory and against taking turns.
 // Each prints one `RESULT {json}` line per measurement (rank 0).
@@ -15,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -87,13 +90,20 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The mean over ranks of a per-rank figure (collective).
-double mean_over_ranks(double v) {
+// A per-rank figure from every rank (collective).
+std::vector<double> over_ranks(double v) {
   Tensor t = globe::full({1}, v, globe::kFloat64).to_global(globe::Placement::all(), globe::sbp::split(0));
-  const auto all = t.to_vector<double>();
+  return t.to_vector<double>();
+}
+double mean_over_ranks(double v) {
+  const auto all = over_ranks(v);
   double s = 0;
   for (double x : all) s += x;
   return s / double(all.size());
+}
+double max_over_ranks(double v) {
+  const auto all = over_ranks(v);
+  return *std::max_element(all.begin(), all.end());
 }
 
 void fidelity(const std::string& schedule, int steps) {
@@ -191,10 +201,14 @@ struct Mlp {
   }
 };
 
+// Peak activation bytes under each schedule: stage 0's (GPipe against 1F1B: theory p/m), and the
+// most any rank holds (ZB-H1 against 1F1B: the same bound, p micro-batches).
 void memory() {
   const int m = 8;
   const int64_t h = 256, rows = 512 * m;
-  for (const char* schedule : {"gpipe", "1f1b"}) {
+  std::map<std::string, double> stage0, most;
+  std::map<std::string, int> alive0;
+  for (const char* schedule : {"gpipe", "1f1b", "zb-h1"}) {
     Mlp mlp(8, h);
     pp::Pipeline pipe(one_rank_groups(), mlp.blocks(), {.schedule = schedule, .microbatches = m});
     globe::manual_seed(1);
@@ -207,17 +221,27 @@ void memory() {
     globe::reset_peak_memory();
     pp::StepResult r = pipe.step(x, y, globe::mse_loss);
     const double peak = double(globe::memory_stats().peak_bytes - before);
-    static double gpipe_peak = 0;
-    if (std::string(schedule) == "gpipe") gpipe_peak = peak;
-    else if (globe::dist::world_rank() == 0)
-      std::printf("RESULT {\"case\": \"memory\", \"stages\": %d, \"microbatches\": %d, \"gpipe_bytes\": %.0f, "
-                  "\"onef1b_bytes\": %.0f, \"ratio\": %.4f, \"theory\": %.4f, \"peak_alive_gpipe\": %d, "
-                  "\"peak_alive_1f1b\": %d, \"machine\": %s}\n",
-                  globe::dist::world_size(), m, gpipe_peak, peak, peak / gpipe_peak,
-                  double(globe::dist::world_size()) / m, m, r.peak_alive[0], bench::machine().dump().c_str());
+    stage0[schedule] = over_ranks(peak)[0];
+    most[schedule] = max_over_ranks(peak);
+    alive0[schedule] = r.peak_alive[0];
   }
+  if (globe::dist::world_rank() == 0)
+    std::printf("RESULT {\"case\": \"memory\", \"stages\": %d, \"microbatches\": %d, \"gpipe_bytes\": %.0f, "
+                "\"onef1b_bytes\": %.0f, \"ratio\": %.4f, \"theory\": %.4f, \"peak_alive_gpipe\": %d, "
+                "\"peak_alive_1f1b\": %d, \"onef1b_most_bytes\": %.0f, \"zbh1_most_bytes\": %.0f, "
+                "\"zbh1_over_1f1b\": %.4f, \"machine\": %s}\n",
+                globe::dist::world_size(), m, stage0["gpipe"], stage0["1f1b"], stage0["1f1b"] / stage0["gpipe"],
+                double(globe::dist::world_size()) / m, alive0["gpipe"], alive0["1f1b"], most["1f1b"], most["zb-h1"],
+                most["zb-h1"] / most["1f1b"], bench::machine().dump().c_str());
 }
 
+// Throughput of a real model. With 2+ ranks (one stage each) two forms alternate step by step on
+// the same stages, so both see the same cores, caches and memory per rank: the 1F1B pipeline over
+// m micro-batches, and the stages taking turns (each micro-batch through every stage's forward and
+// backward before the next starts: a one-micro-batch step, m times). Their ratio is what the
+// schedule's overlap buys, theory p m / (m + p - 1). With 1 rank: the whole model unpipelined
+// (gradient accumulation over the same micro-batches), the old baseline, which also changes the
+// memory each rank touches (all layers' weights and gradients instead of 1/p of them).
 void throughput(int steps) {
   const int m = 8, layers = 8;
   const int64_t h = 1024, rows = 64 * m;
@@ -225,7 +249,7 @@ void throughput(int steps) {
   globe::manual_seed(1);
   Tensor x = globe::randn({rows, h}), y = globe::randn({rows, h});
   const int p = globe::dist::world_size();
-  std::vector<double> times;
+  std::vector<double> times, turns, ratios;
   if (p == 1) {
     // Without pipelining: the same micro-batches one after another, gradients accumulated.
     for (int i = 0; i < steps + 1; ++i) {
@@ -240,17 +264,34 @@ void throughput(int steps) {
     }
   } else {
     pp::Pipeline pipe(one_rank_groups(), mlp.blocks(), {.schedule = "1f1b", .microbatches = m});
+    pp::Pipeline in_turn(one_rank_groups(), mlp.blocks(), {.schedule = "gpipe", .microbatches = 1});
+    auto barrier = [] { mean_over_ranks(0); };
     for (int i = 0; i < steps + 1; ++i) {
-      const auto t = Clock::now();
+      barrier();
+      auto t = Clock::now();
+      for (int k = 0; k < m; ++k) {
+        const globe::Range r = globe::split_range(rows, m, k);
+        in_turn.step(globe::narrow(x, 0, r.start, r.length), globe::narrow(y, 0, r.start, r.length), globe::mse_loss);
+      }
+      const double turn_ms = ms_since(t);
+      barrier();
+      t = Clock::now();
       pipe.step(x, y, globe::mse_loss);
-      if (i > 0) times.push_back(ms_since(t));
+      const double step_ms = ms_since(t);
+      if (i == 0) continue;
+      times.push_back(step_ms);
+      turns.push_back(turn_ms);
+      ratios.push_back(turn_ms / step_ms);
     }
   }
   const double step_ms = mean_over_ranks(median(times));
+  const double turn_ms = p > 1 ? mean_over_ranks(median(turns)) : 0;
+  const double ratio = p > 1 ? mean_over_ranks(median(ratios)) : 0;
   if (globe::dist::world_rank() == 0)
     std::printf("RESULT {\"case\": \"throughput\", \"ranks\": %d, \"microbatches\": %d, \"layers\": %d, \"hidden\": %ld, "
-                "\"rows\": %ld, \"step_ms\": %.2f, \"steps_per_s\": %.3f, \"theory\": %.4f, \"machine\": %s}\n",
-                p, m, layers, long(h), long(rows), step_ms, 1e3 / step_ms, double(p * m) / (m + p - 1),
+                "\"rows\": %ld, \"step_ms\": %.2f, \"steps_per_s\": %.3f, \"in_turn_ms\": %.2f, \"over_in_turn\": %.4f, "
+                "\"theory\": %.4f, \"machine\": %s}\n",
+                p, m, layers, long(h), long(rows), step_ms, 1e3 / step_ms, turn_ms, ratio, double(p * m) / (m + p - 1),
                 bench::machine().dump().c_str());
 }
 

@@ -119,6 +119,12 @@ class GraphTask {
           accumulate_into_leaf(in[i], grads[i]);
         }
       }
+      // Split mode frees as it goes: a node whose weight gradients wait keeps only what they need,
+      // any other node nothing (this pass is its last).
+      if (mode_ == Mode::kSplit) {
+        if (any_later) node->keep_for_weight_pass();
+        else node->release_saved();
+      }
       grad_route().progress();
     }
     settle_prefetched();

@@ -30,6 +30,18 @@ class Node {
 
   const std::vector<Tensor>& inputs() const { return inputs_; }
 
+  // Keeps only what a later weight-gradient pass needs (after run_input_backward): the inputs'
+  // values, not the graph behind them (an input that is not a leaf becomes a detached alias, so
+  // the nodes above it and what they saved are freed), and not the forward output where the
+  // gradient does not read it.
+  virtual void keep_for_weight_pass() {
+    for (Tensor& in : inputs_)
+      if (in.grad_fn()) in = in.detach();
+  }
+  // Drops everything the node holds once its one backward has run and nothing will run it
+  // again (the input-gradient pass of a split backward frees saved tensors as it goes).
+  virtual void release_saved() { inputs_.clear(); }
+
   // Nodes are numbered in the order they were made: a node numbered at or after
   // `next_serial()` read at some point was recorded after it (how a recomputed region,
   // autograd/checkpoint.h, tells its own nodes from those of the graph it hangs on).

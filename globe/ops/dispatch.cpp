@@ -27,6 +27,14 @@ class OpNode final : public Node {
     grads.resize(inputs().size());
     return grads;
   }
+  void keep_for_weight_pass() override {
+    Node::keep_for_weight_pass();
+    if (!op_->vjp_reads_output()) output_ = Tensor();
+  }
+  void release_saved() override {
+    Node::release_saved();
+    output_ = Tensor();
+  }
 
  private:
   GraphOpPtr op_;

@@ -28,6 +28,7 @@ class Matmul final : public Op {
   std::string name() const override {
     return std::string(transpose_b_ ? "matmul_nt" : "matmul") + (has_bias_ ? "_bias" : "");
   }
+  bool vjp_reads_output() const override { return false; }
   // Rows of a -> rows of out; columns of b -> columns of out; the inner dim split on both gives
   // partial products; batch dims split alike on both (or on one side when the other broadcasts).
   // The bias follows the output as an operand of add would: split where the output is and the

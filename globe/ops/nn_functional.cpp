@@ -110,6 +110,7 @@ class NormalizeLast final : public Op {
  public:
   NormalizeLast(double eps, bool has_weight, bool has_bias) : eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
   std::string name() const override { return "layer_norm"; }
+  bool vjp_reads_output() const override { return false; }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     return row_signatures_with_vectors(1, in.size() - 1, int64_t(in[0].shape.size()));
   }
@@ -233,6 +234,7 @@ class EmbeddingBackward final : public Op {
 class Embedding final : public Op {
  public:
   std::string name() const override { return "embedding"; }
+  bool vjp_reads_output() const override { return false; }
   // Index blocks -> output blocks; a vocab-split table gives each rank the rows it holds
   // (others zero): partial sums; a dim-split table gives the output's last dim split.
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {

@@ -64,6 +64,9 @@ class GraphOp {
   }
   // Whether the op has a gradient at all (argmax, comparisons and backward kernels do not).
   virtual bool differentiable() const { return true; }
+  // Whether vjp() reads `output`. An op that says no lets a deferred weight-gradient pass
+  // (run_input_backward) drop the forward output it would otherwise keep alive.
+  virtual bool vjp_reads_output() const { return true; }
 };
 
 class Op : public GraphOp {

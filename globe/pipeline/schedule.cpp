@@ -102,10 +102,12 @@ struct Sim {
     return prog;
   }
 
-  // ZB-H1 keeps 1F1B's memory bound: a stage holds at most p - g micro-batches whose weight
-  // gradient is still to come; a forward beyond it waits, and the group runs a weight gradient.
+  // ZB-H1 keeps 1F1B's peak (Qi et al. 2023): every stage may hold as many micro-batches whose
+  // weight gradient is still to come as 1F1B's first stage holds, p; a forward beyond it waits,
+  // and the group runs a weight gradient. Later stages thereby defer their W's to the cool-down,
+  // where they fill what would otherwise be the bubble: (p - 1)(F + I - W) in all.
   bool may_start(const Action& a, int g) const {
-    return !split || a.phase != Phase::forward || alive[g] < p - g;
+    return !split || a.phase != Phase::forward || alive[g] < p;
   }
 
   void start(const Action& a, int t) {

@@ -14,7 +14,8 @@
 //   interleaved  v model chunks per rank group, chunk c on group c mod p (Megatron's order): the
 //                bubble shrinks by 1/v
 //   zb-h1        1f1b with the backward split into input gradient (I, on the critical path) and
-//                weight gradient (W, filling the bubbles); same memory bound as 1f1b
+//                weight gradient (W, filling the bubbles): bubble (p-1)/(3m+p-1) at unit times;
+//                at most p micro-batches per stage, 1f1b's first-stage bound
 #pragma once
 
 #include <string>

@@ -265,5 +265,41 @@ TEST(Autograd, DeepChainThroughBinaryOps) {
   EXPECT_THAT(values(x.grad()), ElementsAre(1, 1));
 }
 
+// The split backward (run_input_backward, as ZB-H1 runs it): the gradient values are those of one
+// backward, and the weight pass left waiting holds what the weight gradients need — each layer's
+// input and output gradient — not the forward graph: no more bytes than the forward saved.
+TEST(Autograd, SplitBackwardKeepsOnlyWhatTheWeightPassNeeds) {
+  const int layers = 4;
+  const int64_t rows = 64, d = 32;
+  auto run = [&](bool split) {
+    manual_seed(3);
+    Tensor x = randn({rows, d}).set_requires_grad();
+    std::vector<Tensor> w;
+    for (int k = 0; k < layers; ++k) w.push_back(randn({d, d}).set_requires_grad());
+    const int64_t before = memory_stats().current_bytes;
+    Tensor h = x;
+    for (int k = 0; k < layers; ++k) h = relu(matmul(h, w[size_t(k)]));
+    const int64_t forward = memory_stats().current_bytes - before;
+    Tensor seed = ones_like(h);
+    int64_t pending = 0;
+    if (split) {
+      WeightGradWork work = run_input_backward(h, seed, {x});
+      h = Tensor();
+      pending = memory_stats().current_bytes - before - (seed.numel() + x.numel()) * 4;  // minus seed, x.grad
+      EXPECT_LE(pending, forward) << "forward saved " << forward << " bytes";
+      work.run();
+    } else {
+      run_backward(h, seed);
+    }
+    std::vector<Tensor> grads = {x.grad()};
+    for (const Tensor& t : w) grads.push_back(t.grad());
+    return std::pair{grads, pending};
+  };
+  const auto [split, pending] = run(true);
+  const auto [whole, unused] = run(false);
+  EXPECT_GT(pending, 0);
+  for (size_t i = 0; i < split.size(); ++i) EXPECT_EQ(values(split[i]), values(whole[i])) << "gradient " << i;
+}
+
 }  // namespace
 }  // namespace globe
