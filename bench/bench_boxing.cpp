@@ -20,9 +20,17 @@
 // per rep, with divergence fingerprints on and off, against MPI_Allreduce (and MPI_Iallreduce +
 // wait) of 4 bytes: per-call microseconds and the fingerprints' overhead (paired ratio).
 #include <mpi.h>
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else  // without valgrind's headers --count-calls counts nothing
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_DUMP_STATS_AT(name) (void)(name)
+#endif
 
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -234,28 +242,52 @@ void bench_size(int64_t n, int reps, int warmup) {
   }
 }
 
-void bench_tiny(int calls, int reps, int warmup) {
-  const Placement p = Placement::all();
-  Tensor xp = ones({1}, p, sbp::broadcast).to_global(sbp::partial_sum);
-  float in = 1.0f, out = 0.0f;
-  auto globe_calls = [&](bool fp) {
+// The 4-byte P -> B and its MPI references, `calls` calls each: Globe with fingerprints on and
+// off, MPI_Allreduce, MPI_Iallreduce + wait.
+std::vector<Variant> tiny_variants(int calls) {
+  struct State {
+    Tensor xp = ones({1}, Placement::all(), sbp::broadcast).to_global(sbp::partial_sum);
+    float in = 1.0f, out = 0.0f;
+  };
+  auto s = std::make_shared<State>();
+  auto globe_calls = [s, calls](bool fp) {
     dist::set_fingerprints(fp);  // every rank runs the variants in the same order
-    for (int i = 0; i < calls; ++i) g_sink = xp.to_global(sbp::broadcast).to_local().data<float>()[0];
+    for (int i = 0; i < calls; ++i) g_sink = s->xp.to_global(sbp::broadcast).to_local().data<float>()[0];
     dist::set_fingerprints(true);
   };
-  auto med = measure({{"globe_fp", [&] { globe_calls(true); }},
-                      {"globe_nofp", [&] { globe_calls(false); }},
-                      {"mpi", [&] {
-                         for (int i = 0; i < calls; ++i) MPI_Allreduce(&in, &out, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-                       }},
-                      {"mpi_nb", [&] {
-                         for (int i = 0; i < calls; ++i) {
-                           MPI_Request r;
-                           MPI_Iallreduce(&in, &out, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
-                           wait(r);
-                         }
-                       }}},
-                     reps, warmup);
+  return {{"globe_fp", [=] { globe_calls(true); }},
+          {"globe_nofp", [=] { globe_calls(false); }},
+          {"mpi", [=] {
+             for (int i = 0; i < calls; ++i) MPI_Allreduce(&s->in, &s->out, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+           }},
+          {"mpi_nb", [=] {
+             for (int i = 0; i < calls; ++i) {
+               MPI_Request r;
+               MPI_Iallreduce(&s->in, &s->out, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+               wait(r);
+             }
+           }}};
+}
+
+// Instructions per call of each tiny variant, for callgrind (bench/count_tiny.sh runs rank 0 under
+// `valgrind --tool=callgrind --collect-atstart=no` and rank 1 natively, so that rank 0 finds its
+// peer's data already there and hardly polls): each variant runs 10 calls uncounted, then
+// `calls` calls counted and dumped as a profile named after it. Natively the requests do nothing.
+void count_tiny(int calls) {
+  const std::vector<Variant> warm = tiny_variants(10), counted = tiny_variants(calls);
+  for (size_t i = 0; i < counted.size(); ++i) {
+    warm[i].fn();
+    MPI_Barrier(MPI_COMM_WORLD);
+    CALLGRIND_ZERO_STATS;
+    CALLGRIND_TOGGLE_COLLECT;
+    counted[i].fn();
+    CALLGRIND_TOGGLE_COLLECT;
+    CALLGRIND_DUMP_STATS_AT(counted[i].name.c_str());
+  }
+}
+
+void bench_tiny(int calls, int reps, int warmup) {
+  auto med = measure(tiny_variants(calls), reps, warmup);
   if (dist::world_rank() != 0) return;
   const double us = 1e6 / calls;
   const double overhead = med.paired_ratio(1, 0);  // fp / nofp, rep by rep
@@ -283,7 +315,9 @@ int main(int argc, char** argv) {
                   {"mib", "1", "the first tensor size, MiB"},
                   {"mib2", "16", "the second tensor size, MiB"},
                   {"threads", "1", "BLAS threads per process"},
-                  {"tiny-calls", "200", "calls per repetition of the 4-byte P -> B (0: skip it)"}});
+                  {"tiny-calls", "200", "calls per repetition of the 4-byte P -> B (0: skip it)"},
+                  {"count-calls", "0", "only count instructions of that many 4-byte calls per variant, "
+                                      "for callgrind (bench/count_tiny.sh)"}});
   bench::set_threads(int(f["threads"]));
   if (dist::world_size() != 2) {
     std::fprintf(stderr, "bench_boxing: run with 2 ranks (globe-launch --nproc_per_node 2), got %d\n",
@@ -291,6 +325,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   dist::set_consistency_checks(false);
+  if (f["count-calls"] > 0) {
+    count_tiny(int(f["count-calls"]));
+    return 0;
+  }
   if (f["tiny-calls"] > 0) bench_tiny(int(f["tiny-calls"]), int(f["reps"]), int(f["warmup"]));
   for (long mib : {f["mib"], f["mib2"]}) {
     if (mib <= 0) continue;

@@ -68,7 +68,8 @@ struct Plan {
 const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_in) {
   // Keyed by numbers, not by the layouts' names: the look-up runs on every boxing.
   static std::map<std::vector<int64_t>, Plan> plans;
-  std::vector<int64_t> key = p.mesh_shape();
+  static thread_local std::vector<int64_t> key;  // reused: a look-up allocates nothing
+  key.assign(p.mesh_shape().begin(), p.mesh_shape().end());
   for (const NdSbp* layout : {&from_in, &to_in})
     for (const Sbp& s : *layout) key.insert(key.end(), {int64_t(s.kind), s.is_split() ? s.dim : 0});
   if (auto it = plans.find(key); it != plans.end()) return it->second;
@@ -79,7 +80,7 @@ const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_i
   for (size_t f = 0; f < cur.size(); ++f)
     if (p.mesh_shape()[f] == 1) cur[f] = to[f] = sbp::broadcast;
   plan.from = cur;
-  if (cur == to) return plans.emplace(std::move(key), std::move(plan)).first->second;
+  if (cur == to) return plans.emplace(key, std::move(plan)).first->second;
   std::string path = from_in.to_string() + " -> " + to_in.to_string() + ": per axis (";
   auto take_step = [&](size_t f, const Sbp& s) {
     path += (path.back() == '(' ? "" : ", ") + std::to_string(f) + ": " + cur[f].to_string() + " -> " + s.to_string();
@@ -113,7 +114,7 @@ const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_i
       if (cur[f] != to[f]) plan.steps.emplace_back(f, to[f]);
     plan.path = from_in.to_string() + " -> " + to_in.to_string() + ": fallback (gather every axis, then slice)";
   }
-  return plans.emplace(std::move(key), std::move(plan)).first->second;
+  return plans.emplace(key, std::move(plan)).first->second;
 }
 
 // Same placement, this rank a member: every step but the last runs, the last is started.

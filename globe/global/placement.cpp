@@ -10,19 +10,19 @@
 
 namespace globe {
 
-Placement::Placement(std::string device, std::vector<int> ranks, std::vector<int64_t> mesh_shape)
-    : device_(std::move(device)), ranks_(std::move(ranks)), mesh_(std::move(mesh_shape)) {
+Placement::Placement(std::string device_type, std::vector<int> members, std::vector<int64_t> mesh)
+    : d_(std::make_shared<const Data>(Data{std::move(device_type), std::move(members), std::move(mesh)})) {
   // Every message names the placement; the checks that make to_string() safe come first.
-  GLOBE_CHECK(!ranks_.empty(), "[placement] ", to_string(), " is empty: a placement needs at least one rank");
-  GLOBE_CHECK(numel_of(mesh_) == int64_t(ranks_.size()), "[placement] mesh ", shape_str(mesh_),
-              " does not hold the ", ranks_.size(), " ranks ", shape_str(std::vector<int64_t>(ranks_.begin(), ranks_.end())),
-              " of placement(", device_, ", ...)");
-  GLOBE_CHECK(device_ == "cpu" || device_ == "cuda", "[placement] ", to_string(), ": unknown device type '",
-              device_, "' (supported: cpu, cuda)");
-  if (device_ == "cuda") (void)local_device();  // "this build has no CUDA" / "no CUDA device visible", every rank
+  GLOBE_CHECK(!ranks().empty(), "[placement] ", to_string(), " is empty: a placement needs at least one rank");
+  GLOBE_CHECK(numel_of(mesh_shape()) == int64_t(ranks().size()), "[placement] mesh ", shape_str(mesh_shape()),
+              " does not hold the ", ranks().size(), " ranks ", shape_str(std::vector<int64_t>(ranks().begin(), ranks().end())),
+              " of placement(", device(), ", ...)");
+  GLOBE_CHECK(device() == "cpu" || device() == "cuda", "[placement] ", to_string(), ": unknown device type '",
+              device(), "' (supported: cpu, cuda)");
+  if (device() == "cuda") (void)local_device();  // "this build has no CUDA" / "no CUDA device visible", every rank
   std::set<int> seen;
   const int world = dist::world_size();
-  for (int r : ranks_) {
+  for (int r : ranks()) {
     GLOBE_CHECK(seen.insert(r).second, "[placement] rank ", r, " appears twice in ", to_string());
     GLOBE_CHECK(r >= 0, "[placement] negative rank ", r, " in ", to_string());
     GLOBE_CHECK(r < world, "[placement] ", to_string(), " names rank ", r, " but the world has ", world,
@@ -48,61 +48,61 @@ Placement Placement::all(const std::string& device) {
 }
 
 int Placement::index_of(int rank) const {
-  for (size_t i = 0; i < ranks_.size(); ++i)
-    if (ranks_[i] == rank) return int(i);
+  for (size_t i = 0; i < ranks().size(); ++i)
+    if (ranks()[i] == rank) return int(i);
   return -1;
 }
 
 std::vector<int64_t> Placement::coord_of(int index) const {
-  std::vector<int64_t> c(mesh_.size());
-  for (size_t a = mesh_.size(); a-- > 0;) {
-    c[a] = index % mesh_[a];
-    index /= int(mesh_[a]);
+  std::vector<int64_t> c(mesh_shape().size());
+  for (size_t a = mesh_shape().size(); a-- > 0;) {
+    c[a] = index % mesh_shape()[a];
+    index /= int(mesh_shape()[a]);
   }
   return c;
 }
 
 std::vector<int> Placement::axes_group(int rank, const std::vector<int64_t>& axes) const {
-  const auto strides = contiguous_strides(mesh_);
+  const auto strides = contiguous_strides(mesh_shape());
   std::vector<int64_t> c = coord_of(index_of(rank));
   int64_t count = 1;
-  for (int64_t a : axes) count *= mesh_[size_t(a)];
+  for (int64_t a : axes) count *= mesh_shape()[size_t(a)];
   std::vector<int> out;
   for (int64_t k = 0; k < count; ++k) {
     for (size_t i = axes.size(), rest = size_t(k); i-- > 0;) {  // k in row-major order over `axes`
       const size_t a = size_t(axes[i]);
-      c[a] = int64_t(rest % size_t(mesh_[a]));
-      rest /= size_t(mesh_[a]);
+      c[a] = int64_t(rest % size_t(mesh_shape()[a]));
+      rest /= size_t(mesh_shape()[a]);
     }
     int64_t idx = 0;
-    for (size_t a = 0; a < mesh_.size(); ++a) idx += c[a] * strides[a];
-    out.push_back(ranks_[size_t(idx)]);
+    for (size_t a = 0; a < mesh_shape().size(); ++a) idx += c[a] * strides[a];
+    out.push_back(ranks()[size_t(idx)]);
   }
   return out;
 }
 
 size_t Placement::hash() const {
-  size_t h = std::hash<std::string>()(device_);
-  for (int r : ranks_) h = h * 1000003u ^ size_t(r);
-  for (int64_t m : mesh_) h = h * 31u ^ size_t(m);
+  size_t h = std::hash<std::string>()(device());
+  for (int r : ranks()) h = h * 1000003u ^ size_t(r);
+  for (int64_t m : mesh_shape()) h = h * 31u ^ size_t(m);
   return h;
 }
 
 std::string Placement::to_string() const {
   std::ostringstream os;
-  os << "placement(" << device_ << ", ";
-  if (ranks_.empty()) return os.str() + "[])";
+  os << "placement(" << device() << ", ";
+  if (ranks().empty()) return os.str() + "[])";
   // Nested brackets following the mesh.
-  const auto strides = contiguous_strides(mesh_);
-  for (size_t i = 0; i < ranks_.size(); ++i) {
-    for (size_t a = 0; a < mesh_.size(); ++a)
-      if (int64_t(i) % (strides[a] * mesh_[a]) == 0) os << "[";
-    os << ranks_[i];
+  const auto strides = contiguous_strides(mesh_shape());
+  for (size_t i = 0; i < ranks().size(); ++i) {
+    for (size_t a = 0; a < mesh_shape().size(); ++a)
+      if (int64_t(i) % (strides[a] * mesh_shape()[a]) == 0) os << "[";
+    os << ranks()[i];
     size_t closes = 0;
-    for (size_t a = 0; a < mesh_.size(); ++a)
-      if ((int64_t(i) + 1) % (strides[a] * mesh_[a]) == 0) ++closes;
+    for (size_t a = 0; a < mesh_shape().size(); ++a)
+      if ((int64_t(i) + 1) % (strides[a] * mesh_shape()[a]) == 0) ++closes;
     os << std::string(closes, ']');
-    if (i + 1 < ranks_.size()) os << ", ";
+    if (i + 1 < ranks().size()) os << ", ";
   }
   os << ")";
   return os.str();

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,15 +26,15 @@ class Placement {
   static Placement all(const std::string& device = "cpu");
 
   // The device type's name, "cpu" or "cuda", as written.
-  const std::string& device() const { return device_; }
-  DeviceType device_type() const { return parse_device_type(device_); }
+  const std::string& device() const { return d().device; }
+  DeviceType device_type() const { return parse_device_type(d().device); }
   // Where this rank's shards of tensors on this placement live: the CPU, or for "cuda" GPU
   // local_rank % GPUs (OneFlow's rule; several ranks may share one GPU).
   Device local_device() const;
-  const std::vector<int>& ranks() const { return ranks_; }
-  const std::vector<int64_t>& mesh_shape() const { return mesh_; }
-  int64_t mesh_ndim() const { return int64_t(mesh_.size()); }
-  int size() const { return int(ranks_.size()); }
+  const std::vector<int>& ranks() const { return d().ranks; }
+  const std::vector<int64_t>& mesh_shape() const { return d().mesh; }
+  int64_t mesh_ndim() const { return int64_t(d().mesh.size()); }
+  int size() const { return int(d().ranks.size()); }
   bool contains(int rank) const { return index_of(rank) >= 0; }
   // Position of `rank` in ranks() (row-major mesh index), or -1.
   int index_of(int rank) const;
@@ -45,10 +46,10 @@ class Placement {
   // there, in row-major order of those axes.
   std::vector<int> axes_group(int rank, const std::vector<int64_t>& axes) const;
   // The first rank (mesh coordinate 0, 0, ...).
-  int first() const { return ranks_.front(); }
+  int first() const { return d().ranks.front(); }
 
   bool operator==(const Placement& o) const {
-    return device_ == o.device_ && mesh_ == o.mesh_ && ranks_ == o.ranks_;
+    return d_ == o.d_ || (device() == o.device() && mesh_shape() == o.mesh_shape() && ranks() == o.ranks());
   }
   bool operator!=(const Placement& o) const { return !(*this == o); }
   size_t hash() const;
@@ -56,9 +57,18 @@ class Placement {
   std::string to_string() const;
 
  private:
-  std::string device_;
-  std::vector<int> ranks_;
-  std::vector<int64_t> mesh_;
+  // Immutable once made and shared by copies: a placement travels with every global tensor and
+  // every boxing, and a copy is then a reference count, not three allocations.
+  struct Data {
+    std::string device;
+    std::vector<int> ranks;
+    std::vector<int64_t> mesh;
+  };
+  const Data& d() const {
+    static const Data none;
+    return d_ ? *d_ : none;
+  }
+  std::shared_ptr<const Data> d_;
 };
 
 // The world ranks of either placement, ascending: the members of a move between them.

@@ -166,7 +166,8 @@ Tensor local_to_global(const Tensor& local, const Placement& p, const NdSbp& sbp
       if (sbp[a].is_broadcast() && p.mesh_shape()[a] > 1) dist::group(p.axis_group(me, int64_t(a))).broadcast(shard, 0);
   }
   Tensor out = make_global(shard, shape, p, sbp);
-  detail::record_node(std::make_shared<const LocalToGlobal>(), {local}, out);
+  static const GraphOpPtr kLocalToGlobal = std::make_shared<const LocalToGlobal>();  // stateless: one for all
+  detail::record_node(kLocalToGlobal, {local}, out);
   return out;
 }
 
@@ -210,7 +211,8 @@ Tensor Tensor::to_local() const {
   if (!is_global()) return *this;
   const Tensor& shard = shard_of(*this);
   Tensor out = Tensor::view_of(shard, shard.shape(), shard.strides(), shard.offset());
-  detail::record_node(std::make_shared<const ToLocal>(), {*this}, out);
+  static const GraphOpPtr kToLocal = std::make_shared<const ToLocal>();  // stateless: one for all
+  detail::record_node(kToLocal, {*this}, out);
   return out;
 }
 
@@ -218,7 +220,8 @@ Tensor Tensor::to_global(const Placement& p, const NdSbp& sbp) const {
   if (!is_global()) return local_to_global(*this, p, sbp);
   Tensor out = box(*this, p, sbp);
   if (out.same(*this)) return out;
-  detail::record_node(std::make_shared<const Boxing>(), {*this}, out);
+  static const GraphOpPtr kBoxing = std::make_shared<const Boxing>();  // no grad layout: one for all
+  detail::record_node(kBoxing, {*this}, out);
   return out;
 }
 
