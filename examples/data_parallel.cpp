@@ -20,10 +20,12 @@ using globe::Tensor;
 using example::ToyModel;  // the original tutorial's model: examples/toy_model.h
 
 int main(int argc, char** argv) {
-  const int max_iter = example::int_flag(argc, argv, "--iters", 10);
-  const std::string ckpt_dir = example::string_flag(argc, argv, "--ckpt", "");
+  example::Args args(argc, argv, "data_parallel: the tutorial's ToyModel, data parallel (docs/02-data-parallel.md)");
+  const int max_iter = args.integer("--iters", 10, "training iterations");
+  const std::string ckpt_dir = args.text("--ckpt", "", "checkpoint folder: save every 5 iterations, resume from the newest");
+  args.done();  // --help lists these flags
   globe::manual_seed(0);
-  auto placement = globe::Placement::all(example::device(argc, argv));  // every launched rank ({0, 1} on 2)
+  auto placement = globe::Placement::all(args.device());  // every launched rank ({0, 1} on 2)
 
   ToyModel model;
   model.to_global(placement, sbp::broadcast);  // rank 0's initial parameters win

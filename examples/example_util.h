@@ -1,39 +1,79 @@
-// Small helpers shared by the example programs: argument parsing and rank-0 printing.
+// Small helpers shared by the example programs: their command-line flags and rank-0 printing.
 #pragma once
 
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <globe/globe.h>
 
 namespace example {
 
-// The value after `--name` on the command line, or `fallback`.
-inline int int_flag(int argc, char** argv, const char* name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
-  return fallback;
-}
+// An example's flags, each `--name value` (or a bare `--name` switch), read as the program asks
+// for them with a default and a meaning; done() then answers `--help` with every flag, its
+// default and meaning (exit 0) and refuses a flag nobody asked for (exit 2). Every example takes
+// `--device cpu|cuda`: the device type of its placements (a GPU per rank, or ranks sharing one:
+// docs/design.md §16).
+class Args {
+ public:
+  Args(int argc, char** argv, std::string about) : argv_(argv + 1, argv + argc), about_(std::move(about)) {
+    device_ = text("--device", "cpu", "device type of the placements: cpu or cuda");
+  }
+  int integer(const char* name, int fallback, const char* meaning) {
+    return std::atoi(text(name, std::to_string(fallback), meaning).c_str());
+  }
+  std::string text(const char* name, const std::string& fallback, const char* meaning) {
+    known_.push_back({name, fallback, meaning, false});
+    for (size_t i = 0; i + 1 < argv_.size(); ++i)
+      if (argv_[i] == name) return argv_[i + 1];
+    return fallback;
+  }
+  bool flag(const char* name, const char* meaning) {
+    known_.push_back({name, "off", meaning, true});
+    for (const std::string& a : argv_)
+      if (a == name) return true;
+    return false;
+  }
+  void done() const {
+    for (const std::string& a : argv_)
+      if (a == "--help" || a == "-h") {
+        std::cout << about_ << "\n\nflags:\n";
+        for (const Known& k : known_)
+          std::cout << "  " << k.name << (k.is_switch ? "" : " VALUE") << "\n      " << k.meaning << " (default "
+                    << (k.fallback.empty() ? "none" : k.fallback) << ")\n";
+        std::exit(0);
+      }
+    for (size_t i = 0; i < argv_.size(); ++i) {
+      const Known* k = find(argv_[i]);
+      if (k == nullptr) {
+        std::cerr << (argv_[i].rfind("--", 0) == 0 ? "unknown flag " : "unexpected argument ") << argv_[i]
+                  << " (--help lists the flags)\n";
+        std::exit(2);
+      }
+      if (!k->is_switch && ++i == argv_.size()) {
+        std::cerr << "flag " << k->name << " needs a value (--help lists the flags)\n";
+        std::exit(2);
+      }
+    }
+  }
+  const std::string& device() const { return device_; }
 
-// The string after `--name` on the command line, or `fallback`.
-inline std::string string_flag(int argc, char** argv, const char* name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  return fallback;
-}
-
-// Whether `--name` is on the command line.
-inline bool bool_flag(int argc, char** argv, const char* name) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return true;
-  return false;
-}
-
-// The device type of the example's placements: "cpu", or "cuda" with `--device cuda` (a GPU per
-// rank, or ranks sharing one: docs/design.md §16).
-inline std::string device(int argc, char** argv) { return string_flag(argc, argv, "--device", "cpu"); }
+ private:
+  struct Known {
+    std::string name, fallback, meaning;
+    bool is_switch;
+  };
+  const Known* find(const std::string& name) const {
+    for (const Known& k : known_)
+      if (k.name == name) return &k;
+    return nullptr;
+  }
+  std::vector<std::string> argv_;
+  std::string about_, device_;
+  std::vector<Known> known_;
+};
 
 // Prints from rank 0 only (every rank runs the same program).
 inline bool is_rank0() { return globe::dist::world_rank() == 0; }

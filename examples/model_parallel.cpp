@@ -38,9 +38,11 @@ struct ToyModel : nn::Module {
 };
 
 int main(int argc, char** argv) {
-  const int max_iter = example::int_flag(argc, argv, "--iters", 10);
+  example::Args args(argc, argv, "model_parallel: each layer's weight split over the ranks (docs/03-model-parallel.md)");
+  const int max_iter = args.integer("--iters", 10, "training iterations");
+  args.done();  // --help lists these flags
   globe::manual_seed(0);
-  auto placement = globe::Placement::all(example::device(argc, argv));
+  auto placement = globe::Placement::all(args.device());
 
   ToyModel model(placement);
   optim::SGD optimizer(model.parameters(), {.lr = 0.05});

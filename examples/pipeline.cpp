@@ -31,10 +31,12 @@ struct Stage1 : nn::Module {
 };
 
 int main(int argc, char** argv) {
-  const int iters = example::int_flag(argc, argv, "--iters", 20);
+  example::Args args(argc, argv, "pipeline: two stages on ranks 0 and 1, the plain form (docs/06-pipeline.md)");
+  const int iters = args.integer("--iters", 20, "training iterations");
+  args.done();  // --help lists these flags
   const int last = globe::dist::world_size() > 1 ? 1 : 0;
-  const auto P0 = globe::placement(example::device(argc, argv), {0});
-  const auto P1 = globe::placement(example::device(argc, argv), {last});
+  const auto P0 = globe::placement(args.device(), {0});
+  const auto P1 = globe::placement(args.device(), {last});
 
   globe::manual_seed(0);
   Stage0 stage0;

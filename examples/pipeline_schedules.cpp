@@ -11,14 +11,16 @@ namespace pp = globe::pipeline;
 using globe::Tensor;
 
 int main(int argc, char** argv) {
-  const int iters = example::int_flag(argc, argv, "--iters", 20);
-  const std::string schedule = example::string_flag(argc, argv, "--schedule", "1f1b");
-  const int microbatches = example::int_flag(argc, argv, "--microbatches", 8);
-  const int chunks = example::int_flag(argc, argv, "--chunks", schedule == "interleaved" ? 2 : 1);
+  example::Args args(argc, argv, "pipeline_schedules: an MLP, one stage per rank, run by a schedule (docs/06-pipeline.md)");
+  const int iters = args.integer("--iters", 20, "training iterations");
+  const std::string schedule = args.text("--schedule", "1f1b", "gpipe, 1f1b, interleaved or zb-h1");
+  const int microbatches = args.integer("--microbatches", 8, "micro-batches per step");
+  const int chunks = args.integer("--chunks", schedule == "interleaved" ? 2 : 1, "model chunks per rank (interleaved)");
+  args.done();  // --help lists these flags
 
   // One stage per rank (rank group r = placement {r}).
   std::vector<globe::Placement> groups;
-  for (int r = 0; r < globe::dist::world_size(); ++r) groups.push_back(globe::placement(example::device(argc, argv), {r}));
+  for (int r = 0; r < globe::dist::world_size(); ++r) groups.push_back(globe::placement(args.device(), {r}));
 
   // The model: Flatten + Linear(784, 256) first, 8 blocks of Linear(256, 256) + ReLU, a head last.
   globe::manual_seed(0);

@@ -32,10 +32,12 @@ struct HybridModel : nn::Module {
 };
 
 int main(int argc, char** argv) {
-  const int max_iter = example::int_flag(argc, argv, "--iters", 20);
-  const bool boxing_report = example::bool_flag(argc, argv, "--boxing-report");
+  example::Args args(argc, argv, "quickstart: one model, data and tensor parallel at once (docs/01-quickstart.md)");
+  const int max_iter = args.integer("--iters", 20, "training iterations");
+  const bool boxing_report = args.flag("--boxing-report", "also print which boxings ran and how often");
+  args.done();  // --help lists these flags
   globe::manual_seed(0);
-  auto placement = globe::Placement::all(example::device(argc, argv));
+  auto placement = globe::Placement::all(args.device());
   HybridModel model(placement);
   optim::SGD optimizer(model.parameters(), {.lr = 0.1, .momentum = 0.9});
 

@@ -34,11 +34,11 @@ void train(ToyModel& model, const globe::Placement& placement, int iters, const 
 }
 
 int main(int argc, char** argv) {
-  const int iters = example::int_flag(argc, argv, "--iters", 10);
-  std::string path = "model_weights.safetensors";
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--path") path = argv[i + 1];
-  auto placement = globe::Placement::all(example::device(argc, argv));
+  example::Args args(argc, argv, "save_load: train, save, load into a fresh model, check (docs/04-save-load.md)");
+  const int iters = args.integer("--iters", 10, "training iterations before saving");
+  const std::string path = args.text("--path", "model_weights.safetensors", "the checkpoint file");
+  args.done();  // --help lists these flags
+  auto placement = globe::Placement::all(args.device());
 
   globe::manual_seed(0);
   ToyModel model;
