@@ -5,6 +5,9 @@
 //   build/bin/globe-launch --nproc_per_node 2 build/bin/bench_mlp --threads 1   (data parallel)
 //   ... bench_mlp --fingerprint-ab 1: also the cost of divergence fingerprints, as pairs of steps
 //       with them on and off (the order alternating), reported as the median paired ratio.
+//   ... bench_mlp --raw-ab N: also N rounds of Globe's step and the hand-written limit (raw_mlp.h:
+//       cblas_sgemm and loops in two layouts; under the launcher a blocking ring all-reduce after
+//       the backward).
 //   ... bench_mlp --adamw 1 [--zero 1|2]: AdamW instead of SGD, with ZeRO's split state
 //       (RESULT adds the optimizer-state bytes on rank 0).
 //
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "raw_mlp.h"
 #include "globe/globe.h"
 
 using namespace globe;
@@ -115,6 +119,53 @@ void fingerprint_ab(MlpTrainer& trainer, const Tensor& x, const Tensor& y, int s
               steps, 1000.0 * bench::median(on), 1000.0 * bench::median(off), r, 100.0 * (r - 1.0), bench::result(res).c_str());
 }
 
+// Globe's step against the hand-written one (raw_mlp.h) in both activation layouts, from the same
+// weights on the same rows, in rounds of three steps (the order rotating): the median over rounds
+// of raw / Globe step time per layout, so >= 1 is Globe at or past that step. All three train on,
+// so their losses must stay together (printed).
+void raw_ab(MlpTrainer& trainer, const Tensor& x, const Tensor& y, int64_t hidden, int64_t batch, int rounds) {
+  bench::RawMlp rows(hidden, batch, dist::world_size(), 0.01f, false), cols(hidden, batch, dist::world_size(), 0.01f, true);
+  for (bench::RawMlp* raw : {&rows, &cols}) {
+    float* dst = raw->params();
+    for (const Tensor& p : trainer.model->parameters()) {
+      const std::vector<float> v = (p.is_global() ? p.to_local() : p).to_vector<float>();
+      dst = std::copy(v.begin(), v.end(), dst);
+    }
+  }
+  const std::vector<float> xl = (x.is_global() ? x.to_local() : x).to_vector<float>();
+  const std::vector<float> yl = (y.is_global() ? y.to_local() : y).to_vector<float>();
+  std::vector<double> t[3], over_rows, over_cols;
+  float first[3] = {0, 0, 0}, last[3] = {0, 0, 0};
+  for (int i = 0; i < rounds; ++i) {
+    double dt[3];
+    for (int k = 0; k < 3; ++k) {
+      const int v = (k + i) % 3;  // 0 Globe, 1 raw rows, 2 raw columns
+      const double t0 = bench::now_s();
+      last[v] = v == 0 ? trainer.step(x, y).item<float>() : (v == 1 ? rows : cols).step(xl.data(), yl.data());
+      dt[v] = bench::now_s() - t0;
+    }
+    for (int v = 0; v < 3; ++v) {
+      if (i == 0) first[v] = last[v];
+      t[v].push_back(dt[v]);
+    }
+    over_rows.push_back(dt[1] / dt[0]);
+    over_cols.push_back(dt[2] / dt[0]);
+  }
+  if (dist::world_rank() != 0) return;
+  const double qr = bench::median(over_rows), qc = bench::median(over_cols);
+  nlohmann::json res = {{"bench", "raw_limit"}, {"world", dist::world_size()}, {"rounds", rounds},
+                        {"globe_step_ms_median", 1000.0 * bench::median(t[0])},
+                        {"raw_rows_step_ms_median", 1000.0 * bench::median(t[1])},
+                        {"raw_columns_step_ms_median", 1000.0 * bench::median(t[2])},
+                        {"raw_rows_over_globe", qr}, {"raw_columns_over_globe", qc}, {"limit_over_globe", std::min(qr, qc)},
+                        {"loss_first", {first[0], first[1], first[2]}}, {"loss_last", {last[0], last[1], last[2]}}};
+  // The raw losses are this rank's rows only; Globe's the global batch's.
+  std::printf("[raw limit] %d rounds: globe %.3f ms/step, hand-written %.3f (rows) / %.3f (columns) ms/step (medians); "
+              "raw/globe %.4f / %.4f (median of rounds); loss %.5f / %.5f / %.5f -> %.5f / %.5f / %.5f\nRESULT %s\n",
+              rounds, 1000.0 * bench::median(t[0]), 1000.0 * bench::median(t[1]), 1000.0 * bench::median(t[2]), qr, qc,
+              first[0], first[1], first[2], last[0], last[1], last[2], bench::result(res).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -127,6 +178,8 @@ int main(int argc, char** argv) {
                   {"warmup", "10", "untimed steps first"},
                   {"threads", "1", "BLAS threads per process"},
                   {"fingerprint-ab", "0", "1: also time steps with divergence fingerprints on and off"},
+                  {"raw-ab", "0", "N > 0: also N rounds of Globe's step and the hand-written raw-BLAS (+ ring "
+                                  "all-reduce) step in two layouts, order rotating"},
                   {"adamw", "0", "1: AdamW instead of SGD"},
                   {"zero", "0", "with --adamw 1: ZeRO stage 0, 1 or 2"}});
   const int threads = int(f["threads"]), steps = int(f["steps"]), warmup = int(f["warmup"]);
@@ -182,5 +235,6 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (f["fingerprint-ab"]) fingerprint_ab(trainer, x, y, steps);
+  if (f["raw-ab"] > 0) raw_ab(trainer, x, y, hidden, batch, int(f["raw-ab"]));
   return 0;
 }
