@@ -22,6 +22,8 @@ import statistics
 import sys
 import time
 
+from machine_info import machine
+
 
 def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -78,7 +80,7 @@ def train(rank, args, port):
            "steps_per_s_median": median, "steps_per_s_min": rates[0], "steps_per_s_max": rates[-1],
            "steps_per_s_mean": len(seconds) / sum(seconds),
            "samples_per_s_global_median": median * args.batch * world, "step_ms_median": 1000.0 / median,
-           "loss_first": first, "loss_last": last, "torch": torch.__version__}
+           "loss_first": first, "loss_last": last, "torch": torch.__version__, "machine": machine(torch)}
     print(f"torch_mlp {res['mode']} world {world}: {median:.1f} steps/s median ({1000.0 / median:.2f} ms/step), "
           f"loss {first:.5f} -> {last:.5f}")
     print("RESULT " + json.dumps(res), flush=True)

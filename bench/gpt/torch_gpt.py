@@ -152,6 +152,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from machine_info import machine  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -405,6 +407,7 @@ def main():
         if seconds:
             summary += f", {result['tokens_per_s_median']:.0f} tokens/s"
         print(summary)
+        result["machine"] = machine(torch)
         print("RESULT " + json.dumps(result), flush=True)
     if distributed:
         dist.destroy_process_group()
