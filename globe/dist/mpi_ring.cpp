@@ -58,7 +58,11 @@ void MpiCommunicator::ring_reduce_scatter(const Tensor& in, const Tensor& out, c
 
 // An all-reduce in flight, in one of three forms by size: up to kCodedMaxBytes the data and its
 // fingerprint's sum code are reduced together in a copy (coded); up to kRingMinBytes Open MPI's
-// MPI_Iallreduce runs in place beside a side check; above, a ring (reduce-scatter, then
+// MPI_Iallreduce runs in place beside a side check; with fingerprints off, up to kCodedMaxBytes
+// over a power-of-two number of members, by recursive doubling instead: log2(p) exchanges with the
+// partner rank ^ 2^k, each adding what arrives (libnbc builds a schedule per call, ~4,000
+// instructions of a 4-byte all-reduce's ~6,500; every member adds the same pairs, so all get the
+// same bits). Above kRingMinBytes, a ring (reduce-scatter, then
 // all-gather, around the members) beside a side check: on these machines Open MPI's own large
 // all-reduce reaches a fraction of point-to-point bandwidth (docs/design.md, Platform notes),
 // while the ring moves 2 (p-1)/p of the bytes at point-to-point speed. Ring chunks follow the
@@ -84,23 +88,24 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
       coded_.resize((n + len) * itemsize(t.dtype()));
       std::memcpy(coded_.data(), data_, size_t(bytes));
       write_sum_code(fp_, t.dtype(), c.size(), coded_.data() + bytes);
+      // Open MPI's collective, not doubling: a member that runs another collective here instead
+      // meets this one on the same communicator, and the codes disagree at once; point-to-point
+      // steps would wait for it until the deadline.
       check_mpi(MPI_Iallreduce(MPI_IN_PLACE, coded_.data(), as_count(int64_t(n + len), "all_reduce"),
                                mpi_type(t.dtype()), mpi_sum(t.dtype()), c.comm_, &reqs_[0]),
                 "all_reduce");
     } else {
       kind_ = Kind::plain;
       side_ = c.start_side(fingerprints());
-      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data_, as_count(t.numel(), "all_reduce"), mpi_type(t.dtype()), mpi_sum(t.dtype()),
-                               c.comm_, &reqs_[0]),
-                "all_reduce");
+      start_small(data_, t.numel());
     }
   }
   ~AllReduce() override {
     if (done_) return;
-    // Abandoned while unwinding an error: the ring's steps are cancelled; a collective cannot be,
-    // so MPI must not be finalised with one pending.
-    if (kind_ == Kind::ring) cancel_pending(reqs_, 2);
-    if ((kind_ != Kind::ring && !data_done_) || !side_.code.empty()) mark_broken("an all-reduce in flight was abandoned");
+    // Abandoned while unwinding an error: point-to-point steps are cancelled; a collective cannot
+    // be, so MPI must not be finalised with one pending.
+    if (stepwise()) cancel_pending(reqs_, 2);
+    if ((!stepwise() && !data_done_) || !side_.code.empty()) mark_broken("an all-reduce in flight was abandoned");
   }
   bool test() override { return advance(false); }
   void wait() override { advance(true); }
@@ -109,6 +114,33 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
   enum class Kind { coded, plain, ring };
 
   Range chunk(int c) const { return split_range(t_.numel(), c_.size(), (c % c_.size() + c_.size()) % c_.size()); }
+
+  // Ring or doubling: point-to-point steps, posted one after another.
+  bool stepwise() const { return kind_ == Kind::ring || small_ != nullptr; }
+
+  // A small all-reduce in place over `n` elements at `buf`: by doubling, or Open MPI's.
+  void start_small(char* buf, int64_t n) {
+    const int p = c_.size();
+    const int64_t bytes = n * int64_t(itemsize(t_.dtype()));
+    if (p > 1 && (p & (p - 1)) == 0 && bytes <= kCodedMaxBytes) {
+      small_ = buf;
+      small_n_ = n;
+      small_in_.resize(size_t(bytes));
+      for (int q = p; q > 1; q /= 2) ++steps_;
+      post_doubling_step();
+      return;
+    }
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buf, as_count(n, "all_reduce"), mpi_type(t_.dtype()), mpi_sum(t_.dtype()),
+                             c_.comm_, &reqs_[0]),
+              "all_reduce");
+  }
+  void post_doubling_step() {
+    const int partner = c_.rank_ ^ (1 << step_), tag = kRingTagBase + int(seq_ % kRingTags);
+    const int count = as_count(small_n_, "all_reduce");
+    check_mpi(MPI_Irecv(small_in_.data(), count, mpi_type(t_.dtype()), partner, tag, c_.ring_comm_, &reqs_[0]),
+              "all_reduce");
+    check_mpi(MPI_Isend(small_, count, mpi_type(t_.dtype()), partner, tag, c_.ring_comm_, &reqs_[1]), "all_reduce");
+  }
 
   // Step s < p-1 (reduce-scatter): send chunk rank-s, receive chunk rank-s-1 into scratch and
   // add it; after p-1 steps chunk rank+1 is summed here. Then (all-gather) step p-1+g sends chunk
@@ -155,6 +187,12 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
           post_ring_step();
           continue;
         }
+      } else if (small_ != nullptr) {
+        kernels::accumulate_array(t_.dtype(), small_, small_in_.data(), small_n_);
+        if (++step_ < steps_) {
+          post_doubling_step();
+          continue;
+        }
       }
       data_done_ = true;
     }
@@ -183,6 +221,9 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
   Side side_;
   uint32_t fp_ = 0;
   std::vector<char> coded_;  // coded: the data, then its fingerprint's sum code
+  char* small_ = nullptr;    // doubling: the buffer reduced in place (data_ or coded_), its
+  int64_t small_n_ = 0;      // elements, and the partner's copy of it as it arrives
+  std::vector<char> small_in_;
   MPI_Request reqs_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int step_ = 0, steps_ = 0;
   bool data_done_ = false, done_ = false;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <thread>
 
@@ -239,6 +240,53 @@ TEST(Communicator, StartedAllReducesBesideBlockingOnes) {
         EXPECT_EQ(values(started[k]), want[k]) << g << " " << dtype_name(dt) << ": started all-reduce " << k;
     }
   });
+}
+
+// With fingerprints off, small all-reduces over 2 or 4 members go by recursive doubling (point to
+// point; other counts take Open MPI's): the sums are right, every member holds the same bits,
+// started or blocking, beside a large one on the ring (1, 2 and 4 ranks; the subgroups of 1 and 2
+// members too).
+TEST(Communicator, SmallAllReducesWithoutFingerprintsAgreeToTheBit) {
+  dist::set_fingerprints(false);
+  for_each_group([](Communicator& c, const std::string& g) {
+    const int n = c.size();
+    for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
+      std::vector<Tensor> got;
+      std::vector<std::vector<double>> want;
+      std::vector<dist::Request> reqs;
+      for (int64_t len : {int64_t(1), int64_t(7), int64_t(16384), int64_t(16385), int64_t(70000)}) {
+        // Member r holds sin(1 + 0.37 r + 0.011 i): sums that round differently in other orders.
+        std::vector<double> mine(size_t(len), 0.0), sum(size_t(len), 0.0);
+        for (int64_t i = 0; i < len; ++i) {
+          mine[size_t(i)] = std::sin(1.0 + 0.37 * c.rank() + 0.011 * double(i));
+          for (int r = 0; r < n; ++r) sum[size_t(i)] += std::sin(1.0 + 0.37 * r + 0.011 * double(i));
+        }
+        got.push_back(to_dtype(from_vector(mine, {len}), dt));
+        want.push_back(sum);
+        if (len % 2) reqs.push_back(c.start_all_reduce_sum(got.back()));
+        else c.all_reduce_sum(got.back());
+        Tensor big = to_dtype(from_vector(std::vector<double>(300001, double(c.rank())), {300001}), dt);
+        c.all_reduce_sum(big);  // the ring beside them
+      }
+      for (dist::Request& r : reqs) r.wait();
+      const double tol = dt == kBFloat16 ? 0.05 : 1e-5;
+      for (size_t k = 0; k < got.size(); ++k) {
+        const std::vector<double> v = to_dtype(got[k], kFloat64).to_vector<double>();
+        for (size_t i = 0; i < v.size(); ++i)
+          ASSERT_NEAR(v[i], want[k][i], tol * n) << g << " " << dtype_name(dt) << " all-reduce " << k << " element " << i;
+        // Every member's result, gathered: the same bits everywhere.
+        const int64_t len = got[k].numel();
+        Tensor all = Tensor::empty({len * n}, dt);
+        c.all_gather_v(got[k], all, std::vector<int64_t>(size_t(n), len));
+        const std::vector<double> every = to_dtype(all, kFloat64).to_vector<double>();
+        for (int r = 1; r < n; ++r)
+          for (int64_t i = 0; i < len; ++i)
+            ASSERT_EQ(every[size_t(r * len + i)], every[size_t(i)])
+                << g << " " << dtype_name(dt) << " all-reduce " << k << ": member " << r << " differs at " << i;
+      }
+    }
+  });
+  dist::set_fingerprints(true);
 }
 
 // Started all-gathers (ZeRO-3's prefetch): small (coded, done at once) and large (in flight), with
