@@ -26,7 +26,9 @@ void finish_backward();
 // Backward split in two, as zero-bubble pipeline schedules need it. run_input_backward() computes
 // the gradients that flow to `inputs` (leaves: a pipeline stage's input) and leaves out every
 // contribution to other leaves (the stage's weights); the returned work computes those later, with
-// the same values and accumulation order as one run_backward().
+// the same values and accumulation order as one run_backward(). The pass frees the graph as it
+// goes: the work keeps only what the weight gradients need (each such node's inputs' values and
+// its output gradient), so the graph cannot be run backward again.
 class WeightGradWork {
  public:
   void run();
