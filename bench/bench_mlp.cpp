@@ -128,12 +128,11 @@ void raw_ab(MlpTrainer& trainer, const Tensor& x, const Tensor& y, int64_t hidde
   for (bench::RawMlp* raw : {&rows, &cols}) {
     float* dst = raw->params();
     for (const Tensor& p : trainer.model->parameters()) {
-      const std::vector<float> v = (p.is_global() ? p.to_local() : p).to_vector<float>();
+      const std::vector<float> v = p.to_local().to_vector<float>();  // a local tensor is its own
       dst = std::copy(v.begin(), v.end(), dst);
     }
   }
-  const std::vector<float> xl = (x.is_global() ? x.to_local() : x).to_vector<float>();
-  const std::vector<float> yl = (y.is_global() ? y.to_local() : y).to_vector<float>();
+  const std::vector<float> xl = x.to_local().to_vector<float>(), yl = y.to_local().to_vector<float>();
   std::vector<double> t[3], over_rows, over_cols;
   float first[3] = {0, 0, 0}, last[3] = {0, 0, 0};
   for (int i = 0; i < rounds; ++i) {

@@ -101,10 +101,6 @@ double mean_over_ranks(double v) {
   for (double x : all) s += x;
   return s / double(all.size());
 }
-double max_over_ranks(double v) {
-  const auto all = over_ranks(v);
-  return *std::max_element(all.begin(), all.end());
-}
 
 void fidelity(const std::string& schedule, int steps) {
   const int p = globe::dist::world_size(), m = 8;
@@ -221,8 +217,9 @@ void memory() {
     globe::reset_peak_memory();
     pp::StepResult r = pipe.step(x, y, globe::mse_loss);
     const double peak = double(globe::memory_stats().peak_bytes - before);
-    stage0[schedule] = over_ranks(peak)[0];
-    most[schedule] = max_over_ranks(peak);
+    const std::vector<double> peaks = over_ranks(peak);
+    stage0[schedule] = peaks[0];
+    most[schedule] = *std::max_element(peaks.begin(), peaks.end());
     alive0[schedule] = r.peak_alive[0];
   }
   if (globe::dist::world_rank() == 0)
@@ -265,7 +262,7 @@ void throughput(int steps) {
   } else {
     pp::Pipeline pipe(one_rank_groups(), mlp.blocks(), {.schedule = "1f1b", .microbatches = m});
     pp::Pipeline in_turn(one_rank_groups(), mlp.blocks(), {.schedule = "gpipe", .microbatches = 1});
-    auto barrier = [] { mean_over_ranks(0); };
+    auto barrier = [] { globe::dist::group(globe::Placement::all().ranks()).barrier(); };
     for (int i = 0; i < steps + 1; ++i) {
       barrier();
       auto t = Clock::now();
