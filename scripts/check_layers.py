@@ -3,7 +3,7 @@
 its own layer or of the layers below it, never above. This list is the layer order, from the
 bottom; docs/design.md §14 explains what each layer holds.
 
-    base      errors (globe::Error, GLOBE_CHECK)
+    base      errors (globe::Error, GLOBE_CHECK); trace spans and the timeline writer
     device    devices, memory per device, streams and events, the CUDA runtime seam
     core      Tensor, storage, dtypes, shapes, SBP values, the autograd node and grad mode
     kernels   loops over raw arrays: elementwise, matmul (BLAS), nn kernels, random fills; the

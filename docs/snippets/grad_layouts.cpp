@@ -1,7 +1,8 @@
 // Pages 02, 03 and 05: the layouts that gradients take in backward, seen from inside. `spy` is an
 // identity op whose backward prints the layout of the gradient reaching it; the forward lines
-// print the layouts the ops chose. It uses the internal op interface (globe/ops/op.h), which
-// ordinary programs never need. Rank 0 prints, except where each rank's local values are shown.
+// print the layouts the ops chose, and a CommTrace table what the step communicated (rank 0's).
+// It uses the internal op interface (globe/ops/op.h), which ordinary programs never need. Rank 0
+// prints, except where each rank's local values are shown.
 //
 //   build/bin/globe-launch --nproc_per_node 2 build/bin/grad_layouts [PART]
 //   PART: data-parallel, column-stack, column-row or local (default: all four)
@@ -25,6 +26,12 @@ void say(const std::string& line) {
 }
 std::string layout(const Tensor& t) {
   return t.sbp().to_string();
+}
+// Every line of `text` indented by two spaces, without the last newline.
+std::string indent(const std::string& text) {
+  std::string out = "  ";
+  for (size_t i = 0; i + 1 < text.size(); ++i) out += text[i] == '\n' ? std::string("\n  ") : std::string(1, text[i]);
+  return out;
 }
 std::string values(const std::vector<float>& v) {
   std::ostringstream os;
@@ -73,6 +80,7 @@ void data_parallel(const globe::Placement& p) {
   fc.to_global(p, sbp::broadcast);
   Tensor x = globe::randn({20, 10}, p, sbp::split(0));
   Tensor labels = globe::randn({20, 16}, p, sbp::split(0));
+  globe::CommTrace comm;  // what the step communicates: the table below
   Tensor w = spy("weight", fc.weight);
   Tensor y = spy("y", globe::matmul(x, globe::transpose(w, 0, 1)) + fc.bias);
   Tensor loss = globe::mse_loss(y, labels);
@@ -80,7 +88,9 @@ void data_parallel(const globe::Placement& p) {
       layout(loss));
   loss.backward();
   const Tensor gw = fc.weight.grad(), gb = fc.bias.grad();
+  comm.stop();
   say("  weight.grad() " + layout(gw) + ", bias.grad() " + layout(gb));
+  say(indent(comm.table(/*with_time=*/false)));
   const std::vector<float> v = gw.to_vector<float>();  // collective: every rank reads
   say("  weight.grad()[0][0:3] = " + values({v[0], v[1], v[2]}));
 }
@@ -115,6 +125,7 @@ void column_row(const globe::Placement& p) {
   Tensor x = globe::randn({20, 10}, p, sbp::broadcast);
   x.set_requires_grad();
   Tensor labels = globe::randn({20, 16}, p, sbp::broadcast);
+  globe::CommTrace comm;
   Tensor h = spy("h (column out)", fc1(spy("x", x)));
   Tensor g = globe::gelu(h);
   Tensor y = spy("y (row out)", fc2(g));
@@ -123,8 +134,10 @@ void column_row(const globe::Placement& p) {
       ", fc2.bias " + layout(fc2.bias) + " -> y " + layout(y) + "; loss " + layout(loss));
   loss.backward();
   const Tensor g1 = fc1.weight.grad(), g2 = fc2.weight.grad(), gb = fc2.bias.grad(), gx = x.grad();
+  comm.stop();
   say("  fc1.weight.grad() " + layout(g1) + ", fc2.weight.grad() " + layout(g2) +
       ", fc2.bias.grad() " + layout(gb) + ", x.grad() " + layout(gx));
+  say(indent(comm.table(/*with_time=*/false)));
 }
 
 // Page 05: gradients of local tensors made global, and of to_local. Each rank prints its own.

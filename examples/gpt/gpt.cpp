@@ -343,6 +343,12 @@ int run(int argc, char** argv) {
   // step starts with and the gradients it leaves (the largest over steps).
   int64_t activations = 0, run_peak = 0, gradients = 0;
   const int64_t ckpt_every = f.i64("ckpt-every"), val_every = f.i64("val-every"), log_every = f.i64("log-every");
+  // Rank 0's progress on stderr: a live line with the time left on a terminal; in a log, a plain
+  // line a minute (the step lines below say the rest).
+  std::unique_ptr<globe::Progress> progress;
+  if (me == 0 && total > start)
+    progress = std::make_unique<globe::Progress>("train", total - start, globe::Progress::Unit::items,
+                                                 globe::Progress::Options{.log_interval_s = 60});
   for (int64_t s = start; s < total; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
     run_peak = std::max(run_peak, globe::memory_stats().peak_bytes);
@@ -376,7 +382,13 @@ int run(int argc, char** argv) {
     }
     if (ckpt_every > 0 && (s + 1) % ckpt_every == 0) gpt::save_training(f.str("ckpt"), model, adamw, s + 1);
     std::fflush(stdout);
+    if (progress) {
+      char note[32];
+      std::snprintf(note, sizeof note, "loss %.4f", loss);
+      progress->advance(1, note);
+    }
   }
+  progress.reset();
   if (!f.str("ckpt").empty() && (ckpt_every == 0 || total % ckpt_every != 0) && total > start)
     gpt::save_training(f.str("ckpt"), model, adamw, total);
   if (!f.str("export").empty()) gpt::save_nanogpt(model, f.str("export"));

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "globe/base/trace.h"
 #include "globe/autograd/grad_route.h"
 #include "globe/core/grad_mode.h"
 #include "globe/core/hooks.h"
@@ -81,6 +82,7 @@ class GraphTask {
 
   // Runs until done (true) or until a node that waits for a peer when `may_pause` (false).
   bool run(bool may_pause) {
+    const trace::Span span(trace::Kind::region, "backward");
     for (; next_ < order_.size(); announce_ready(next_++)) {
       const std::shared_ptr<Node>& node = order_[next_];
       auto it = pending_.find(node.get());
@@ -314,6 +316,7 @@ std::vector<Tensor> gradients(const Tensor& root, const Tensor& grad_seed, const
 
 void WeightGradWork::run() {
   NoGradGuard no_grad;
+  const trace::Span span(trace::Kind::region, "backward (weights)");
   std::vector<Tensor> leaves;  // in the order their last contribution arrived
   for (Item& item : items_) {
     std::vector<Tensor> grads = item.node->apply(item.grad, item.needs);

@@ -19,6 +19,8 @@
 #include "globe/dist/local_communicator.h"
 #include "globe/dist/mpi_communicator.h"
 #include "globe/dist/staged_communicator.h"
+#include "globe/dist/traced_communicator.h"
+#include "globe/base/trace.h"
 
 namespace globe::dist {
 
@@ -150,6 +152,7 @@ class Runtime {
     // Errors come back as codes we turn into exceptions, not MPI aborts.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     globe::detail::set_error_rank(rank_);
+    trace::set_rank(rank_);
     if (size_ > 1) {
       g_notice_comm = MPI_COMM_WORLD;  // its own tag; no collective needed to set it up
       g_prev_terminate = std::set_terminate(terminate_with_notice);
@@ -204,7 +207,7 @@ class Runtime {
       MPI_Group_free(&sub_group);
       MPI_Group_free(&world_group);
       MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
-      comm = make_group_communicator(std::make_unique<MpiCommunicator>(sub, ranks));
+      comm = std::make_unique<TracedCommunicator>(make_group_communicator(std::make_unique<MpiCommunicator>(sub, ranks)));
     }
     return *groups_.emplace(ranks, std::move(comm)).first->second;
   }

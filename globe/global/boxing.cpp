@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "globe/base/trace.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing_1d.h"
 #include "globe/global/global_tensor.h"
@@ -41,6 +42,8 @@ std::function<Tensor()> start_step(const Tensor& local, const Shape& shape, cons
   whole_axis[f] = sbp::broadcast;
   const Shape block = local_block(shape, p, whole_axis, me).shape;
   dist::Communicator& comm = dist::group(p.axis_group(me, int64_t(f)));
+  trace::Span span(trace::Kind::layout);  // what the step's collective is recorded under
+  if (span) span->name = cur[f].to_string() + " -> " + to.to_string() + " on mesh axis " + std::to_string(f);
   auto out = detail::start_box_axis(local, block, comm, cur[f], to);
   cur[f] = to;
   return out;
@@ -148,6 +151,8 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp, int t
   if (!in_src && !in_dst) return Tensor::empty(Shape(shape.size(), 0), x.dtype());
   const std::vector<int> members = union_ranks(sp, dp);
   dist::Communicator& comm = dist::group(members);
+  trace::Span span(trace::Kind::layout);
+  if (span) span->name = "move " + sp.to_string() + " -> " + dp.to_string();
   const Tensor& local = shard_of(x);
 
   // A move between meshes of one shape with one layout: member i sends its shard to member i.

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "globe/base/trace.h"
 #include "globe/autograd/engine.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
@@ -77,7 +78,11 @@ class Flight {
     std::vector<int64_t> axes;
     for (size_t a = 0; a < from.size(); ++a)
       if (from[a].is_partial() && to[a].is_broadcast() && pl.mesh_shape()[a] > 1) axes.push_back(int64_t(a));
-    if (!axes.empty()) req_ = dist::group(pl.axes_group(me, axes)).start_all_reduce_sum(flat_);
+    if (axes.empty()) return;
+    const trace::Span op(trace::Kind::op, "reduce gradients");  // the all-reduce is recorded under them
+    trace::Span layout(trace::Kind::layout);
+    if (layout) layout->name = "gradient bucket " + from.to_string() + " -> " + to.to_string();
+    req_ = dist::group(pl.axes_group(me, axes)).start_all_reduce_sum(flat_);
   }
 
   bool test() { return req_.test(); }

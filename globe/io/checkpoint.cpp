@@ -3,6 +3,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "globe/base/progress.h"
+#include "globe/base/trace.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
@@ -19,10 +21,18 @@ void check_rank(int rank, const char* op, const char* what) {
               " is outside the world of ", dist::world_size(), " ranks");
 }
 
+// A checkpoint this large shows its progress (base/progress.h): a line on a terminal, plain lines
+// in a log when it takes long.
+constexpr int64_t kProgressBytes = int64_t(256) << 20;
+std::unique_ptr<Progress> progress_for(const std::string& what, int64_t bytes) {
+  if (bytes < kProgressBytes) return nullptr;
+  return std::make_unique<Progress>(what, bytes, Progress::Unit::bytes);
+}
 
 }  // namespace
 
 void save(const StateDict& state, const std::string& path, const SaveOptions& options) {
+  const trace::Span span(trace::Kind::io, "save " + path);
   const int dst = options.global_dst_rank, me = dist::world_rank();
   io::enter_collective("save to rank " + std::to_string(dst) + ": " +
                        io::layout_fingerprint(state));
@@ -41,17 +51,23 @@ void save(const StateDict& state, const std::string& path, const SaveOptions& op
     });
   }
   const Placement on_dst = placement("cpu", std::vector<int>{dst});
+  int64_t bytes = 0;
+  for (const auto& [key, t] : state) bytes += t.numel() * int64_t(itemsize(t.dtype()));
+  std::unique_ptr<Progress> progress = me == dst ? progress_for("save " + path, bytes) : nullptr;
   for (const auto& [key, t] : state) {
     // One tensor at a time: the destination holds at most one gathered tensor beyond the model.
     Tensor value = t.is_global() ? shard_of(box(t, on_dst, sbp::broadcast)) : t;
     if (me == dst && error.empty()) error = io::capture_error([&] { writer->append(value); });
+    if (progress) progress->advance(t.numel() * int64_t(itemsize(t.dtype())));
   }
+  progress.reset();
   if (me == dst && error.empty()) error = io::capture_error([&] { writer->commit(); });
   writer.reset();  // an uncommitted temporary file goes away here
   io::agree_on_root_error(error, dst);
 }
 
 StateDict load(const std::string& path, const LoadOptions& options) {
+  const trace::Span span(trace::Kind::io, "load " + path);
   const int src = options.global_src_rank, me = dist::world_rank();
   io::enter_collective("load from rank " + std::to_string(src));
   check_rank(src, "load", "global_src_rank");
@@ -63,8 +79,12 @@ StateDict load(const std::string& path, const LoadOptions& options) {
     error = io::capture_error([&] {
       io::SafetensorsReader reader(path, "load");
       nlohmann::json meta = nlohmann::json::array();
+      int64_t bytes = 0;
+      for (const io::TensorRecord& rec : reader.header().tensors) bytes += int64_t(rec.nbytes());
+      const std::unique_ptr<Progress> progress = progress_for("load " + path, bytes);
       for (const io::TensorRecord& rec : reader.header().tensors) {
         values.emplace_back(rec.name, reader.read(rec));
+        if (progress) progress->advance(int64_t(rec.nbytes()));
         meta.push_back({rec.name, rec.dtype_name, rec.shape});
       }
       header = meta.dump();

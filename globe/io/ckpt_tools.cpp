@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "globe/base/format.h"
 #include "globe/core/sbp.h"
 #include "globe/io/chunk_reader.h"
 #include "globe/io/safetensors.h"
@@ -14,22 +15,6 @@
 namespace globe::io {
 
 namespace {
-
-std::string human_bytes(uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(n);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  std::ostringstream os;
-  if (u == 0)
-    os << n << " B";
-  else
-    os << std::fixed << std::setprecision(1) << v << " " << units[u];
-  return os.str();
-}
 
 // Left-aligned columns.
 std::string table(const std::vector<std::vector<std::string>>& rows) {
@@ -86,19 +71,19 @@ std::string describe_checkpoint(const std::string& path) {
     for (const IndexEntry& e : index.tensors) {
       const uint64_t n = nbytes_of(e.dtype, e.shape);
       total += n;
-      rows.push_back({e.name, e.dtype, shape_str(e.shape), human_bytes(n),
+      rows.push_back({e.name, e.dtype, shape_str(e.shape), format_bytes(double(n)),
                       std::to_string(e.chunks.size()), e.layout});
     }
     os << path << ": sharded checkpoint saved by " << index.world_size << " rank(s), "
-       << index.tensors.size() << " tensors, " << human_bytes(total) << " in "
+       << index.tensors.size() << " tensors, " << format_bytes(double(total)) << " in "
        << index.files().size() << " file(s)\n";
     os << table(rows) << metadata_lines(index.metadata);
   } else {
     const SafetensorsReader r(path, "ls");
     for (const TensorRecord& t : r.header().tensors)
-      rows.push_back({t.name, t.dtype_name, shape_str(t.shape), human_bytes(t.nbytes())});
+      rows.push_back({t.name, t.dtype_name, shape_str(t.shape), format_bytes(double(t.nbytes()))});
     os << path << ": safetensors file, " << r.header().tensors.size() << " tensors, "
-       << human_bytes(r.header().data_size) << " of data\n";
+       << format_bytes(double(r.header().data_size)) << " of data\n";
     os << table(rows) << metadata_lines(r.header().metadata);
   }
   return os.str();

@@ -5,6 +5,7 @@
 #include <memory>
 #include <set>
 
+#include "globe/base/trace.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
@@ -31,6 +32,7 @@ struct Planned {
 
 void save_sharded(const StateDict& state, const std::string& dir,
                   const ShardedSaveOptions& options) {
+  const trace::Span span(trace::Kind::io, "save_sharded " + dir);
   const int me = dist::world_rank();
   io::enter_collective("save_sharded: " + io::layout_fingerprint(state));
   for (const auto& [key, t] : state)
@@ -163,6 +165,7 @@ Request global_request(const io::IndexEntry& e, const std::string& dir,
 
 // Reads each rank's block of every request; boxes only where the target has partial_sum axes.
 StateDict load_requests(const std::string& dir, const std::vector<Request>& requests) {
+  const trace::Span span(trace::Kind::io, "load_sharded " + dir);
   const int me = dist::world_rank();
   std::string error;
   io::ChunkReader reader(dir, "load_sharded");

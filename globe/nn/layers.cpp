@@ -1,6 +1,9 @@
 #include "globe/nn/layers.h"
 
+#include <optional>
+
 #include "globe/autograd/checkpoint.h"
+#include "globe/base/trace.h"
 #include "globe/nn/parameter_use.h"
 
 #include "globe/nn/init.h"
@@ -20,6 +23,8 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias) {
 }
 
 Tensor UnaryModule::operator()(const Tensor& x) {
+  std::optional<trace::Span> span;  // a root module (no name) is the trace's top level
+  if (!name().empty()) span.emplace(trace::Kind::module, name());
   if (!recompute_) return call_forward(x);
   return checkpoint([this](const std::vector<Tensor>& in) { return call_forward(in[0]); }, {x}, recompute_label_);
 }

@@ -24,6 +24,7 @@ Tensor& Module::register_buffer(const std::string& name, Tensor& slot) {
 Module& Module::register_module(const std::string& name, Module& child) {
   GLOBE_CHECK(&child != this, "[register_module] a module cannot contain itself");
   children_.emplace_back(name, &child);
+  if (child.name_.empty()) child.name_ = name;
   return child;
 }
 
@@ -66,6 +67,7 @@ void Module::set_module(const std::string& name, std::shared_ptr<Module> child) 
   const std::string now = kind_of(name);
   GLOBE_CHECK(now.empty() || now == "module", "[set_module] '", name, "' is a ", now, " of this module, not a module");
   Module* raw = child.get();
+  if (raw->name_.empty()) raw->name_ = name;
   owned_children_[name] = std::move(child);  // a replaced child is no longer kept alive here
   for (auto& [n, c] : children_)
     if (n == name) {

@@ -59,6 +59,9 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   std::vector<std::pair<std::string, Tensor>> named_buffers() const;
   std::vector<std::pair<std::string, Module*>> named_children() const { return children_; }
+  // The name the module was first registered under in a parent ("" for a root): what its calls
+  // are named in traces (base/trace.h), nested as the calls are ("h.0.attn").
+  const std::string& name() const { return name_; }
 
   // Parameters and buffers, detached.
   StateDict state_dict() const;
@@ -138,6 +141,7 @@ class Module {
   std::deque<Tensor> owned_slots_;                   // slots of names added by set_parameter/set_buffer
   std::map<std::string, std::shared_ptr<Module>> owned_children_;  // children set_module keeps alive, by name
   bool training_ = true;
+  std::string name_;
   std::map<std::string, NdSbp> gather_layouts_;
   std::optional<DType> compute_dtype_;
   bool reshard_after_forward_ = true;

@@ -1,3 +1,4 @@
+#include "globe/base/trace.h"
 #include "globe/core/grad_mode.h"
 #include "globe/core/node.h"
 #include "globe/ops/hooks.h"
@@ -78,6 +79,8 @@ void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor
 }  // namespace detail
 
 Tensor dispatch(const OpPtr& op, const std::vector<Tensor>& inputs) {
+  trace::Span span(trace::Kind::op);
+  if (span) span->name = op->name();
   bool any_global = false;
   for (const Tensor& t : inputs) {
     GLOBE_CHECK(t.defined(), "[", op->name(), "] got an undefined tensor as input");

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "globe/base/trace.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
@@ -249,6 +250,9 @@ Tensor Pipeline::transfer(const Tensor& t, int from, int to, int mb, bool fwd, c
       if (on) total += seconds_since(start);
     }
   } count_wait{waited_, Clock::now(), receiving};
+  // The same time in the timeline: what the step's bubble is counted from.
+  std::optional<trace::Span> receive;
+  if (receiving) receive.emplace(trace::Kind::wait, "receive " + what);
   Tensor value = t;
   if (!fwd && !sending) value = phantom(like.shape(), like.dtype(), src, layout_on(like.sbp(), dst, src));
   if (fwd) {
@@ -286,6 +290,7 @@ Tensor Pipeline::evaluate(const Tensor& input, const Tensor& target, const LossF
 
 StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn& loss_fn, bool train) {
   check_ties_unsharded();  // a module may have been sharded after tie()
+  const trace::Span span(trace::Kind::region, "pipeline step");  // the extent its bubble is a share of
   const auto t0 = Clock::now();
   StepResult result;
   const int S = stages(), m = schedule_.microbatches();
@@ -333,6 +338,11 @@ StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn
     const int s = a.stage, k = a.microbatch;
     if (!mine(s) || (!train && a.phase != Phase::forward)) continue;
     const auto ta = Clock::now();
+    trace::Span span(trace::Kind::pipeline);  // "F3@s1": the schedule's own name for the action
+    if (span) {
+      span->name = to_string(a);
+      span->args = {{"stage", std::to_string(s)}, {"microbatch", std::to_string(k)}, {"phase", phase_name(a.phase)}};
+    }
     const Range r = split_range(rows, m, k);
     std::optional<NoSyncGuard> accumulate;
     if (&a != last_grad[size_t(s)]) accumulate.emplace();

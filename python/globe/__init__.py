@@ -20,7 +20,8 @@ from ._globe import (Error, Placement, Tensor, abs, add, arange, argmax, boxing_
                      max, mean, mse_loss, mul, narrow, neg, ones_like, permute, pick, pow, relu, reset_boxing_paths, reshape,
                      scatter_add, sigmoid, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype,
                      transpose, uniform, unsqueeze, view, visualize, zeros_like)
-from . import amp, env, nn, optim, pipeline, sbp, tensor_methods  # noqa: E402  (after _globe: they use it)
+from . import amp, env, nn, optim, pipeline, sbp, tensor_methods, trace  # noqa: E402  (after _globe: they use it)
+from .trace import CommTrace, Timeline  # noqa: E402
 from .tensor_methods import masked_fill, norm  # noqa: E402  (torch's mask and norm arguments)
 from . import utils  # noqa: E402  (utils.data, utils.global_view)
 from .autograd import grad_bucket_bytes, no_grad, no_sync, set_grad_bucket_bytes
@@ -48,7 +49,7 @@ def _excepthook(kind, value, traceback, _previous=_sys.excepthook):
 _sys.excepthook = _excepthook
 
 __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_global", "randn", "zeros", "ones", "full", "save", "load",
-           "no_grad", "no_sync", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half"]
+           "no_grad", "no_sync", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half"]
 
 
 class device:  # noqa: N801  (torch.device / flow.device)

@@ -80,6 +80,13 @@ class Module:
         return self._call_forward(*args, **kwargs)
 
     def _call_forward(self, *args, **kwargs):
+        # A span per named module call; a C++ layer's call opens its own.
+        if _globe.tracing() and self._cpp.name and not isinstance(self, _CppLayer):
+            with _globe.TraceSpan("module", self._cpp.name):
+                return self._run_forward(*args, **kwargs)
+        return self._run_forward(*args, **kwargs)
+
+    def _run_forward(self, *args, **kwargs):
         # A fully sharded or mixed-precision Python module runs with its parameters gathered and
         # cast, its floating tensor inputs cast too (a C++ layer does this itself).
         if not isinstance(self, _CppLayer) and self._cpp.transforms_parameters:

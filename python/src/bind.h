@@ -19,6 +19,7 @@ void bind_nn(pyb::module_& m);      // the C++ layers, as objects the Python Mod
 void bind_optim(pyb::module_& m);   // SGD, Adam, AdamW, clipping
 void bind_io(pyb::module_& m);      // save / load, sharded checkpoints, dist
 void bind_pipeline(pyb::module_& m);  // Pipeline over Python modules
+void bind_trace(pyb::module_& m);     // CommTrace, timelines, spans around Python module calls
 
 // A Python sequence of ints as a Shape.
 Shape to_shape(const pyb::object& seq);

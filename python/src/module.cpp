@@ -69,4 +69,5 @@ PYBIND11_MODULE(_globe, m) {
   bind_optim(m);
   bind_io(m);
   bind_pipeline(m);
+  bind_trace(m);
 }

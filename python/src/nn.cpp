@@ -50,6 +50,7 @@ void bind_nn(pyb::module_& m) {
       .def("to", [](Module& mod, DType dt) { mod.to(dt); })
       .def_property_readonly("fully_sharded", [](const Module& mod) { return !mod.gather_layouts().empty(); })
       .def_property_readonly("transforms_parameters", &Module::transforms_parameters)
+      .def_property_readonly("name", &Module::name)
       .def_property_readonly("compute_dtype", &Module::compute_dtype)
       .def("train", [](Module& mod, bool on) { mod.train(on); }, pyb::arg("mode") = true);
   // A C++ layer's call: its forward, with its marks (fully sharded, recomputed) honoured.

@@ -139,6 +139,9 @@ ParseResult parse_options(int argc, char** argv, const char* env_no_prefix) {
     } else if (name == "--logdir") {
       if (!value(o.logdir)) return missing();
       if (o.logdir.empty()) return fail("--logdir: empty directory name");
+    } else if (name == "--trace") {
+      if (!value(o.trace_dir)) return missing();
+      if (o.trace_dir.empty()) return fail("--trace: empty directory name");
     } else if (name == "--timeout") {
       if (!value(v)) return missing();
       if (!parse_seconds(v, o.timeout_s))
@@ -226,6 +229,10 @@ Options:
                        GLOBE_LAUNCH_NO_PREFIX=1)
   --logdir DIR         also write each rank's unprefixed stdout+stderr to DIR/rank.R.log
                        (DIR is created)
+  --trace DIR          write a timeline: every rank records its modules, ops, collectives,
+                       transfers, pipeline actions, waits and checkpoint I/O to
+                       DIR/trace.rank-R.json, merged at the end into DIR/trace.json (one
+                       track per rank; open it in ui.perfetto.dev or chrome://tracing)
   --timeout SEC        whole-job time limit; when it passes every rank is stopped and
                        globe-launch exits 124
   --max-restarts N     when a rank fails, report it, stop every rank and start them all

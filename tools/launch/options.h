@@ -24,6 +24,7 @@ struct LaunchOptions {
   double rdzv_timeout_s = 300;  // how long the launchers wait for each other
   bool no_prefix = false;
   std::string logdir;
+  std::string trace_dir;  // --trace: each rank's timeline there, merged into DIR/trace.json
   double timeout_s = 0;  // 0 = no whole-job timeout
   int max_restarts = 0;  // times every rank is started again after a rank failed
   std::string mpirun = "mpirun";

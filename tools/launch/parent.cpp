@@ -19,6 +19,7 @@
 #include "common.h"
 #include "node_group.h"
 #include "output_channel.h"
+#include "trace_merge.h"
 
 extern char** environ;
 
@@ -285,12 +286,29 @@ int run_starts(const LaunchOptions& o) {
     }
   }
 
+  std::string trace_dir;
+  if (!o.trace_dir.empty()) {
+    trace_dir = absolute_path(o.trace_dir);
+    if (!make_dirs(trace_dir)) {
+      say("cannot create trace directory '" + trace_dir + "': " + std::strerror(errno));
+      return 1;
+    }
+    ::setenv("GLOBE_TRACE_DIR", trace_dir.c_str(), 1);  // a GLOBE_ variable: every rank gets it
+  }
+
   const double timeout_at = o.timeout_s > 0 ? now_s() + o.timeout_s : kNever;
   for (int restart = 0;; ++restart) {
     // Each start sees its number; a rank's log (--logdir) is appended to after the first.
     ::setenv("GLOBE_RESTART_COUNT", std::to_string(restart).c_str(), 1);
     const JobEnd end = run_job(o, logdir, timeout_at);
-    if (!end.restartable || restart >= o.max_restarts) return end.exit_code;
+    if (!end.restartable || restart >= o.max_restarts) {
+      if (!trace_dir.empty()) {
+        std::string said;
+        if (merge_traces(trace_dir, said)) say(said);
+        else say("--trace: " + said);
+      }
+      return end.exit_code;
+    }
     say("restarting every rank (restart " + std::to_string(restart + 1) + " of " + std::to_string(o.max_restarts) +
         ", --max-restarts)");
   }
