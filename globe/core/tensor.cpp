@@ -292,7 +292,8 @@ Tensor Tensor::detach() const {
 std::string describe(const Tensor& t) {
   if (!t.defined()) return "undefined";
   std::string s = std::string(dtype_name(t.dtype())) + shape_str(t.shape());
-  if (t.is_global()) s += " " + detail::core_hooks.describe_layout(t);
+  if (t.is_global()) s += " " + detail::core_hooks.describe_layout(t);  // its placement names the device
+  else if (!t.device().is_cpu()) s += " on " + t.device().str();       // CPU is the default, unsaid
   return s;
 }
 

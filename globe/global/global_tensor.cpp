@@ -1,5 +1,6 @@
 #include "globe/global/global_tensor.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "globe/core/random.h"
@@ -160,25 +161,35 @@ Tensor detail::full_like_global(const Tensor& t, double value) {
 
 // ---- visualize --------------------------------------------------------------------------------
 
-std::string visualize(const Tensor& t) {
-  const GlobalMeta& m = meta_of(t, "visualize");
+std::string visualize(const Shape& shape, const Placement& p, const NdSbp& sbp_in, DType dtype) {
+  const NdSbp sbp = normalize_sbp(sbp_in, int64_t(shape.size()), p.mesh_ndim(), "visualize");
   std::ostringstream os;
-  os << "global tensor " << dtype_name(t.dtype()) << shape_str(t.shape()) << " on " << m.placement.to_string()
-     << " with sbp " << m.sbp.to_string() << "\n";
-  const Placement& p = m.placement;
+  os << "global tensor " << dtype_name(dtype) << shape_str(shape) << " on " << p.to_string() << " with sbp "
+     << sbp.to_string() << "\n";
+  std::string partial_axes;
+  for (size_t a = 0; a < sbp.size(); ++a)
+    if (sbp[a].is_partial()) partial_axes += (partial_axes.empty() ? "" : ", ") + std::to_string(a);
+  std::vector<std::pair<Block, int>> seen;  // blocks named so far, with their first rank
   for (int i = 0; i < p.size(); ++i) {
     const int r = p.ranks()[i];
-    const auto coord = p.coord_of(i);
-    Block b = local_block(t.shape(), p, m.sbp, r);
-    os << "  rank " << r << " (mesh " << shape_str(coord) << "): ";
-    bool partial = false;
-    for (size_t a = 0; a < m.sbp.size(); ++a) partial |= m.sbp[a].is_partial();
-    os << "[";
-    for (size_t d = 0; d < b.start.size(); ++d)
-      os << (d ? ", " : "") << b.start[d] << ":" << b.start[d] + b.shape[d];
-    os << "]" << (partial ? " partial sum" : "") << "\n";
+    const Block b = local_block(shape, p, sbp, r);
+    os << "  rank " << r << " (mesh " << shape_str(p.coord_of(i)) << "): [";
+    for (size_t d = 0; d < b.start.size(); ++d) os << (d ? ", " : "") << b.start[d] << ":" << b.start[d] + b.shape[d];
+    os << "]";
+    if (!partial_axes.empty()) os << " partial sum over mesh axis " << partial_axes;
+    const auto same = std::find_if(seen.begin(), seen.end(), [&](const auto& s) {
+      return s.first.start == b.start && s.first.shape == b.shape;
+    });
+    if (same != seen.end() && partial_axes.empty()) os << ", the same block as rank " << same->second;
+    else if (same == seen.end()) seen.emplace_back(b, r);
+    os << "\n";
   }
   return os.str();
+}
+
+std::string visualize(const Tensor& t) {
+  const GlobalMeta& m = meta_of(t, "visualize");
+  return visualize(t.shape(), m.placement, m.sbp, t.dtype());
 }
 
 }  // namespace globe

@@ -54,7 +54,10 @@ Tensor from_full(const Tensor& value, const Placement& placement, const NdSbp& s
 // mode of that moment, and gives the result. Ranks start and finish them in the same order.
 std::function<Tensor()> start_to_global(const Tensor& x, const NdSbp& sbp, const NdSbp& grad_sbp);
 
-// Which rank holds which block: a text picture for tutorials (1-D and 2-D meshes).
+// Which rank holds which block, with its index ranges: a text picture for any number of mesh and
+// tensor dims. Partial sums name their mesh axes; a replica names the first rank holding its block.
 std::string visualize(const Tensor& t);
+// The same for a layout not yet made: nothing is allocated or sent.
+std::string visualize(const Shape& shape, const Placement& placement, const NdSbp& sbp, DType dtype = kFloat32);
 
 }  // namespace globe

@@ -177,7 +177,11 @@ void bind_tensor(pyb::module_& m) {
 
   m.def("from_numpy", &from_numpy, pyb::arg("array"));
   m.def("describe", &describe);
-  m.def("visualize", &visualize);
+  m.def("visualize", [](const Tensor& t) { return visualize(t); }, pyb::arg("tensor"));
+  // A layout not yet made: visualize((4, 6), placement, sbp).
+  m.def("visualize", [](const pyb::object& shape, const pyb::object& placement, const pyb::object& sbp) {
+    return visualize(to_shape(shape), to_placement(placement), to_nd_sbp(sbp));
+  }, pyb::arg("shape"), pyb::arg("placement"), pyb::arg("sbp"));
   m.def(
       "local_block",
       [](const Shape& shape, const Placement& p, const pyb::object& sbp, int rank) {

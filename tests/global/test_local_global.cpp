@@ -407,5 +407,21 @@ TEST(Visualize, TwoDimensionalMesh) {
   }
 }
 
+TEST(Visualize, ThreeDimensionalMeshAndTensor) {
+  if (world() != 4) GTEST_SKIP() << "a 2 x 1 x 2 mesh of 4 ranks";
+  const Placement p("cpu", {0, 1, 2, 3}, {2, 1, 2});
+  // S(0) on axis 0, B on the one-rank axis 1, S(2) on axis 2 of a [4, 6, 5] tensor.
+  const std::string v = visualize({4, 6, 5}, p, {sbp::split(0), sbp::broadcast, sbp::split(2)});
+  EXPECT_TRUE(contains(v, "float32[4, 6, 5]")) << v;
+  EXPECT_TRUE(contains(line_of_rank(v, 0), "(mesh [0, 0, 0]): [0:2, 0:6, 0:3]")) << v;
+  EXPECT_TRUE(contains(line_of_rank(v, 1), "(mesh [0, 0, 1]): [0:2, 0:6, 3:5]")) << v;
+  EXPECT_TRUE(contains(line_of_rank(v, 3), "(mesh [1, 0, 1]): [2:4, 0:6, 3:5]")) << v;
+  // A replica names the first rank holding its block; partial sums name their mesh axes.
+  const std::string b = visualize({4, 6, 5}, p, {sbp::broadcast, sbp::broadcast, sbp::split(1)});
+  EXPECT_TRUE(contains(line_of_rank(b, 2), "[0:4, 0:3, 0:5], the same block as rank 0")) << b;
+  const std::string ps = visualize(zeros({4, 6}, p, {sbp::partial_sum, sbp::broadcast, sbp::split(0)}));
+  EXPECT_TRUE(contains(line_of_rank(ps, 3), "[2:4, 0:6] partial sum over mesh axis 0")) << ps;
+}
+
 }  // namespace
 }  // namespace globe

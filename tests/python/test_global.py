@@ -264,3 +264,13 @@ def test_boxing_paths_count_what_a_layout_change_ran():
         assert paths == {"to_global: (S(0)) -> (B): per axis (0: S(0) -> B)": 1}
     flow.reset_boxing_paths()
     assert flow.boxing_paths() == []
+
+
+def test_visualize_shows_a_layout_not_yet_made():
+    n = flow.env.get_world_size()
+    p = flow.placement("cpu", ranks=list(range(n)))
+    v = flow.visualize((2 * n, 3), p, flow.sbp.split(0))
+    for r in range(n):
+        assert f"rank {r} (mesh [{r}]): [{2 * r}:{2 * r + 2}, 0:3]" in v, v
+    b = flow.visualize((2, 3), p, flow.sbp.broadcast)
+    assert n == 1 or "the same block as rank 0" in b, b
