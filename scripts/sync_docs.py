@@ -52,6 +52,10 @@ A block that matches is left as it is, so the numbers a page shows stay those of
 block that differs is rewritten from the new run (the page's commands and fence are kept). Markers
 inside other fenced code blocks are text, so a page can show the syntax.
 
+Pictures. With the outputs (and no --page), docs/img/*.svg are compared with what
+build/bin/doc_pictures draws on 2 ranks (docs/snippets/doc_pictures.cpp): a missing, stale or no
+longer drawn picture counts as a stale block, and is redrawn (or removed) unless --check.
+
     python3 scripts/sync_docs.py                 rewrite every stale block (listings and outputs)
     python3 scripts/sync_docs.py --check         exit 1 naming the page, the block and the first
                                                  differing line of each stale block (writes nothing)
@@ -431,6 +435,49 @@ def follow(page, page_lines, translation_path, root):
     return name, lines, out, stale
 
 
+PICTURES = "docs/img"  # the tutorials' pictures, drawn by build/bin/doc_pictures
+
+
+def sync_pictures(ctx, check):
+    """Draws the pictures into a scratch directory and compares them with docs/img/: a missing,
+    stale or no longer drawn picture is stale (rewritten unless `check`). Returns the stale count."""
+    if not (ctx.root / "docs" / "snippets" / "doc_pictures.cpp").exists():
+        return 0  # a root without pictures (a test fixture)
+    launcher, program = ctx.build / "bin" / "globe-launch", ctx.build / "bin" / "doc_pictures"
+    if not program.exists():
+        print(f"sync_docs: {program} is not built; the pictures are not checked", file=sys.stderr)
+        ctx.failed += 1
+        return 0
+    target = ctx.root / PICTURES
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GLOBE_")}
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        run = subprocess.run([str(launcher), "--nproc_per_node", "2", str(program), scratch], env=env,
+                             capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            print(f"sync_docs: doc_pictures failed:\n{run.stdout}{run.stderr}", file=sys.stderr)
+            ctx.failed += 1
+            return 0
+        drawn = {f.name: f.read_bytes() for f in pathlib.Path(scratch).iterdir()}
+    kept = {f.name: f.read_bytes() for f in target.glob("*.svg")} if target.exists() else {}
+    stale = 0
+    for name in sorted(set(drawn) | set(kept)):
+        if drawn.get(name) == kept.get(name):
+            continue
+        stale += 1
+        why = "missing" if name not in kept else ("no longer drawn" if name not in drawn else "stale")
+        if check:
+            print(f"{PICTURES}/{name}: picture is {why}", file=sys.stderr)
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        if name in drawn:
+            (target / name).write_bytes(drawn[name])
+        else:
+            (target / name).unlink()
+        print(f"{PICTURES}/{name}: {'removed' if name not in drawn else 'drawn'} ({why})")
+    return stale
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description="Sync the include and output blocks of docs/*.md with the repository.")
     parser.add_argument("--check", action="store_true", help="report stale blocks and exit 1; write nothing")
@@ -481,6 +528,8 @@ def main(argv):
                           file=sys.stderr if args.check or failed else sys.stdout)
                 if not args.check and new != old:
                     path.write_text("".join(new), encoding="utf-8")
+        if ctx.outputs and not args.page:
+            total_stale += sync_pictures(ctx, args.check)
     except PageError as e:
         print(f"sync_docs: {e}", file=sys.stderr)
         return 2

@@ -51,7 +51,7 @@ struct Sim {
       : kind(k), p(p_), v(v_), m(m_), S(p_ * v_), split(k == Kind::zb_h1),
         f_end(S, std::vector<int>(m, kNever)), b_end(f_end), w_end(f_end), alive(p, 0), peak(p, 0) {}
 
-  int dur(Phase ph) const { return ph == Phase::backward ? 2 : 1; }
+  int dur(Phase ph) const { return Schedule::unit_time(ph); }
   bool started(const std::vector<std::vector<int>>& e, int c, int k) const { return e[c][k] != kNever; }
 
   bool ready(const Action& a, int t) const {

@@ -60,6 +60,10 @@ class Schedule {
   // Simulated idle fraction of the groups (unit times) and the most micro-batches whose
   // activations a group holds at once.
   double simulated_bubble() const;
+  // When order()[i] starts in the simulation, in unit times; and how long an action of a phase
+  // runs there (F 1, B 2, I 1, W 1). What the time table and the tutorials' charts are drawn from.
+  const std::vector<int>& simulated_starts() const { return start_; }
+  static int unit_time(Phase phase) { return phase == Phase::backward ? 2 : 1; }
   std::vector<int> simulated_peak_alive() const { return peak_alive_; }
 
  private:
