@@ -6,8 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "globe/base/trace.h"
 #include "globe/autograd/grad_route.h"
+#include "globe/base/trace.h"
 #include "globe/core/grad_mode.h"
 #include "globe/core/hooks.h"
 #include "globe/core/node.h"

@@ -2,7 +2,8 @@
 // the time left. On a terminal it is one line rewritten in place at most every `interval_s`, and
 // finish() leaves its last state. Anywhere else (a log file, a pipe) it is a plain line, without
 // control characters, once `log_interval_s` has passed and then at most that often, and finish()
-// adds a last one: a run shorter than that says nothing in a log.
+// adds a last one: a run shorter than that says nothing in a log. Under globe-launch a rank's
+// output goes through the launcher's line relay, not a terminal, so ranks write log lines.
 //
 //   globe::Progress bar("save ckpt.safetensors", total_bytes, globe::Progress::Unit::bytes);
 //   for (...) bar.advance(n);

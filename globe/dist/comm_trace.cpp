@@ -14,10 +14,12 @@ CommTrace::CommTrace() { trace::attach(this); }
 CommTrace::~CommTrace() { stop(); }
 
 void CommTrace::stop() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (stopped_) return;
-  stopped_ = true;
-  trace::detach(this);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  trace::detach(this);  // outside mutex_: record() takes it under the sinks' lock
 }
 
 void CommTrace::record(const trace::Event& e) {

@@ -6,8 +6,8 @@
 #include <map>
 #include <memory>
 
-#include "globe/base/trace.h"
 #include "globe/autograd/engine.h"
+#include "globe/base/trace.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/global_tensor.h"
