@@ -53,8 +53,9 @@ block that differs is rewritten from the new run (the page's commands and fence 
 inside other fenced code blocks are text, so a page can show the syntax.
 
 Pictures. With the outputs (and no --page), docs/img/*.svg are compared with what
-build/bin/doc_pictures draws on 2 ranks (docs/snippets/doc_pictures.cpp): a missing, stale or no
-longer drawn picture counts as a stale block, and is redrawn (or removed) unless --check.
+build/bin/doc_pictures draws on 2 ranks (docs/snippets/doc_pictures.cpp) from Globe itself and
+from the measured data in docs/data/: a missing, stale or no longer drawn picture counts as a
+stale block, and is redrawn (or removed) unless --check.
 
     python3 scripts/sync_docs.py                 rewrite every stale block (listings and outputs)
     python3 scripts/sync_docs.py --check         exit 1 naming the page, the block and the first
@@ -452,7 +453,8 @@ def sync_pictures(ctx, check):
     with tempfile.TemporaryDirectory() as scratch:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GLOBE_")}
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        run = subprocess.run([str(launcher), "--nproc_per_node", "2", str(program), scratch], env=env,
+        run = subprocess.run([str(launcher), "--nproc_per_node", "2", str(program), scratch,
+                              str(ctx.root / "docs" / "data")], env=env,
                              capture_output=True, text=True, timeout=120)
         if run.returncode != 0:
             print(f"sync_docs: doc_pictures failed:\n{run.stdout}{run.stderr}", file=sys.stderr)

@@ -1,10 +1,13 @@
 // The tutorials' pictures, drawn from Globe itself as SVG (docs/img/): each schedule of page 06 from
-// pipeline::Schedule's own simulation, and page 03's split / broadcast / partial-sum drawing from
-// real matmuls on 2 ranks (the layouts the dispatcher chose, each rank's block from local_block).
-// scripts/sync_docs.py runs it and keeps docs/img/ equal to what it draws (the docs check fails on
-// a stale or missing picture):
+// pipeline::Schedule's own simulation, page 03's split / broadcast / partial-sum drawing from real
+// matmuls on 2 ranks (the layouts the dispatcher chose, each rank's block from local_block), and
+// page 07's loss curves from the measured runs in DATADIR/gpt-loss-curves.json (written by
+// bench/gpt/loss_curves.sh). scripts/sync_docs.py runs it and keeps docs/img/ equal to what it
+// draws (the docs check fails on a stale or missing picture):
 //
-//   build/bin/globe-launch --nproc_per_node 2 build/bin/doc_pictures OUTDIR    (rank 0 writes)
+//   build/bin/globe-launch --nproc_per_node 2 build/bin/doc_pictures OUTDIR DATADIR   (rank 0 writes)
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include <globe/globe.h>
+#include <nlohmann/json.hpp>
 
 namespace pp = globe::pipeline;
 namespace sbp = globe::sbp;
@@ -29,10 +33,12 @@ std::string svg_open(int width, int height) {
   return os.str();
 }
 
-std::string rect(double x, double y, double w, double h, const std::string& fill, const std::string& extra = "") {
+// A rectangle, outlined unless `outline` is false.
+std::string rect(double x, double y, double w, double h, const std::string& fill, const std::string& extra = "",
+                 bool outline = true) {
   std::ostringstream os;
   os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h << "\" fill=\"" << fill
-     << "\" stroke=\"#333\" stroke-width=\"0.6\"" << extra << "/>\n";
+     << "\"" << (outline ? " stroke=\"#333\" stroke-width=\"0.6\"" : "") << extra << "/>\n";
   return os.str();
 }
 
@@ -153,14 +159,104 @@ std::string sbp_svg(const globe::Placement& p) {
   return os.str();
 }
 
+// A measured step (bench/pipeline_trace.sh): each rank's actions where they ran, in milliseconds,
+// with the time spent receiving hatched grey.
+std::string traced_step_svg(const nlohmann::json& data) {
+  const double left = 70, top = 44, row = 28, w = 640;
+  double end_us = 0;
+  for (const auto& r : data.at("ranks"))
+    end_us = std::max(end_us, r.at("step_start_us").get<double>() + r.at("step_us").get<double>());
+  auto px = [&](double us) { return left + w * us / end_us; };
+  const size_t n = data.at("ranks").size();
+  std::ostringstream os;
+  os << svg_open(int(left + w + 30), int(top + double(n) * row + 50));
+  char title[160];
+  std::snprintf(title, sizeof title, "A measured 1F1B step: %zu stages x 8 micro-batches, %.1f ms (%d cores for %zu ranks)",
+                n, end_us / 1000, data.at("cores").get<int>(), n);
+  os << text(10, 20, title, " font-size=\"14\" font-weight=\"bold\"");
+  for (size_t i = 0; i < n; ++i) {
+    const auto& r = data.at("ranks")[i];
+    const double y = top + double(i) * row;
+    os << text(10, y + row / 2 + 2, "rank " + std::to_string(r.at("rank").get<int>()));
+    for (const auto& a : r.at("actions")) {
+      const std::string name = a[0].get<std::string>();
+      const double x0 = px(a[1].get<double>()), x1 = px(a[1].get<double>() + a[2].get<double>());
+      const pp::Phase phase = name[0] == 'F' ? pp::Phase::forward : pp::Phase::backward;
+      os << rect(x0, y, std::max(0.5, x1 - x0), row - 4, phase_colour(phase, 0), " fill-opacity=\"0.9\"");
+      if (x1 - x0 > 12) os << text((x0 + x1) / 2, y + row / 2 - 2, name.substr(1, name.find('@') - 1), " text-anchor=\"middle\" font-size=\"10\"");
+    }
+    // Receiving happens inside an action: a grey band over the lower half of its bar.
+    for (const auto& wt : r.at("receives")) {
+      const double x0 = px(wt[0].get<double>()), x1 = px(wt[0].get<double>() + wt[1].get<double>());
+      os << rect(x0, y + row / 2, std::max(0.5, x1 - x0), row / 2 - 4, "#777777", " fill-opacity=\"0.75\"", /*outline=*/false);
+    }
+  }
+  const double ly = top + double(n) * row + 18;
+  for (double ms = 0; ms <= end_us / 1000 + 1e-9; ms += std::max(1.0, std::floor(end_us / 1000 / 8)))
+    os << text(px(ms * 1000) - 4, ly, std::to_string(int(ms)), " font-size=\"10\"");
+  os << text(left, ly + 18, "ms from the first rank's step start; blue F, green B (numbers: micro-batch); grey band: receiving",
+             " font-size=\"11\" fill=\"#555\"");
+  return os.str();
+}
+
+// ---- page 07: loss curves ----
+
+std::string loss_curves_svg(const nlohmann::json& data) {
+  const double left = 60, top = 40, w = 560, h = 300, lo = 2.0, hi = 6.0;
+  const int steps = 600, window = 20;
+  const char* colours[] = {"#222222", "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1"};
+  auto px = [&](double step) { return left + w * step / steps; };
+  auto py = [&](double loss) { return top + h * (hi - std::clamp(loss, lo, hi)) / (hi - lo); };
+  std::ostringstream os;
+  os << svg_open(int(left + w + 200), int(top + h + 60));
+  os << text(10, 22, "GPT, 600 steps from the same initial weights: training loss (mean of " + std::to_string(window) +
+                         " steps) and validation loss", " font-size=\"13\" font-weight=\"bold\"");
+  for (double l = lo; l <= hi + 1e-9; l += 0.5) {
+    char label[16];
+    std::snprintf(label, sizeof label, "%.1f", l);
+    os << "<line x1=\"" << left << "\" y1=\"" << py(l) << "\" x2=\"" << left + w << "\" y2=\"" << py(l)
+       << "\" stroke=\"#ddd\"/>\n" << text(left - 30, py(l) + 4, label, " font-size=\"11\"");
+  }
+  for (int s = 0; s <= steps; s += 100)
+    os << text(px(s) - 8, top + h + 18, std::to_string(s), " font-size=\"11\"");
+  os << text(left + w / 2 - 15, top + h + 38, "step", " font-size=\"11\"");
+  const auto& runs = data.at("runs");
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const std::vector<double> losses = runs[r].at("losses").get<std::vector<double>>();
+    const char* colour = colours[r % 6];
+    std::ostringstream path;
+    double sum = 0;
+    for (size_t i = 0; i < losses.size(); ++i) {
+      sum += losses[i] - (i >= size_t(window) ? losses[i - size_t(window)] : 0.0);
+      const double mean = sum / double(std::min(i + 1, size_t(window)));
+      path << (i ? " L" : "M") << px(double(i + 1)) << "," << py(mean);
+    }
+    os << "<path d=\"" << path.str() << "\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.4\""
+       << (r == 0 ? " stroke-dasharray=\"5,3\"" : "") << "/>\n";
+    if (runs[r].contains("val"))
+      for (const auto& v : runs[r].at("val"))
+        os << "<circle cx=\"" << px(v[0].get<double>()) << "\" cy=\"" << py(v[1].get<double>()) << "\" r=\"2.6\" fill=\""
+           << colour << "\"/>\n";
+    const double ly = top + 14 + 18 * double(r);
+    os << "<line x1=\"" << left + w + 12 << "\" y1=\"" << ly - 4 << "\" x2=\"" << left + w + 32 << "\" y2=\"" << ly - 4
+       << "\" stroke=\"" << colour << "\" stroke-width=\"2\"" << (r == 0 ? " stroke-dasharray=\"5,3\"" : "") << "/>\n"
+       << text(left + w + 38, ly, runs[r].at("name").get<std::string>(), " font-size=\"11\"");
+  }
+  const double ly = top + 14 + 18 * double(runs.size()) + 8;
+  os << "<circle cx=\"" << left + w + 22 << "\" cy=\"" << ly - 4 << "\" r=\"2.6\" fill=\"#555\"/>\n"
+     << text(left + w + 38, ly, "validation loss", " font-size=\"11\"");
+  return os.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 || std::string(argv[1]) == "--help") {
-    std::cerr << "usage: globe-launch --nproc_per_node 2 doc_pictures OUTDIR (rank 0 writes the tutorials' SVGs)\n";
-    return argc == 2 ? 0 : 2;
+  if (argc != 3) {
+    std::cerr << "usage: globe-launch --nproc_per_node 2 doc_pictures OUTDIR DATADIR (rank 0 writes the tutorials' "
+                 "SVGs; DATADIR holds the measured data some are drawn from: docs/data)\n";
+    return argc == 2 && std::string(argv[1]) == "--help" ? 0 : 2;
   }
-  const std::string dir = argv[1];
+  const std::string dir = argv[1], data_dir = argv[2];
   if (globe::dist::world_size() != 2) {
     std::cerr << "doc_pictures: run it on 2 ranks (page 03's drawing is of a 2-rank matmul)\n";
     return 2;
@@ -172,5 +268,17 @@ int main(int argc, char** argv) {
       {"gpipe", "GPipe", 1}, {"1f1b", "1F1B", 1}, {"interleaved", "Interleaved 1F1B (2 chunks)", 2}, {"zb-h1", "ZB-H1", 1}};
   for (const auto& [name, title, chunks] : schedules)
     write(dir, "schedule-" + name + ".svg", schedule_svg(pp::Schedule::make(name, 4, 8, chunks), title));
+  // Measured data: a missing file is an error naming the script that writes it.
+  const std::pair<std::string, std::string> measured[] = {{"gpt-loss-curves", "bench/gpt/loss_curves.sh"},
+                                                          {"pipeline-1f1b-trace", "bench/pipeline_trace.sh"}};
+  for (const auto& [name, script] : measured) {
+    std::ifstream in(data_dir + "/" + name + ".json");
+    if (!in) {
+      std::cerr << "doc_pictures: cannot read " << data_dir << "/" << name << ".json (" << script << " writes it)\n";
+      return 1;
+    }
+    const nlohmann::json data = nlohmann::json::parse(in);
+    write(dir, name + ".svg", name == "gpt-loss-curves" ? loss_curves_svg(data) : traced_step_svg(data));
+  }
   return 0;
 }
