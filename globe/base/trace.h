@@ -76,6 +76,7 @@ class Span {
 
   explicit operator bool() const { return event_ != nullptr; }
   Event* operator->() { return event_.get(); }
+  Event& operator*() { return *event_; }
 
  private:
   void open(Kind kind, std::string name);

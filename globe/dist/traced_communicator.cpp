@@ -13,21 +13,20 @@ namespace {
 
 int64_t bytes_of(const Tensor& t) { return t.numel() * int64_t(itemsize(t.dtype())); }
 
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (int r : ranks) s += (s.size() > 1 ? ", " : "") + std::to_string(r);
-  return s + "]";
+// What a collective's event says besides its name: payload, group (world ranks, "[0, 1]") and,
+// for a transfer, the peer's world rank (`peer` a group index, -1: none).
+void describe(trace::Event& e, const Communicator& c, int64_t bytes, int peer) {
+  const std::vector<int>& ranks = c.world_ranks();
+  e.bytes = bytes;
+  e.args.emplace_back("group", shape_str(Shape(ranks.begin(), ranks.end())));
+  if (peer >= 0) e.args.emplace_back("peer", std::to_string(ranks[size_t(peer)]));
 }
 
-// A blocking call's span; `peer` is a group index (-1: none).
+// A blocking call's span.
 template <class Run>
 void traced(const Communicator& c, const char* name, int64_t bytes, int peer, Run&& run) {
   trace::Span span(trace::Kind::comm, name);
-  if (span) {
-    span->bytes = bytes;
-    span->args.emplace_back("group", ranks_text(c.world_ranks()));
-    if (peer >= 0) span->args.emplace_back("peer", std::to_string(c.world_ranks()[size_t(peer)]));
-  }
+  if (span) describe(*span, c, bytes, peer);
   run();
 }
 
@@ -59,10 +58,8 @@ template <class Start>
 Request traced_start(const Communicator& c, const char* name, int64_t bytes, int peer, Start&& start) {
   if (!trace::on()) return start();
   auto event = trace::begin(trace::Kind::comm, name);
-  event->bytes = bytes;
+  describe(*event, c, bytes, peer);
   event->in_flight = true;
-  event->args.emplace_back("group", ranks_text(c.world_ranks()));
-  if (peer >= 0) event->args.emplace_back("peer", std::to_string(c.world_ranks()[size_t(peer)]));
   return Request(std::make_shared<TracedRequest>(start(), std::move(event)));
 }
 

@@ -63,6 +63,8 @@ TEST(CommTrace, DataParallelStepAllReducesTheGradientsOnceInBackward) {
   EXPECT_EQ(rs[0].layout, "gradient bucket (P) -> (B)");
   EXPECT_EQ(rs[0].bytes, (16 * 10 + 16) * 4);
   EXPECT_EQ(rs[0].module, "");
+  EXPECT_EQ(rs[0].group, world() == 2 ? "[0, 1]" : "[0, 1, 2, 3]");
+  EXPECT_EQ(rs[0].peer, "");
   EXPECT_GE(rs[0].seconds, 0.0);
   EXPECT_THAT(comm.table(), HasSubstr("reduce gradients | gradient bucket (P) -> (B) | all_reduce"));
 }
