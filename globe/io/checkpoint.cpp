@@ -3,7 +3,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "globe/base/progress.h"
 #include "globe/base/trace.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
@@ -19,14 +18,6 @@ namespace {
 void check_rank(int rank, const char* op, const char* what) {
   GLOBE_CHECK(rank >= 0 && rank < dist::world_size(), "[", op, "] ", what, " ", rank,
               " is outside the world of ", dist::world_size(), " ranks");
-}
-
-// A checkpoint this large shows its progress (base/progress.h): a line on a terminal, plain lines
-// in a log when it takes long.
-constexpr int64_t kProgressBytes = int64_t(256) << 20;
-std::unique_ptr<Progress> progress_for(const std::string& what, int64_t bytes) {
-  if (bytes < kProgressBytes) return nullptr;
-  return std::make_unique<Progress>(what, bytes, Progress::Unit::bytes);
 }
 
 }  // namespace
@@ -53,7 +44,7 @@ void save(const StateDict& state, const std::string& path, const SaveOptions& op
   const Placement on_dst = placement("cpu", std::vector<int>{dst});
   int64_t bytes = 0;
   for (const auto& [key, t] : state) bytes += t.numel() * int64_t(itemsize(t.dtype()));
-  std::unique_ptr<Progress> progress = me == dst ? progress_for("save " + path, bytes) : nullptr;
+  std::unique_ptr<Progress> progress = me == dst ? io::checkpoint_progress("save " + path, bytes) : nullptr;
   for (const auto& [key, t] : state) {
     // One tensor at a time: the destination holds at most one gathered tensor beyond the model.
     Tensor value = t.is_global() ? shard_of(box(t, on_dst, sbp::broadcast)) : t;
@@ -81,7 +72,7 @@ StateDict load(const std::string& path, const LoadOptions& options) {
       nlohmann::json meta = nlohmann::json::array();
       int64_t bytes = 0;
       for (const io::TensorRecord& rec : reader.header().tensors) bytes += int64_t(rec.nbytes());
-      const std::unique_ptr<Progress> progress = progress_for("load " + path, bytes);
+      const std::unique_ptr<Progress> progress = io::checkpoint_progress("load " + path, bytes);
       for (const io::TensorRecord& rec : reader.header().tensors) {
         values.emplace_back(rec.name, reader.read(rec));
         if (progress) progress->advance(int64_t(rec.nbytes()));

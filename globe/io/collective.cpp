@@ -80,4 +80,10 @@ std::string layout_fingerprint(const StateDict& state) {
   return std::to_string(state.size()) + " tensors, layouts " + buf;
 }
 
+std::unique_ptr<Progress> checkpoint_progress(const std::string& what, int64_t bytes, int64_t checkpoint_bytes) {
+  constexpr int64_t kProgressBytes = int64_t(256) << 20;
+  if ((checkpoint_bytes < 0 ? bytes : checkpoint_bytes) < kProgressBytes) return nullptr;
+  return std::make_unique<Progress>(what, bytes, Progress::Unit::bytes);
+}
+
 }  // namespace globe::io

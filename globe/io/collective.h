@@ -3,7 +3,11 @@
 // operation failed. Runs on the world communicator; a world of one never touches MPI.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
+
+#include "globe/base/progress.h"
 
 #include "globe/core/tensor.h"
 #include "globe/nn/state_dict.h"
@@ -38,5 +42,10 @@ void agree_on_root_error(const std::string& root_error, int root);
 // A short hash of what each key is (name, dtype, shape, layout): equal state dicts give equal
 // fingerprints on every rank, so enter_collective can compare them.
 std::string layout_fingerprint(const StateDict& state);
+
+// The progress of reading or writing `bytes` (base/progress.h: a line on a terminal, plain lines in
+// a log when it takes long), or null when the checkpoint (`checkpoint_bytes`, all ranks' together;
+// -1: `bytes`) is under 256 MiB. One rank shows it: the ranks' lines would interleave.
+std::unique_ptr<Progress> checkpoint_progress(const std::string& what, int64_t bytes, int64_t checkpoint_bytes = -1);
 
 }  // namespace globe::io

@@ -19,8 +19,6 @@ namespace globe {
 
 namespace {
 
-
-
 struct Planned {
   const Tensor* value = nullptr;
   NdSbp cut;          // global: the layout the blocks come from
@@ -90,6 +88,13 @@ void save_sharded(const StateDict& state, const std::string& dir,
           dir + "/" + my_file, mine,
           std::map<std::string, std::string>{{"globe", "shard"}, {"tag", tag}}, "save_sharded");
     });
+  int64_t all_bytes = 0, my_bytes = 0;  // every chunk of every rank; this rank's
+  for (size_t i = 0; i < plan.size(); ++i)
+    for (const io::ChunkRecord& c : index.tensors[i].chunks)
+      all_bytes += numel_of(c.shape) * int64_t(itemsize(plan[i].value->dtype()));
+  for (const io::TensorDecl& d : mine) my_bytes += numel_of(d.shape) * int64_t(itemsize(d.dtype));
+  const std::unique_ptr<Progress> progress =
+      me == 0 ? io::checkpoint_progress("save_sharded " + dir + " (rank 0's chunks)", my_bytes, all_bytes) : nullptr;
   for (const Planned& p : plan) {
     const Tensor& t = *p.value;
     Tensor v = t;
@@ -97,6 +102,7 @@ void save_sharded(const StateDict& state, const std::string& dir,
       v = box(t, t.placement(), p.cut);  // collective: every rank
     if (p.mine && error.empty())
       error = io::capture_error([&] { writer->append(v.is_global() ? shard_of(v) : v); });
+    if (p.mine && progress) progress->advance(numel_of(p.my_shape) * int64_t(itemsize(t.dtype())));
   }
   bool committed = false;
   if (writer && error.empty())
@@ -170,16 +176,34 @@ StateDict load_requests(const std::string& dir, const std::vector<Request>& requ
   std::string error;
   io::ChunkReader reader(dir, "load_sharded");
   NoGradGuard no_grad;
+  // The bytes this rank reads of a request (its block, or all of a local tensor), for the progress line.
+  auto my_bytes_of = [&](const Request& r) -> int64_t {
+    const int64_t size = int64_t(itemsize(io::entry_dtype(*r.entry, dir)));
+    if (r.local) return numel_of(r.entry->shape) * size;
+    if (!r.placement.contains(me)) return 0;
+    return numel_of(local_block(r.entry->shape, r.placement, partial_to_broadcast(r.sbp), me).shape) * size;
+  };
+  int64_t all_bytes = 0, my_bytes = 0;
+  for (const Request& r : requests) {
+    all_bytes += numel_of(r.entry->shape) * int64_t(itemsize(io::entry_dtype(*r.entry, dir)));
+    my_bytes += my_bytes_of(r);
+  }
+  const std::unique_ptr<Progress> progress =
+      me == 0 ? io::checkpoint_progress("load_sharded " + dir + " (rank 0's blocks)", my_bytes, all_bytes) : nullptr;
   StateDict out;
   for (const Request& r : requests) {
     const io::IndexEntry& e = *r.entry;
     const DType dtype = io::entry_dtype(e, dir);
+    auto read_done = [&] {
+      if (progress) progress->advance(my_bytes_of(r));
+    };
     // After a failure this rank stops reading but keeps building (zero) tensors, so that it still
     // takes part in every collective below; agree_on_errors then fails every rank.
     if (r.local) {
       Tensor v;
       if (error.empty()) error = io::capture_error([&] { v = reader.read_whole(e); });
       out.set(e.name, v.defined() ? v : Tensor::empty(e.shape, dtype));
+      read_done();
       continue;
     }
     const NdSbp cut = partial_to_broadcast(r.sbp);
@@ -189,6 +213,7 @@ StateDict load_requests(const std::string& dir, const std::vector<Request>& requ
       if (error.empty()) error = io::capture_error([&] { local = reader.read_block(e, b.start, b.shape); });
       if (!local.defined()) local = Tensor::empty(b.shape, dtype);
       local = kernels::copy_to_device(local, r.placement.local_device());  // read on the host
+      read_done();
     } else {
       local = Tensor::empty(Shape(e.shape.size(), 0), dtype);
     }
