@@ -40,6 +40,14 @@ std::vector<std::shared_ptr<Node>> backward_order(const std::shared_ptr<Node>& r
 
 namespace {
 
+// A node's backward, inside a span of the module whose forward made it (traced runs only): what it
+// communicates is counted under that module.
+std::vector<Tensor> apply_in_module(Node& node, const Tensor& grad, const std::vector<bool>& needs) {
+  if (node.module().empty() || !trace::on()) return node.apply(grad, needs);
+  const trace::Span span(trace::Kind::module, node.module());
+  return node.apply(grad, needs);
+}
+
 Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? add(sum, g) : g; }
 
 void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
@@ -103,7 +111,7 @@ class GraphTask {
       }
       if (any_later) deferred_.push_back({node, grad, later});
       make_inputs_again(*node);
-      std::vector<Tensor> grads = node->apply(grad, needs);
+      std::vector<Tensor> grads = apply_in_module(*node, grad, needs);
       for (size_t i = 0; i < in.size(); ++i) {
         if (!needs[i] || !grads[i].defined()) continue;
         if (mode_ == Mode::kTargets) {
@@ -319,7 +327,7 @@ void WeightGradWork::run() {
   const trace::Span span(trace::Kind::region, "backward (weights)");
   std::vector<Tensor> leaves;  // in the order their last contribution arrived
   for (Item& item : items_) {
-    std::vector<Tensor> grads = item.node->apply(item.grad, item.needs);
+    std::vector<Tensor> grads = apply_in_module(*item.node, item.grad, item.needs);
     for (size_t i = 0; i < item.needs.size(); ++i)
       if (item.needs[i] && grads[i].defined()) {
         const Tensor& leaf = item.node->inputs()[i];

@@ -83,12 +83,11 @@ std::unique_ptr<Event> begin(Kind kind, std::string name) {
   e->name = std::move(name);
   if (t_open.depth > 0) {
     const Event& outer = *t_open.spans[std::min(t_open.depth, kMaxDepth) - 1];
-    e->module = outer.module;
+    e->module = current_module();
     e->op = outer.op;
     e->layout = outer.layout;
     e->backward = outer.backward;
     switch (outer.kind) {
-      case Kind::module: e->module += (e->module.empty() ? "" : ".") + outer.name; break;
       case Kind::op: e->op = outer.name; break;
       case Kind::layout: e->layout = outer.name; break;
       case Kind::region: e->backward = e->backward || outer.name.rfind("backward", 0) == 0; break;
@@ -103,6 +102,13 @@ void end(std::unique_ptr<Event> event) {
   event->end_us = now_us();
   std::lock_guard<std::mutex> lock(sinks_mutex());
   for (Sink* s : sinks()) s->record(*event);
+}
+
+std::string current_module() {
+  if (t_open.depth == 0) return {};
+  const Event& outer = *t_open.spans[std::min(t_open.depth, kMaxDepth) - 1];
+  if (outer.kind != Kind::module) return outer.module;
+  return outer.module.empty() ? outer.name : outer.module + "." + outer.name;
 }
 
 void Span::open(Kind kind, std::string name) {

@@ -84,6 +84,10 @@ class Span {
   std::unique_ptr<Event> event_;
 };
 
+// The dotted module path of the spans open on this thread ("" outside any module): what an
+// autograd node keeps, so that its backward's spans name the module whose forward made it.
+std::string current_module();
+
 // The rank this process's events belong to (the timeline's process id): set by the distributed
 // runtime; before that, the launcher's RANK, else 0.
 void set_rank(int rank);

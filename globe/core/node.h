@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "globe/base/trace.h"
 #include "globe/core/tensor.h"
 
 namespace globe {
@@ -13,7 +14,9 @@ namespace globe {
 class Node {
  public:
   explicit Node(std::vector<Tensor> inputs)
-      : inputs_(std::move(inputs)), serial_(next_serial().fetch_add(1, std::memory_order_relaxed)) {}
+      : inputs_(std::move(inputs)),
+        serial_(next_serial().fetch_add(1, std::memory_order_relaxed)),
+        module_(trace::on() ? trace::current_module() : std::string()) {}
   virtual ~Node() = default;
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -46,6 +49,11 @@ class Node {
   // `next_serial()` read at some point was recorded after it (how a recomputed region,
   // autograd/checkpoint.h, tells its own nodes from those of the graph it hangs on).
   uint64_t serial() const { return serial_; }
+
+  // The module whose forward made this node (dotted; "" outside any module, or when no trace was
+  // listening then): the engine runs its backward inside a span of that module, so a backward
+  // collective is counted under the module, as its forward ones are.
+  const std::string& module() const { return module_; }
   static std::atomic<uint64_t>& next_serial() {
     static std::atomic<uint64_t> n{0};
     return n;
@@ -54,6 +62,7 @@ class Node {
  private:
   std::vector<Tensor> inputs_;
   uint64_t serial_;
+  std::string module_;
 };
 
 }  // namespace globe

@@ -119,6 +119,11 @@ TEST(CommTrace, ColumnThenRowParallelStepIssuesWhatPage03Says) {
       << comm.table();
   ASSERT_EQ(fwd.size(), 1u);
   EXPECT_EQ(fwd[0].bytes, 20 * 16 * 4);
+  // A backward collective is counted under the module whose forward made the node it runs in:
+  // fc2's matmul gathers; GELU ran in the (unnamed) root module's forward, the rest outside nodes.
+  for (const CommRecord& r : bwd)
+    EXPECT_EQ(r.module, r.op == "matmul" ? "fc2" : "") << r.op << " " << r.layout << "\n" << comm.table();
+  EXPECT_THAT(comm.table(), HasSubstr("fc2  [backward]"));
 }
 
 TEST(CommTrace, NamesTheModulePathAndTheOpOfAForwardCollective) {
