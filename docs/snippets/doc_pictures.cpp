@@ -1,6 +1,6 @@
 // The tutorials' pictures, drawn from Globe itself as SVG (docs/img/): each schedule of page 06 from
-// pipeline::Schedule's own simulation, page 03's split / broadcast / partial-sum drawing from real
-// matmuls on 2 ranks (the layouts the dispatcher chose, each rank's block from local_block), and
+// pipeline::Schedule's own simulation, page 01's one value in each layout from each rank's local
+// tensor, page 03's split / broadcast / partial-sum drawing from real matmuls on 2 ranks (the layouts the dispatcher chose, each rank's block from local_block), and
 // page 07's loss curves from the measured runs in DATADIR/gpt-loss-curves.json (written by
 // bench/gpt/loss_curves.sh). scripts/sync_docs.py runs it and keeps docs/img/ equal to what it
 // draws (the docs check fails on a stale or missing picture):
@@ -159,6 +159,60 @@ std::string sbp_svg(const globe::Placement& p) {
   return os.str();
 }
 
+// ---- page 01: one value under S(0), S(1), B and P on two ranks ----
+
+// A local matrix with its numbers, in the rank's colour.
+std::string numbers(const std::vector<float>& v, int64_t rows, int64_t cols, double x, double y, int rank) {
+  const double cell = 22;
+  std::ostringstream os;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const double cx = x + double(j) * cell, cy = y + double(i) * cell;
+      char label[16];
+      std::snprintf(label, sizeof label, "%g", double(v[size_t(i * cols + j)]));
+      os << rect(cx, cy, cell, cell, rank < 0 ? "#eeeeee" : kRankColour[rank], rank < 0 ? "" : " fill-opacity=\"0.45\"")
+         << text(cx + cell / 2, cy + 15, label, " text-anchor=\"middle\" font-size=\"11\"");
+    }
+  return os.str();
+}
+
+std::string sbp_layouts_svg(const globe::Placement& p) {
+  globe::NoGradGuard no_grad;
+  const std::vector<float> values = {1, 2, 3, 4, 5, 6, 7, 8};
+  const globe::Tensor value = globe::from_vector(values, {4, 2});
+  const std::vector<std::pair<globe::NdSbp, std::string>> layouts = {
+      {sbp::split(0), "S(0): split rows"}, {sbp::split(1), "S(1): split columns"},
+      {sbp::broadcast, "B: a copy each"}, {sbp::partial_sum, "P: addends"}};
+  std::ostringstream os;
+  os << svg_open(680, 230);
+  os << text(10, 20, "One 4 × 2 value on ranks 0 and 1, in each layout: what each rank holds",
+             " font-size=\"14\" font-weight=\"bold\"");
+  os << numbers(values, 4, 2, 20, 60, -1) << text(42, 52, "the value", " text-anchor=\"middle\" font-size=\"11\"");
+  for (size_t k = 0; k < layouts.size(); ++k) {
+    const double x0 = 100 + 145 * double(k);
+    // Each rank's local tensor as Globe holds it, gathered to every rank to be drawn.
+    const globe::Tensor g = value.to_global(p, sbp::broadcast).to_global(p, layouts[k].first);
+    const globe::Tensor local = g.to_local();
+    const int64_t rows = local.shape()[0], cols = local.shape()[1];
+    const std::vector<float> all =
+        globe::reshape(local, {1, rows * cols}).to_global(p, sbp::split(0)).to_global(p, sbp::broadcast).to_local()
+            .to_vector<float>();
+    os << text(x0 + 55, 52, layouts[k].second, " text-anchor=\"middle\" font-size=\"12\" font-weight=\"bold\"");
+    for (int r = 0; r < 2; ++r) {
+      const double x = x0 + 60 * double(r);
+      os << text(x + double(cols) * 11, 75 + 22 * double(rows) + 4 + 14, "rank " + std::to_string(r),
+                 " text-anchor=\"middle\" font-size=\"10\" fill=\"#555\"");
+      os << numbers(std::vector<float>(all.begin() + r * rows * cols, all.begin() + (r + 1) * rows * cols), rows, cols,
+                    x, 70, r);
+    }
+  }
+  os << text(10, 200, "S(0) and S(1): each rank holds one block; B: each holds all of it; P: each holds a full-size",
+             " font-size=\"11\" fill=\"#555\"")
+     << text(10, 216, "tensor and the value is their sum (here rank 0's copy and zeros; any two that add up to it).",
+             " font-size=\"11\" fill=\"#555\"");
+  return os.str();
+}
+
 // A measured step (bench/pipeline_trace.sh): each rank's actions where they ran, in milliseconds,
 // with the time spent receiving hatched grey.
 std::string traced_step_svg(const nlohmann::json& data) {
@@ -261,9 +315,12 @@ int main(int argc, char** argv) {
     std::cerr << "doc_pictures: run it on 2 ranks (page 03's drawing is of a 2-rank matmul)\n";
     return 2;
   }
-  const std::string sbp_picture = sbp_svg(globe::Placement::all("cpu"));  // collective: every rank
+  // collective: every rank draws these
+  const std::string sbp_picture = sbp_svg(globe::Placement::all("cpu"));
+  const std::string layouts_picture = sbp_layouts_svg(globe::Placement::all("cpu"));
   if (globe::dist::world_rank() != 0) return 0;
   write(dir, "sbp-matmul.svg", sbp_picture);
+  write(dir, "sbp-layouts.svg", layouts_picture);
   const std::vector<std::tuple<std::string, std::string, int>> schedules = {
       {"gpipe", "GPipe", 1}, {"1f1b", "1F1B", 1}, {"interleaved", "Interleaved 1F1B (2 chunks)", 2}, {"zb-h1", "ZB-H1", 1}};
   for (const auto& [name, title, chunks] : schedules)
