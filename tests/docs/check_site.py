@@ -7,7 +7,8 @@ the navigation in headless Chromium (Debian's `chromium`), reading the DOM after
 ran. Each page must have its title, the same number of code blocks as its Markdown source has
 fences or more (the included listings and outputs among them; indented blocks count too) with the first listed line present, a working
 navigation (every link in it, and every relative link of the page, leads to a file of the site),
-the language switch, and the search box; Chinese pages must be in Chinese. Prints one line per
+the language switch, and the search box; every picture of its Markdown source is an image of the
+page whose file is in the site and is an SVG (or PNG) that parses; Chinese pages must be in Chinese. Prints one line per
 page; exits 1 on the first failing expectation.
 
     tests/docs/check_site.py [--site-dir DIR]      (default: a temporary directory)
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import threading
 import urllib.parse
+import xml.etree.ElementTree
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^(```|~~~)")
@@ -69,7 +71,7 @@ class Dom(html.parser.HTMLParser):
         self.title, self.in_title = "", False
         self.pre = 0
         self.text = []
-        self.nav_links, self.links = [], []
+        self.nav_links, self.links, self.images = [], [], []
         self.stack = []  # classes of the open elements
         self.has_search = False
         self.alternates = []
@@ -83,6 +85,8 @@ class Dom(html.parser.HTMLParser):
             self.in_title = True
         if tag == "pre":
             self.pre += 1
+        if tag == "img" and a.get("src"):
+            self.images.append(a["src"])
         if tag == "input" and "md-search__input" in cls:
             self.has_search = True
         if tag == "a" and a.get("href"):
@@ -106,17 +110,36 @@ class Dom(html.parser.HTMLParser):
         self.text.append(data)
 
 
-def resolves(site, page_html, href):
-    """Whether a relative link of the page at `page_html` leads to a file of the site."""
+def target_of(site, page_html, href):
+    """The site's file a relative link of the page at `page_html` names (None: not a relative link)."""
     parts = urllib.parse.urlsplit(href)
     if parts.scheme or parts.netloc or href.startswith("#") or not parts.path:
-        return True
+        return None
     path = urllib.parse.unquote(parts.path)
     target = (site / path.lstrip("/")) if path.startswith("/") else (site / page_html).parent / path
     target = pathlib.Path(os.path.normpath(target))
-    if target.is_dir():
-        target = target / "index.html"
-    return target.is_file()
+    return target / "index.html" if target.is_dir() else target
+
+
+def resolves(site, page_html, href):
+    """Whether a relative link of the page at `page_html` leads to a file of the site."""
+    target = target_of(site, page_html, href)
+    return target is None or target.is_file()
+
+
+def picture_fails(site, page_html, src):
+    """Why an image of the page does not show ("" when it does): a file of the site that parses."""
+    target = target_of(site, page_html, src)
+    if target is None or not target.is_file():
+        return f"{src}: no such file in the site"
+    data = target.read_bytes()
+    if target.suffix == ".png":
+        return "" if data.startswith(b"\x89PNG") else f"{src}: not a PNG"
+    try:
+        root = xml.etree.ElementTree.fromstring(data)
+    except xml.etree.ElementTree.ParseError as e:
+        return f"{src}: not well-formed XML ({e})"
+    return "" if root.tag.endswith("svg") and len(root) > 1 else f"{src}: not a drawing (root {root.tag}, {len(root)} elements)"
 
 
 def serve(site):
@@ -183,6 +206,13 @@ def main():
             broken = [h for h in dom.nav_links + dom.links if not resolves(site, page_html, h)]
             if broken:
                 fail(f"{md}: every link leads to a page or file of the site", "\n".join(broken[:10]))
+            pictures = len(re.findall(r"!\[[^\]]*\]\(", "\n".join(line for line in source.splitlines()
+                                                                 if not line.startswith("    "))))
+            if len(dom.images) < pictures:
+                fail(f"{md}: every picture shows", f"{len(dom.images)} images in the page, {pictures} in {md}")
+            bad = [why for why in (picture_fails(site, page_html, src) for src in dom.images) if why]
+            if bad:
+                fail(f"{md}: every image is a picture file of the site", "\n".join(bad[:10]))
             if not any("zh/" in a for a in dom.alternates) or len(dom.alternates) < 2:
                 fail(f"{md}: the language switch offers English and Chinese", str(dom.alternates))
             if not dom.has_search:
@@ -190,7 +220,7 @@ def main():
             if md.startswith("zh/") and len(re.findall(r"[\u4e00-\u9fff]", text)) < 300:
                 fail(f"{md}: a Chinese page is in Chinese")
             print(f"ok: {md}: title {dom.title!r}, {dom.pre} code blocks, {len(dom.nav_links)} navigation links, "
-                  f"{len(dom.links)} other links")
+                  f"{len(dom.links)} other links, {len(dom.images)} pictures")
         server.shutdown()
     print(f"check_site: all {len(pages)} pages passed")
 
