@@ -1,9 +1,11 @@
-// The tutorials' pictures, drawn from Globe itself as SVG (docs/img/): each schedule of page 06 from
-// pipeline::Schedule's own simulation, page 01's one value in each layout from each rank's local
-// tensor, page 03's split / broadcast / partial-sum drawing from real matmuls on 2 ranks (the layouts the dispatcher chose, each rank's block from local_block), and
-// page 07's loss curves from the measured runs in DATADIR/gpt-loss-curves.json (written by
-// bench/gpt/loss_curves.sh). scripts/sync_docs.py runs it and keeps docs/img/ equal to what it
-// draws (the docs check fails on a stale or missing picture):
+// The tutorials' pictures, drawn from Globe itself as SVG (docs/img/): each schedule of page 06
+// from pipeline::Schedule's own simulation; page 01's one value in each layout from each rank's
+// local tensor; page 03's split / broadcast / partial-sum drawing from real matmuls on 2 ranks (the
+// layouts the dispatcher chose, each rank's block from local_block); and, from measured data in
+// DATADIR, page 07's loss curves (gpt-loss-curves.json, written by bench/gpt/loss_curves.sh) and
+// traced steps of the quick start (quickstart-step.json, bench/quickstart_trace.sh) and of a
+// pipeline (pipeline-1f1b-trace.json, bench/pipeline_trace.sh). scripts/sync_docs.py runs it and
+// keeps docs/img/ equal to what it draws (the docs check fails on a stale or missing picture):
 //
 //   build/bin/globe-launch --nproc_per_node 2 build/bin/doc_pictures OUTDIR DATADIR   (rank 0 writes)
 #include <algorithm>
@@ -213,7 +215,64 @@ std::string sbp_layouts_svg(const globe::Placement& p) {
   return os.str();
 }
 
-// A measured step (bench/pipeline_trace.sh): each rank's actions where they ran, in milliseconds,
+// One traced quick-start step (bench/quickstart_trace.sh): rank 0's module calls and collectives in
+// the order they ran, one row for the forward, one for the backward, one for what follows.
+std::string quickstart_step_svg(const nlohmann::json& data) {
+  struct Item {
+    bool comm;
+    std::string title, line2, line3;
+  };
+  auto short_layout = [](std::string s) {  // "P -> S(0) on mesh axis 0" as "P → S(0)"
+    if (const size_t at = s.find(" on mesh axis"); at != std::string::npos) s.erase(at);
+    if (const size_t at = s.find("->"); at != std::string::npos) s.replace(at, 2, "→");
+    return s;
+  };
+  auto bytes = [](int64_t b) { return b < 1024 ? std::to_string(b) + " B" : std::to_string(b / 1024) + " KiB"; };
+  std::vector<std::vector<Item>> rows(3);  // forward, backward, after
+  int row = 0;
+  for (const auto& s : data.at("steps")) {
+    const bool backward = s[6].get<bool>();
+    if (backward && row == 0) row = 1;
+    if (!backward && row == 1) row = 2;
+    if (s[0] == "module") {
+      rows[size_t(row)].push_back({false, s[1].get<std::string>(), "", ""});
+      continue;
+    }
+    const std::string module = s[2], op = s[3];
+    std::string where = op.empty() ? (module.empty() ? "to_global" : module) : (module.empty() ? op : module + "'s " + op);
+    rows[size_t(row)].push_back({true, s[1].get<std::string>() + " " + bytes(s[5].get<int64_t>()),
+                                 short_layout(s[4].get<std::string>()), "in " + where});
+  }
+  const char* labels[] = {"forward", "backward", "loss.item()"};
+  const double left = 90, top = 46, row_h = 74, module_w = 56, comm_w = 150, gap = 16, h = 46;
+  std::ostringstream os;
+  os << svg_open(960, int(top + row_h * 2 + h + 12));
+  os << text(10, 22, "One quick-start step on 2 ranks as rank 0 ran it: module calls and the collectives",
+             " font-size=\"14\" font-weight=\"bold\"");
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const double y = top + row_h * double(r);
+    os << text(10, y + h / 2 + 4, labels[r], " font-size=\"12\" font-weight=\"bold\"");
+    double x = left;
+    for (size_t i = 0; i < rows[r].size(); ++i) {
+      const Item& it = rows[r][i];
+      const double w = it.comm ? comm_w : module_w;
+      if (i > 0)
+        os << "<line x1=\"" << x - gap << "\" y1=\"" << y + h / 2 << "\" x2=\"" << x - 2 << "\" y2=\"" << y + h / 2
+           << "\" stroke=\"#888\" stroke-width=\"1.2\"/>\n";
+      os << rect(x, y, w, h, it.comm ? "#e15759" : kRankColour[0], it.comm ? " fill-opacity=\"0.25\" rx=\"3\"" : " fill-opacity=\"0.35\" rx=\"3\"");
+      if (it.comm)
+        os << text(x + w / 2, y + 14, it.title, " text-anchor=\"middle\" font-size=\"11\" font-weight=\"bold\"")
+           << text(x + w / 2, y + 28, it.line2, " text-anchor=\"middle\" font-size=\"10\"")
+           << text(x + w / 2, y + 41, it.line3, " text-anchor=\"middle\" font-size=\"10\" fill=\"#555\"");
+      else
+        os << text(x + w / 2, y + h / 2 + 4, it.title, " text-anchor=\"middle\" font-size=\"12\"");
+      x += w + gap;
+    }
+  }
+  return os.str();
+}
+
+// A measured pipeline step (bench/pipeline_trace.sh): each rank's actions where they ran, in milliseconds,
 // with the time spent receiving hatched grey.
 std::string traced_step_svg(const nlohmann::json& data) {
   const double left = 70, top = 44, row = 28, w = 640;
@@ -327,7 +386,8 @@ int main(int argc, char** argv) {
     write(dir, "schedule-" + name + ".svg", schedule_svg(pp::Schedule::make(name, 4, 8, chunks), title));
   // Measured data: a missing file is an error naming the script that writes it.
   const std::pair<std::string, std::string> measured[] = {{"gpt-loss-curves", "bench/gpt/loss_curves.sh"},
-                                                          {"pipeline-1f1b-trace", "bench/pipeline_trace.sh"}};
+                                                          {"pipeline-1f1b-trace", "bench/pipeline_trace.sh"},
+                                                          {"quickstart-step", "bench/quickstart_trace.sh"}};
   for (const auto& [name, script] : measured) {
     std::ifstream in(data_dir + "/" + name + ".json");
     if (!in) {
@@ -335,7 +395,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     const nlohmann::json data = nlohmann::json::parse(in);
-    write(dir, name + ".svg", name == "gpt-loss-curves" ? loss_curves_svg(data) : traced_step_svg(data));
+    write(dir, name + ".svg", name == "gpt-loss-curves"   ? loss_curves_svg(data)
+                              : name == "quickstart-step" ? quickstart_step_svg(data)
+                                                          : traced_step_svg(data));
   }
   return 0;
 }
