@@ -97,6 +97,7 @@ def parse_flags(argv=None):
     add("--load-init", help="take the initial weights from this safetensors file (F32)")
     add("--losses-out", help="write the loss of every step (warm-up included) here as JSON")
     add("--val-batches", type=int, default=8, help="validation batches evaluated after training")
+    add("--val-every", type=int, default=0, help="also validate every N steps (0: only at the end)")
     add("--print-keys", action="store_true", help="print the state-dict keys and shapes")
     add("--nproc", type=int, default=1, help="run as this many local DDP ranks (gloo)")
     return ap.parse_args(argv)
@@ -368,17 +369,25 @@ def main():
         dist.all_reduce(total)
         return total.item() / world
 
+    def validate():
+        with torch.no_grad():
+            return [model(*get_batch(val_stream, v, 0)).item() for v in range(cfg.val_batches)]
+
     losses, seconds = [], []
-    for s in range(cfg.warmup + cfg.steps):
+    total_steps = cfg.warmup + cfg.steps
+    for s in range(total_steps):
         if distributed and s == cfg.warmup:
             dist.barrier()  # the timed steps start together
         t0 = time.perf_counter()
         losses.append(train_step(s))
         if s >= cfg.warmup:
             seconds.append(time.perf_counter() - t0)
+        if cfg.val_every > 0 and (s + 1) % cfg.val_every == 0 and s + 1 < total_steps:
+            val = validate()  # the same batches as the final validation, as Globe's gpt --val-every
+            if lead and val:
+                print(f"step {s + 1}  val loss {sum(val) / len(val):.4f}", flush=True)
 
-    with torch.no_grad():
-        val = [model(*get_batch(val_stream, v, 0)).item() for v in range(cfg.val_batches)]
+    val = validate()
 
     result = {
         "mode": "ddp-gloo" if distributed else "single", "world": world, "threads": cfg.threads,
