@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Page 01's picture of one quick-start step: the quick start on 2 ranks, 3 iterations, recorded with
-# globe-launch --trace; rank 0's last step (from its first module call to its loss.item()) kept as the sequence of module calls and collectives, forward then
-# backward, in docs/data/quickstart-step.json, which docs/snippets/doc_pictures.cpp draws.
+# globe-launch --trace; rank 0's last step (from its first module call to its loss.item()) kept as
+# the sequence of module calls and collectives, forward then backward, in
+# docs/data/quickstart-step.json, which docs/snippets/doc_pictures.cpp draws.
 #   bench/quickstart_trace.sh [OUT.json]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "globe/base/progress.h"
-
 #include "globe/core/tensor.h"
 #include "globe/nn/state_dict.h"
 
