@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 
-from machine_info import machine
+from machine_info import machine, same_blas_kernels_as_globe
 
 
 def parse():
@@ -38,6 +38,7 @@ def parse():
 
 
 def train(rank, args, port):
+    same_blas_kernels_as_globe()  # before torch loads OpenBLAS's kernels
     import torch
     import torch.distributed as dist
     torch.set_num_threads(args.threads)

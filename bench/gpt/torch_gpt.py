@@ -152,9 +152,10 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from machine_info import machine  # noqa: E402
+from machine_info import machine, same_blas_kernels_as_globe  # noqa: E402
+same_blas_kernels_as_globe()  # before torch loads OpenBLAS's kernels
+import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "globe/device/device.h"
+#include "globe/kernels/blas_core.h"
 
 namespace globe::dist {
 
@@ -62,6 +63,7 @@ std::vector<std::pair<std::string, std::string>> machine_info() {
   const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
   std::ostringstream blas;
   blas << openblas_get_config() << "; core " << openblas_get_corename();
+  if (!kernels::blas_core_note().empty()) blas << " (" << kernels::blas_core_note() << ")";
   return {{"cpu", cpuinfo("model name")},
           {"cores", std::to_string(cores)},
           {"isa", isa()},

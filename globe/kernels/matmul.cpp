@@ -6,10 +6,14 @@
 
 #include "globe/core/strided.h"
 #include "globe/kernels/blas.h"
+#include "globe/kernels/blas_core.h"
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/via_float32.h"
 
 namespace globe::kernels {
+
+// Links blas_core.cpp into every program that multiplies, so OpenBLAS's kernels are chosen at load.
+[[maybe_unused]] static const bool blas_core_checked = (blas_core_note(), true);
 
 BlasView blas_view(const Tensor& t) {
   const int64_t nd = t.dim();

@@ -1,0 +1,88 @@
+#include "globe/kernels/blas_core.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <strings.h>
+
+#include <cstdlib>
+
+namespace globe::kernels {
+
+namespace {
+
+// The widest vector ISA a kernel set (or the CPU) uses: 0 SSE, 1 AVX, 2 AVX2 + FMA, 3 AVX-512,
+// 4 AVX-512 with BF16.
+int core_level(const char* core) {
+  static constexpr std::pair<const char*, int> kLevels[] = {
+      {"sandybridge", 1}, {"bulldozer", 1}, {"piledriver", 1}, {"steamroller", 1}, {"excavator", 2},
+      {"haswell", 2},     {"zen", 2},       {"skylakex", 3},   {"cooperlake", 4}, {"sapphirerapids", 4}};
+  for (const auto& [name, level] : kLevels)
+    if (strcasecmp(core, name) == 0) return level;
+  return 0;  // Prescott, Core2, Nehalem, ...: SSE only
+}
+
+int cpu_level() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512vl");
+  if (avx512 && __builtin_cpu_supports("avx512bf16")) return 4;
+  if (avx512) return 3;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 2;
+  if (__builtin_cpu_supports("avx")) return 1;
+#endif
+  return 0;
+}
+
+// OpenBLAS's name of the best kernel set for `level`, and the symbol that holds it.
+std::pair<const char*, const char*> best_core(int level) {
+  switch (level) {
+    case 4: return {"Cooperlake", "gotoblas_COOPERLAKE"};
+    case 3: return {"SkylakeX", "gotoblas_SKYLAKEX"};
+    case 2: return {"Haswell", "gotoblas_HASWELL"};
+    case 1: return {"Sandybridge", "gotoblas_SANDYBRIDGE"};
+    default: return {nullptr, nullptr};
+  }
+}
+
+// Runs OpenBLAS's selection again with OPENBLAS_CORETYPE set where its first choice uses less of
+// the CPU than a kernel set the library holds. Only a DYNAMIC_ARCH build exports the selection
+// (gotoblas_dynamic_init / _quit), so they are looked up, not linked. At load, before any BLAS call.
+std::string choose() {
+  const char* keep = std::getenv("GLOBE_BLAS_CORE");
+  if (std::getenv("OPENBLAS_CORETYPE") || (keep && std::string(keep) == "keep")) return "";
+  using Fn = void (*)();
+  const auto init = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  const auto quit = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  const std::string picked = openblas_get_corename();
+  const int want = cpu_level();
+  if (!init || !quit || core_level(picked.c_str()) >= want) return "";
+  for (int level = want; level > core_level(picked.c_str()); --level) {
+    const auto [name, symbol] = best_core(level);
+    if (!dlsym(RTLD_DEFAULT, symbol)) continue;  // a build without that kernel set
+    setenv("OPENBLAS_CORETYPE", name, 1);
+    quit();
+    init();
+    unsetenv("OPENBLAS_CORETYPE");
+    if (strcasecmp(openblas_get_corename(), name) == 0)
+      return "chosen by Globe: OpenBLAS picked " + picked + " for this CPU";
+  }
+  quit();  // none took: OpenBLAS's own choice again
+  init();
+  return "";
+}
+
+const std::string& note() {
+  static const std::string n = choose();
+  return n;
+}
+
+// At load: before the program's first product (and a benchmark's own cblas calls).
+[[maybe_unused]] const bool chosen_at_load = (note(), true);
+
+}  // namespace
+
+const std::string& blas_core_note() { return note(); }
+
+}  // namespace globe::kernels
