@@ -10,9 +10,7 @@ namespace globe::kernels {
 
 namespace {
 
-// The widest vector ISA a kernel set (or the CPU) uses: 0 SSE, 1 AVX, 2 AVX2 + FMA, 3 AVX-512,
-// 4 AVX-512 with BF16.
-int core_level(const char* core) {
+int level_of_core(const char* core) {
   static constexpr std::pair<const char*, int> kLevels[] = {
       {"sandybridge", 1}, {"bulldozer", 1}, {"piledriver", 1}, {"steamroller", 1}, {"excavator", 2},
       {"haswell", 2},     {"zen", 2},       {"skylakex", 3},   {"cooperlake", 4}, {"sapphirerapids", 4}};
@@ -21,7 +19,7 @@ int core_level(const char* core) {
   return 0;  // Prescott, Core2, Nehalem, ...: SSE only
 }
 
-int cpu_level() {
+int level_of_cpu() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
@@ -46,6 +44,12 @@ std::pair<const char*, const char*> best_core(int level) {
   }
 }
 
+int best_level() {
+  int level = level_of_cpu();
+  while (level > 0 && !dlsym(RTLD_DEFAULT, best_core(level).second)) --level;  // a build without that set
+  return level;
+}
+
 // Runs OpenBLAS's selection again with OPENBLAS_CORETYPE set where its first choice uses less of
 // the CPU than a kernel set the library holds. Only a DYNAMIC_ARCH build exports the selection
 // (gotoblas_dynamic_init / _quit), so they are looked up, not linked. At load, before any BLAS call.
@@ -56,19 +60,15 @@ std::string choose() {
   const auto init = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
   const auto quit = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
   const std::string picked = openblas_get_corename();
-  const int want = cpu_level();
-  if (!init || !quit || core_level(picked.c_str()) >= want) return "";
-  for (int level = want; level > core_level(picked.c_str()); --level) {
-    const auto [name, symbol] = best_core(level);
-    if (!dlsym(RTLD_DEFAULT, symbol)) continue;  // a build without that kernel set
-    setenv("OPENBLAS_CORETYPE", name, 1);
-    quit();
-    init();
-    unsetenv("OPENBLAS_CORETYPE");
-    if (strcasecmp(openblas_get_corename(), name) == 0)
-      return "chosen by Globe: OpenBLAS picked " + picked + " for this CPU";
-  }
-  quit();  // none took: OpenBLAS's own choice again
+  const int level = best_level();
+  if (!init || !quit || level_of_core(picked.c_str()) >= level) return "";
+  const char* name = best_core(level).first;
+  setenv("OPENBLAS_CORETYPE", name, 1);
+  quit();
+  init();
+  unsetenv("OPENBLAS_CORETYPE");
+  if (strcasecmp(openblas_get_corename(), name) == 0) return "chosen by Globe: OpenBLAS picked " + picked + " for this CPU";
+  quit();  // it did not take: OpenBLAS's own choice again
   init();
   return "";
 }
@@ -84,5 +84,7 @@ const std::string& note() {
 }  // namespace
 
 const std::string& blas_core_note() { return note(); }
+int blas_core_level(const char* core) { return level_of_core(core); }
+int blas_best_level() { return best_level(); }
 
 }  // namespace globe::kernels

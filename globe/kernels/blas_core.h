@@ -19,4 +19,10 @@ namespace globe::kernels {
 // carries it.
 const std::string& blas_core_note();
 
+// The widest vector ISA of an OpenBLAS kernel set by its name ("Prescott", "Cooperlake"): 0 SSE,
+// 1 AVX, 2 AVX2 + FMA, 3 AVX-512, 4 AVX-512 with BF16; and the widest this CPU runs that the
+// loaded OpenBLAS holds a kernel set for.
+int blas_core_level(const char* core);
+int blas_best_level();
+
 }  // namespace globe::kernels

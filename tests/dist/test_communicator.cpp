@@ -1,6 +1,8 @@
 // The communicator layer (globe/dist): every method of Communicator on float32, float64 and int64
 // with exact values, uneven (and zero) counts, subset groups, the group cache and its errors.
 // Runs with 1 process (the group of one) and under globe-launch with 2 and 4 ranks.
+#include <cblas.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,6 +11,7 @@
 #include <thread>
 
 #include "globe/globe.h"
+#include "globe/kernels/blas_core.h"
 #include "test_util.h"
 
 namespace globe {
@@ -319,6 +322,19 @@ TEST(Communicator, StartedAllGathersBesideBlockingOnes) {
         EXPECT_EQ(values(outs[k]), want[k]) << g << " " << dtype_name(dt) << ": started all-gather " << k;
     }
   });
+}
+
+// OpenBLAS's kernels use the CPU's widest vector ISA that the library holds kernels for: where its
+// own pick used less (Prescott on an Emerald Rapids), Globe chose again at load (kernels/blas_core.h).
+TEST(Machine, BlasKernelsUseTheCpusVectorIsa) {
+  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("GLOBE_BLAS_CORE")) GTEST_SKIP() << "the kernels were chosen by hand";
+  if (!dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init")) GTEST_SKIP() << "OpenBLAS without DYNAMIC_ARCH: one kernel set";
+  const std::string core = openblas_get_corename();
+  const std::string note = kernels::blas_core_note();
+  EXPECT_GE(kernels::blas_core_level(core.c_str()), kernels::blas_best_level()) << core << "; " << note;
+  const auto info = dist::machine_info();
+  for (const auto& [k, v] : info)
+    if (k == "blas") EXPECT_NE(v.find("core " + core + (note.empty() ? "" : " (" + note + ")")), std::string::npos) << v;
 }
 
 // What a benchmark's RESULT says of the machine: the six fields, in order, filled from this one.
