@@ -67,6 +67,14 @@ else
   say "- dependencies: the machine's own (mpirun at $(command -v mpirun))"
 fi
 
+# The GPT's training text: the machine's, else the carried fortunes packages'.
+corpus=/usr/share/games/fortunes
+if [ ! -d "$corpus" ] && ls "$debs"/fortunes*.deb >/dev/null 2>&1; then
+  rm -rf /tmp/globe-corpus && for f in "$debs"/fortunes*.deb; do dpkg -x "$f" /tmp/globe-corpus; done
+  corpus=/tmp/globe-corpus/usr/share/games/fortunes
+fi
+say "- the GPT's text: $corpus"
+
 # ---- build ----------------------------------------------------------------------------------------
 build=build-gpu
 targets=(globe-launch test_device test_consistency quickstart data_parallel model_parallel save_load pipeline gpt)
@@ -81,6 +89,7 @@ fi
 say ""
 
 status=0
+plain() { sed -E 's/\x1b\[[0-9;]*m//g; s/^\[rank[0-9]+\] //' "$1"; }  # without "[rankN] " and colours
 # ---- the device tests: every CUDA kernel against the CPU's --------------------------------------
 say "## Device tests (build-gpu/bin/test_device)"
 if "$build/bin/test_device" >"$out/test_device.log" 2>&1; then res=ok; else res=FAILED; status=1; fi
@@ -96,8 +105,8 @@ for n in 1 2; do
   log="$out/test_consistency-cuda-np$n.log"
   if timeout 240 "$build/bin/globe-launch" --nproc_per_node "$n" "$build/bin/test_consistency" \
        --gtest_filter='*OnCuda*' >"$log" 2>&1; then res=ok; else res=FAILED; status=1; fi
-  say "- $n rank(s): $res ($(grep -cE '^\[       OK \]' "$log") OK lines; the path the collectives took:" \
-      "$(grep -oE 'over NCCL [0-9.]+|host-staged over MPI[^:]*: [^\n]*' "$log" | sort -u | head -2 | tr '\n' ' '))"
+  say "- $n rank(s): $res ($(plain "$log" | grep -cE '^\[       OK \]') OK lines over all ranks; the path the collectives took:" \
+      "$(plain "$log" | grep -oE 'over NCCL [0-9.]+|host-staged over MPI[^:]*: .*' | cut -c1-200 | sort -u | head -2 | tr '\n' ' '))"
   grep -E '^\[  FAILED  \] [A-Za-z]|Failure' -A3 "$log" | head -20 | sed 's/^/    /' >>"$report"
 done
 say ""
@@ -126,7 +135,7 @@ for n in 1 2; do
   run_case data_parallel "$n" "$build/bin/data_parallel"
   run_case model_parallel "$n" "$build/bin/model_parallel"
   run_case save_load "$n" "$build/bin/save_load" --path "$out/weights-np$n.safetensors"
-  run_case gpt "$n" "$build/bin/gpt" --steps 20 --log-every 5 --val-batches 0
+  run_case gpt "$n" "$build/bin/gpt" --data "$corpus" --steps 20 --log-every 5 --val-batches 0
 done
 run_case pipeline 2 "$build/bin/pipeline"
 say ""
