@@ -39,10 +39,16 @@ Tensor make_global(const Tensor& local, const Shape& shape, const Placement& pla
   GLOBE_CHECK(local.shape() == expect, "[make_global] shard ", describe(local), " does not match the block ",
               shape_str(expect), " of ", shape_str(shape), " under ", placement.to_string(), " ",
               norm.to_string());
+  // A shard held on another device than the placement's (host data for a "cuda" placement) is
+  // copied there, as to_global copies a local tensor: ops on the global tensor find every shard
+  // on its placement's device.
+  Tensor shard = local;
+  if (local.device().type != placement.device_type() && placement.contains(dist::world_rank()))
+    shard = kernels::copy_to_device(local, placement.local_device());
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = local.dtype();
-  impl->global = std::make_shared<const GlobalMeta>(GlobalMeta{placement, std::move(norm), local});
+  impl->global = std::make_shared<const GlobalMeta>(GlobalMeta{placement, std::move(norm), std::move(shard)});
   return Tensor(std::move(impl));
 }
 

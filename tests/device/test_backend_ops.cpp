@@ -252,8 +252,11 @@ TEST(BackendOps, Fills) {
 
 TEST(BackendOps, SoftmaxFamily) {
   GLOBE_REQUIRE_GPU();
+  manual_seed(253);  // its own inputs, whichever tests ran before
   for (DType dt : {kFloat32, kFloat64}) {
-    const double tol = tolerance(dt, false);
+    // The gradient of sum(y * y) sums 2y over a row (|y| up to ~20 for log_softmax of 3 randn):
+    // float32 sums of that size differ between the CPU's and the GPU's order by ~1e-5.
+    const double tol = dt == kFloat32 ? 2e-5 : tolerance(dt, false);
     const Tensor x = to_dtype(mul(randn({4, 5, 37}), 3.0), dt);
     for (int64_t dim : {-1, 1, 0}) {
       expect_same_with_grads({x}, [dim](const auto& in) { return softmax(in[0], dim); }, tol, "softmax");

@@ -236,5 +236,19 @@ TEST(DeviceGpu, GlobalTensorsOnACudaPlacement) {
   EXPECT_NEAR(sum(xg * 2.0).item(), sum(xc * 2.0).item(), 1e-5);
 }
 
+// A shard made on the host and wrapped for a "cuda" placement (the GPT's batches) lands on the
+// GPU, so ops with the placement's parameters find one device.
+TEST(DeviceGpu, AHostShardWrappedForACudaPlacementMovesToTheGpu) {
+  GLOBE_REQUIRE_GPU();
+  const Placement gpu = placement("cuda", {0});
+  const Tensor ids = reshape(arange(6, kInt64), {2, 3});
+  const Tensor g = make_global(ids, {2, 3}, gpu, {sbp::split(0)});
+  EXPECT_EQ(g.to_local().device(), cuda_device(0));
+  EXPECT_EQ(testing::values(g), testing::values(ids));
+  const Tensor table = randn({6, 4}, gpu, {sbp::broadcast});
+  const Tensor on_host = table.to_global(placement("cpu", {0})).to_local();
+  EXPECT_EQ(testing::values(embedding(table, g)), testing::values(embedding(on_host, ids)));
+}
+
 }  // namespace
 }  // namespace globe
