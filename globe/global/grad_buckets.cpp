@@ -52,10 +52,24 @@ std::optional<DType>& reduce_dtype_setting() {
   return dtype;
 }
 
+// Whether `w`'s shard can be summed where it lies: contiguous, in the reduction's dtype, and
+// nothing but this gradient refers to its bytes. Each count below is the least there can be (the
+// parameter's grad, the global's meta, the shard, the Pending's view of it), so any other holder
+// (another parameter with the same gradient, a node input, a view) makes the flight copy instead.
+bool reducible_in_place(const Pending& w, DType reduce) {
+  const Tensor& l = w.local;
+  const Tensor& shard = shard_of(w.grad);
+  return l.dtype() == reduce && l.is_contiguous() && w.grad.impl_ptr().use_count() == 2 &&
+         w.grad.impl().global.use_count() == 1 && shard.impl_ptr().use_count() == 1 &&
+         l.impl_ptr().use_count() == 1 && l.storage().use_count() == 2;
+}
+
 // One bucket's reduction: its gradients' shards packed one after another into `flat`, summed in
 // one all-reduce over the ranks that hold partial sums of the same block (the mesh axes where the
 // gradients are partial and the parameters broadcast), then handed to the parameters as views of
-// `flat` in their own layout. Started at once; finish() waits.
+// `flat` in their own layout. A flight of one gradient that nothing else refers to sums it in its
+// own bytes instead, with no copy (DDP's gradient_as_bucket_view, for what fills a bucket alone).
+// Started at once; finish() waits.
 class Flight {
  public:
   explicit Flight(std::vector<Pending> members) : members_(std::move(members)) {
@@ -72,9 +86,15 @@ class Flight {
     for (const Pending& w : members_) n += w.local.numel();
     // Every element copied in below, on the gradients' device; in the reduction's dtype.
     const DType dt = first.grad.dtype();
-    flat_ = Tensor::uninitialized({n}, is_floating(dt) ? reduce_dtype_setting().value_or(dt) : dt, first.local.device());
-    for (size_t i = 0, at = 0; i < members_.size(); at += size_t(members_[i++].local.numel()))
-      kernels::device_copy(piece(i, int64_t(at)), members_[i].local);
+    const DType reduce = is_floating(dt) ? reduce_dtype_setting().value_or(dt) : dt;
+    in_place_ = members_.size() == 1 && reducible_in_place(first, reduce);
+    if (in_place_) {
+      flat_ = Tensor::view_of(first.local, {n}, {1}, first.local.offset());
+    } else {
+      flat_ = Tensor::uninitialized({n}, reduce, first.local.device());
+      for (size_t i = 0, at = 0; i < members_.size(); at += size_t(members_[i++].local.numel()))
+        kernels::device_copy(piece(i, int64_t(at)), members_[i].local);
+    }
     std::vector<int64_t> axes;
     for (size_t a = 0; a < from.size(); ++a)
       if (from[a].is_partial() && to[a].is_broadcast() && pl.mesh_shape()[a] > 1) axes.push_back(int64_t(a));
@@ -98,7 +118,7 @@ class Flight {
     for (size_t i = 0, at = 0; i < members_.size(); at += size_t(members_[i++].local.numel())) {
       const Pending& w = members_[i];
       if (w.param.impl().grad != w.grad.impl_ptr()) continue;
-      Tensor local = mine ? piece(i, int64_t(at)) : w.local;
+      Tensor local = mine && !in_place_ ? piece(i, int64_t(at)) : w.local;
       // Summed in a reduce dtype: widened back.
       if (local.dtype() != w.grad.dtype()) local = kernels::device_convert(local, w.grad.dtype());
       w.param.set_grad(make_global(local, w.param.shape(), w.param.placement(), w.param.sbp()));
@@ -113,6 +133,7 @@ class Flight {
 
   std::vector<Pending> members_;
   Tensor flat_;
+  bool in_place_ = false;  // flat_ is the one member's own shard
   dist::Request req_;
 };
 
@@ -185,6 +206,14 @@ void detail::grad_ready(const Tensor& leaf) {
   Overlap& o = overlap();
   Pending w;
   if (o.bucket_bytes <= 0 || o.no_sync > 0 || !pending(leaf, w) || kept_pending_until_read(leaf)) return;
+  // A gradient that fills a bucket by itself starts alone (summed in its own bytes where it can
+  // be), leaving the open bucket to the smaller ones.
+  if (w.local.numel() * int64_t(itemsize(w.grad.dtype())) >= o.bucket_bytes) {
+    std::vector<Pending> alone;
+    alone.push_back(std::move(w));  // the flight holds the only Pending (reducible_in_place counts)
+    launch(std::move(alone));
+    return;
+  }
   Bucket& b = join(o.open, w);
   if (b.bytes < o.bucket_bytes) return;
   std::vector<Pending> full = std::move(b.members);

@@ -120,6 +120,45 @@ TEST(GradOverlap, EveryBucketSizeGivesTheSameGradients) {
   }
 }
 
+// A gradient that fills a bucket by itself starts alone and is summed in its own bytes (no copy
+// into a bucket); the smaller ones still share a bucket. Two parameters that receive the very same
+// gradient tensor (both inputs of one add) are copied instead: summing one in place would sum the
+// other's bytes twice.
+TEST(GradOverlap, AGradientFillingABucketIsSummedInItsOwnBytes) {
+  if (!gradients_wait()) GTEST_SKIP() << "one rank: gradients do not wait";
+  const Placement p = Placement::all();
+  const auto want = local_grads();
+  BucketBytes size(64);  // w[0]'s 96 bytes fill it; w[2] (48) and w[1] (16) share one
+  const auto w = make_params(p);
+  backward_on_split_batch(w, p);
+  EXPECT_EQ(detail::reductions_in_flight(), 2u);
+  std::vector<const void*> before;
+  for (const Tensor& t : w) before.push_back(shard_of(Tensor(t.impl().grad)).storage()->data);
+  expect_grads(w, want, "bucket of 64 bytes");
+  EXPECT_EQ(w[0].grad().to_local().storage()->data, before[0]) << "w[0] was copied into a bucket";
+  EXPECT_NE(w[2].grad().to_local().storage()->data, before[2]) << "w[2] shares a bucket with w[1]";
+
+  // One gradient tensor for two parameters: a + b's backward hands both the same one. 80 KiB
+  // each: summed by Open MPI's non-blocking all-reduce where they lie (smaller ones are summed at
+  // once into a copy, which would hide two sums of the same bytes).
+  manual_seed(13);
+  Tensor a = from_full(randn({160, 128}), p, replicated(1)), b = from_full(randn({160, 128}), p, replicated(1));
+  a.set_requires_grad(true);
+  b.set_requires_grad(true);
+  const Tensor x = from_full(randn({8, 160}), p, {sbp::split(0)});
+  sum(matmul(x, add(a, b))).backward();
+  const std::vector<float> ga = a.grad().to_local().to_vector<float>(), gb = b.grad().to_local().to_vector<float>();
+  manual_seed(13);
+  Tensor la = randn({160, 128}), lb = randn({160, 128});
+  la.set_requires_grad(true);
+  sum(matmul(randn({8, 160}), add(la, lb))).backward();
+  const std::vector<float> want_a = la.grad().to_vector<float>();
+  for (size_t j = 0; j < want_a.size(); ++j) {
+    EXPECT_NEAR(ga[j], want_a[j], 1e-5 * (1 + std::abs(want_a[j]))) << "a[" << j << "]";
+    EXPECT_NEAR(gb[j], want_a[j], 1e-5 * (1 + std::abs(want_a[j]))) << "b[" << j << "]";
+  }
+}
+
 // Gradients complete together (one node using several parameters) join the buckets in the
 // node's input order on every rank, whatever their addresses: here each rank allocates the
 // parameters in its own order, with a rank-dependent gap, and one cat uses them all.
