@@ -43,6 +43,15 @@ double block_bytes(const Tensor& t, const Placement& p, size_t axis) {
   return double(numel_of(local_block(t.shape(), p, s, p.first()).shape)) * double(itemsize(t.dtype()));
 }
 
+// Whether boxing `from` into `to` sums partial values on some axis (P there, not P after): the
+// backward then reads the sum, and the gradient it computes from it is complete where one computed
+// from the partial values would be partial again.
+bool sums_partials(const NdSbp& from, const NdSbp& to) {
+  for (size_t a = 0; a < from.size() && a < to.size(); ++a)
+    if (from[a].is_partial() && !to[a].is_partial()) return true;
+  return false;
+}
+
 // The chosen signature on mesh axis a: cheapest total boxing cost, first on ties.
 SbpSignature choose(const Op& op, const std::vector<Tensor>& inputs, const std::vector<TensorMeta>& metas,
                     const Placement& p, size_t axis) {
@@ -90,6 +99,7 @@ Tensor detail::dispatch_global(const OpPtr& op, const std::vector<Tensor>& input
   }
   const NdSbp out_nd(out_sbp);
   std::vector<Tensor> locals;
+  std::vector<Tensor> reduced;  // per input: its value after a reduction (P -> not P), for the backward
   ComputeArgs args;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Tensor boxed;
@@ -98,6 +108,10 @@ Tensor detail::dispatch_global(const OpPtr& op, const std::vector<Tensor>& input
     } else {
       BoxingFor why(op->name() + " input " + std::to_string(i) + " " + shape_str(inputs[i].shape()));
       boxed = box(inputs[i], p, NdSbp(in_sbp[i]));
+      if (sums_partials(inputs[i].sbp(), boxed.sbp())) {
+        reduced.resize(inputs.size());
+        reduced[i] = boxed;
+      }
     }
     locals.push_back(shard_of(boxed));
     args.in_global_shapes.push_back(inputs[i].shape());
@@ -114,8 +128,12 @@ Tensor detail::dispatch_global(const OpPtr& op, const std::vector<Tensor>& input
   } else {
     local = Tensor::empty(Shape(meta.shape.size(), 0), meta.dtype);
   }
+  // The same tensor passed twice (y * y) and reduced for one use is read reduced for both.
+  for (size_t i = 0; i < reduced.size(); ++i)
+    for (size_t j = 0; j < reduced.size() && !reduced[i].defined(); ++j)
+      if (reduced[j].defined() && inputs[j].same(inputs[i])) reduced[i] = reduced[j];
   Tensor out = make_global(local, meta.shape, p, out_nd);
-  detail::record_node(op, inputs, out);
+  detail::record_node(op, inputs, out, reduced);
   return out;
 }
 

@@ -19,12 +19,12 @@ namespace {
 
 class OpNode final : public Node {
  public:
-  OpNode(GraphOpPtr op, std::vector<Tensor> inputs, Tensor output)
-      : Node(std::move(inputs)), op_(std::move(op)), output_(std::move(output)) {}
+  OpNode(GraphOpPtr op, std::vector<Tensor> inputs, Tensor output, std::vector<Tensor> values)
+      : Node(std::move(inputs)), op_(std::move(op)), output_(std::move(output)), values_(std::move(values)) {}
   std::string name() const override { return op_->name(); }
-  bool waits_for_peer() const override { return op_->backward_waits_for_peer(inputs(), output_); }
+  bool waits_for_peer() const override { return op_->backward_waits_for_peer(read(), output_); }
   std::vector<Tensor> apply(const Tensor& grad, const std::vector<bool>& needs) override {
-    std::vector<Tensor> grads = op_->vjp(inputs(), output_, grad, needs);
+    std::vector<Tensor> grads = op_->vjp(read(), output_, grad, needs);
     grads.resize(inputs().size());
     return grads;
   }
@@ -35,11 +35,22 @@ class OpNode final : public Node {
   void release_saved() override {
     Node::release_saved();
     output_ = Tensor();
+    values_.clear();
   }
 
  private:
+  // What the backward reads: the inputs, with the values recorded in their place.
+  std::vector<Tensor> read() const {
+    if (values_.empty()) return inputs();
+    std::vector<Tensor> in = inputs();
+    for (size_t i = 0; i < in.size() && i < values_.size(); ++i)
+      if (values_[i].defined()) in[i] = values_[i];
+    return in;
+  }
+
   GraphOpPtr op_;
   Tensor output_;  // detached alias of the forward output: no reference cycle
+  std::vector<Tensor> values_;  // empty, or per input: the value the backward reads instead
 };
 
 }  // namespace
@@ -66,13 +77,14 @@ void check_devices(const Op& op, const std::vector<Tensor>& inputs) {
   }
 }
 
-void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor& out) {
+void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor& out,
+                 const std::vector<Tensor>& values) {
   out = fresh_handle(out, inputs);
   if (!grad_enabled() || !op->differentiable()) return;
   bool any = false;
   for (const Tensor& t : inputs) any |= t.requires_grad();
   if (!any) return;
-  out.impl().grad_fn = std::make_shared<OpNode>(op, inputs, out.detach());
+  out.impl().grad_fn = std::make_shared<OpNode>(op, inputs, out.detach(), values);
   out.impl().requires_grad = true;
 }
 

@@ -102,8 +102,12 @@ Tensor apply_op(const std::vector<Tensor>& inputs, Args&&... args) {
 }
 
 namespace detail {
-// Records the autograd node for `out` (shared by local and global dispatch).
-void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor& out);
+// Records the autograd node for `out` (shared by local and global dispatch). The node's edges are
+// `inputs`; its backward reads `values` instead where given (one per input, undefined: the input
+// itself): the global dispatch passes an input it reduced (P -> B) as reduced, so the gradient
+// is computed from the reduced value and needs no reduction of its own (docs/design.md §6).
+void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor& out,
+                 const std::vector<Tensor>& values = {});
 // Metadata of each input.
 std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs);
 // Checks that local `inputs` share one device; throws "[op] ..." naming the devices otherwise
