@@ -219,9 +219,21 @@ void bench_size(int64_t n, int reps, int warmup) {
                            if (me == 0) MPI_Isend(send.data(), int(N), MPI_FLOAT, 1, 4, MPI_COMM_WORLD, &r);
                            if (me == 1) MPI_Irecv(recv.data(), int(N), MPI_FLOAT, 0, 4, MPI_COMM_WORLD, &r);
                            wait(r);
+                         }},
+                        // As Globe must: into a new tensor each time (to_global returns one).
+                        {"mpi_new_buffer", [&] {
+                           if (me == 0) MPI_Send(send.data(), int(N), MPI_FLOAT, 1, 6, MPI_COMM_WORLD);
+                           if (me != 1) return;
+                           Tensor dst = Tensor::uninitialized({N}, kFloat32);
+                           MPI_Recv(dst.data<float>(), int(N), MPI_FLOAT, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                           keep(dst);
                          }}},
                        reps, warmup);
     report("[0]->[1]", "MPI_Send/MPI_Recv", bytes, med, reps);
+    if (me == 0)
+      std::printf("[0]->[1]       %6.1f MiB  (MPI_Recv into a new tensor each time, as to_global's output) %7.3f ms "
+                  "%6.2f GB/s | ratio %.3f\n",
+                  bytes / 1048576.0, med[3] * 1e3, 1e-9 * bytes / med[3], med[3] / med[0]);
   }
   {  // point-to-point reference
     const int peer = me ^ 1;
