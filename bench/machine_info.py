@@ -22,35 +22,40 @@ def _cpu_flags():
     return set()
 
 
-def same_blas_kernels_as_globe():
-    """Before torch loads: where OpenBLAS picked kernels that use less of the CPU than it has (0.3.21 on
-    an Emerald Rapids runs Prescott's), re-run its selection as Globe does when it loads, so that
-    PyTorch and Globe multiply with the same kernels. Returns the core torch will use ("" unknown)."""
+def _openblas():
+    """The process's OpenBLAS (the library torch loads too), or None."""
     try:
         lib = ctypes.CDLL("libopenblas.so.0", mode=ctypes.RTLD_GLOBAL)
     except OSError:
-        return ""
+        return None
     lib.openblas_get_corename.restype = ctypes.c_char_p
-    picked = lib.openblas_get_corename().decode()
+    return lib
+
+
+def same_blas_kernels_as_globe():
+    """Before torch loads: where OpenBLAS picked kernels that use less of the CPU than it has (0.3.21 on
+    an Emerald Rapids runs Prescott's), re-run its selection as Globe does when it loads
+    (globe/kernels/blas_core.cpp: the best kernel set the library holds for the CPU's ISA, once), so
+    that PyTorch and Globe multiply with the same kernels."""
+    lib = _openblas()
+    if lib is None or "OPENBLAS_CORETYPE" in os.environ or os.environ.get("GLOBE_BLAS_CORE") == "keep" \
+            or not hasattr(lib, "gotoblas_dynamic_init"):
+        return
     flags = _cpu_flags()
     avx512 = {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"} <= flags
-    want = (4 if avx512 and "avx512_bf16" in flags else 3 if avx512 else 2 if {"avx2", "fma"} <= flags
-            else 1 if "avx" in flags else 0)
-    if ("OPENBLAS_CORETYPE" in os.environ or os.environ.get("GLOBE_BLAS_CORE") == "keep"
-            or _CORE_LEVEL.get(picked.lower(), 0) >= want or not hasattr(lib, "gotoblas_dynamic_init")):
-        return picked
-    for level in range(want, _CORE_LEVEL.get(picked.lower(), 0), -1):
-        if not hasattr(lib, "gotoblas_" + _BEST_CORE[level].upper()):
-            continue
-        os.environ["OPENBLAS_CORETYPE"] = _BEST_CORE[level]
-        lib.gotoblas_dynamic_quit()
-        lib.gotoblas_dynamic_init()
-        del os.environ["OPENBLAS_CORETYPE"]
-        if lib.openblas_get_corename().decode().lower() == _BEST_CORE[level].lower():
-            return _BEST_CORE[level]
+    level = (4 if avx512 and "avx512_bf16" in flags else 3 if avx512 else 2 if {"avx2", "fma"} <= flags
+             else 1 if "avx" in flags else 0)
+    while level > 0 and not hasattr(lib, "gotoblas_" + _BEST_CORE[level].upper()):
+        level -= 1  # a build without that kernel set
+    if _CORE_LEVEL.get(lib.openblas_get_corename().decode().lower(), 0) >= level:
+        return
+    os.environ["OPENBLAS_CORETYPE"] = _BEST_CORE[level]
     lib.gotoblas_dynamic_quit()
     lib.gotoblas_dynamic_init()
-    return picked
+    del os.environ["OPENBLAS_CORETYPE"]
+    if lib.openblas_get_corename().decode().lower() != _BEST_CORE[level].lower():
+        lib.gotoblas_dynamic_quit()  # it did not take: OpenBLAS's own choice again
+        lib.gotoblas_dynamic_init()
 
 
 def machine(torch):
@@ -68,7 +73,8 @@ def machine(torch):
                                    ("amx_tile", "AMX")) if flag in flags]
     config = torch.__config__.show()
     blas = re.search(r"BLAS_INFO=([^,\s]+)", config)
-    core = same_blas_kernels_as_globe()  # the scripts call it before torch loads: here it only reads
+    lib = _openblas()
+    core = lib.openblas_get_corename().decode() if lib is not None else ""
     return {"cpu": cpu, "cores": str(len(os.sched_getaffinity(0))), "isa": ", ".join(isa) or "baseline x86-64",
             "blas": f"torch's {blas.group(1) if blas else 'BLAS'}" + (f", OpenBLAS core {core}" if core else "")
                     + f"; torch {torch.__version__}",
