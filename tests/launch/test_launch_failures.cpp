@@ -6,9 +6,11 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -68,6 +70,42 @@ TEST_P(RankExit, FailingRankStopsAllOthersAndIsNamed) {
 INSTANTIATE_TEST_SUITE_P(Cases, RankExit,
                          ::testing::Values(std::make_tuple(4, 2, 3), std::make_tuple(2, 0, 1),
                                            std::make_tuple(2, 1, 42)));
+
+// mpirun's report of a rank's exit reaches the user after that rank's last lines, never before:
+// it comes through the launcher's output thread, which takes the rank's connection and frames
+// first. Loaded cores make the race likely (before the fix, about 1 in 20 runs with 3 busy
+// threads on 2 cores), so the check runs 16 times beside busy threads.
+TEST(LaunchFailure, MpirunsReportComesAfterTheFailingRanksLastLines) {
+  struct BusyThreads {  // stopped and joined however the test leaves
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    explicit BusyThreads(int n) {
+      for (int i = 0; i < n; ++i)
+        threads.emplace_back([this] {
+          while (!stop.load(std::memory_order_relaxed)) {
+          }
+        });
+    }
+    ~BusyThreads() {
+      stop = true;
+      for (auto& t : threads) t.join();
+    }
+  } busy(3);
+  for (int run = 0; run < 16; ++run) {
+    const RunResult r = run_launcher(
+        {"--nproc_per_node", "2", "sh", "-c", "[ \"$RANK\" = 1 ] && { echo last words >&2; exit 3; }; sleep 30"});
+    ASSERT_EQ(r.exit_code, 3) << describe(r);
+    const std::size_t words = r.err.find("[rank1] last words\n");
+    const std::size_t named = r.err.find("[globe-launch] rank 1 failed: exit code 3\n");
+    const std::size_t report = r.err.find("-----");  // mpirun's boxes
+    ASSERT_NE(words, std::string::npos) << describe(r);
+    ASSERT_NE(named, std::string::npos) << describe(r);
+    ASSERT_NE(report, std::string::npos) << describe(r);
+    EXPECT_LT(words, named) << describe(r);
+    EXPECT_LT(named, report) << "run " << run << ": mpirun's report overtook the rank's lines\n" << describe(r);
+    EXPECT_LT(report, r.err.find("globe-launch: rank 1 failed first")) << describe(r);
+  }
+}
 
 TEST(LaunchFailure, CrashingRankIsReportedWithItsSignal) {
   TempDir pid_dir;

@@ -99,28 +99,86 @@ bool read_available(Connection& c, const std::string& token) {
   }
 }
 
+// Reads what a pipe holds and relays its whole lines to `stream`; at EOF (or on an error) relays
+// the unfinished rest and returns false.
+bool relay_pipe(int fd, int stream, std::string& pending) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n > 0) {
+      pending.append(buf, static_cast<std::size_t>(n));
+      const std::size_t end = pending.rfind('\n');
+      if (end != std::string::npos) {
+        write_all(stream, pending.data(), end + 1);
+        pending.erase(0, end + 1);
+      } else if (pending.size() >= 65536) {
+        write_all(stream, pending);
+        pending.clear();
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    write_all(stream, pending);
+    pending.clear();
+    return false;
+  }
+}
+
 }  // namespace
 
-std::unique_ptr<OutputServer> OutputServer::listen(const std::string& host_for_ranks, std::string& error) {
+std::unique_ptr<OutputServer> OutputServer::listen(const std::string& host_for_ranks, const std::string& local_dir,
+                                                   std::string& error) {
   std::unique_ptr<OutputServer> s(new OutputServer);
   const bool remote_ranks = !host_for_ranks.empty();
-  s->listen_fd_ = listen_tcp(0, remote_ranks, error);
+  std::string where;
+  if (!remote_ranks && !local_dir.empty() && local_dir[0] == '/') {
+    const std::string path = local_dir + "/output.sock";
+    std::string unix_error;
+    s->listen_fd_ = listen_unix(path, unix_error);
+    if (s->listen_fd_ >= 0) where = path;
+  }
+  if (s->listen_fd_ < 0) {
+    s->listen_fd_ = listen_tcp(0, remote_ranks, error);
+    if (s->listen_fd_ >= 0)
+      where = (remote_ranks ? host_for_ranks : "127.0.0.1") + ":" + std::to_string(local_port(s->listen_fd_));
+  }
   if (s->listen_fd_ < 0 || ::pipe2(s->stop_pipe_, O_CLOEXEC) != 0) {
     error = "cannot open the output channel: " + (s->listen_fd_ < 0 ? error : std::string(std::strerror(errno)));
     return nullptr;
   }
   ::fcntl(s->listen_fd_, F_SETFL, ::fcntl(s->listen_fd_, F_GETFL) | O_NONBLOCK);
-  const std::string host = remote_ranks ? host_for_ranks : "127.0.0.1";
-  const int port = local_port(s->listen_fd_);
   s->token_ = random_token();
-  s->address_ = host + ":" + std::to_string(port) + ":" + s->token_;
+  s->address_ = where + ":" + s->token_;
   return s;
 }
 
 OutputServer::~OutputServer() {
   if (thread_.joinable()) finish(0);
-  for (int fd : {listen_fd_, stop_pipe_[0], stop_pipe_[1]})
+  close_local_writers();
+  for (int fd : {listen_fd_, stop_pipe_[0], stop_pipe_[1], local_[0].reader, local_[1].reader})
     if (fd >= 0) ::close(fd);
+}
+
+bool OutputServer::make_local_pipes(std::string& error) {
+  for (LocalPipe& p : local_) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      error = std::string("cannot make a pipe for mpirun's output: ") + std::strerror(errno);
+      return false;
+    }
+    p.reader = fds[0];
+    p.writer = fds[1];
+    ::fcntl(p.reader, F_SETFL, ::fcntl(p.reader, F_GETFL) | O_NONBLOCK);
+  }
+  return true;
+}
+
+void OutputServer::close_local_writers() {
+  for (LocalPipe& p : local_) {
+    if (p.writer >= 0) ::close(p.writer);
+    p.writer = -1;
+  }
 }
 
 void OutputServer::start() { thread_ = std::thread([this] { serve(); }); }
@@ -138,15 +196,13 @@ void OutputServer::serve() {
   bool stopping = false;
   double deadline = 0;
   for (;;) {
-    // Take every connection waiting to be accepted.
-    for (;;) {
-      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) break;
-      conns.push_back({fd, {}, false});
-    }
-    if (stopping && (conns.empty() || now_s() >= deadline)) break;
-    // fds[2 + i] is conns[i]; poll() skips a negative fd (the stop pipe, once seen).
-    std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {stopping ? -1 : stop_pipe_[0], POLLIN, 0}};
+    const bool pipes_open = local_[0].reader >= 0 || local_[1].reader >= 0;
+    if (stopping && ((conns.empty() && !pipes_open) || now_s() >= deadline)) break;
+    // fds[4 + i] is conns[i]; poll() skips a negative fd (the stop pipe once seen, a closed pipe).
+    std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0},
+                               {stopping ? -1 : stop_pipe_[0], POLLIN, 0},
+                               {local_[0].reader, POLLIN, 0},
+                               {local_[1].reader, POLLIN, 0}};
     for (const auto& c : conns) fds.push_back({c.fd, POLLIN, 0});
     const int timeout_ms = stopping ? static_cast<int>((deadline - now_s()) * 1000) + 1 : -1;
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
@@ -154,30 +210,53 @@ void OutputServer::serve() {
       stopping = true;
       deadline = now_s() + max_wait_s_;
     }
+    // Take every connection waiting to be accepted, and read it now: a rank that connected and
+    // sent its last line since the last poll must not be overtaken by mpirun's report of its end.
+    const std::size_t polled = conns.size();
+    for (;;) {
+      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      conns.push_back({fd, {}, false});
+    }
     std::vector<Connection> open;
     for (std::size_t i = 0; i < conns.size(); ++i) {
-      if (fds[2 + i].revents == 0 || read_available(conns[i], token_)) {
+      if ((i < polled && fds[4 + i].revents == 0) || read_available(conns[i], token_)) {
         open.push_back(std::move(conns[i]));
       } else {
         ::close(conns[i].fd);
       }
     }
     conns = std::move(open);
+    // mpirun's lines after the ranks' frames: what mpirun reports happened after they were sent.
+    for (int s = 0; s < 2; ++s) {
+      LocalPipe& p = local_[s];
+      if (fds[2 + s].revents != 0 && !relay_pipe(p.reader, s + 1, p.pending)) {
+        ::close(p.reader);
+        p.reader = -1;
+      }
+    }
   }
   for (const auto& c : conns) ::close(c.fd);
+  for (LocalPipe& p : local_) {  // what is left at the deadline, without waiting
+    if (p.reader >= 0) relay_pipe(p.reader, int(&p - local_) + 1, p.pending);
+    if (!p.pending.empty()) write_all(int(&p - local_) + 1, p.pending);
+    p.pending.clear();
+  }
 }
 
 std::optional<OutputLink> OutputLink::connect(const std::string& address, int rank, std::string& error) {
   const std::size_t token_at = address.rfind(':');
-  const std::size_t port_at = token_at == std::string::npos ? token_at : address.rfind(':', token_at - 1);
+  const bool unix_path = !address.empty() && address[0] == '/';
+  const std::size_t port_at =
+      token_at == std::string::npos || unix_path ? token_at : address.rfind(':', token_at - 1);
   if (port_at == std::string::npos) {
     error = "malformed output channel address '" + address + "'";
     return std::nullopt;
   }
-  const std::string host = address.substr(0, port_at);
-  const std::string port = address.substr(port_at + 1, token_at - port_at - 1);
   const std::string token = address.substr(token_at + 1);
-  const int fd = connect_tcp(host, port, kConnectTimeoutMs, error);
+  const int fd = unix_path ? connect_unix(address.substr(0, token_at), error)
+                           : connect_tcp(address.substr(0, port_at), address.substr(port_at + 1, token_at - port_at - 1),
+                                         kConnectTimeoutMs, error);
   if (fd < 0) return std::nullopt;
   OutputLink link(fd);
   if (!link.send(0, token.data(), token.size())) {

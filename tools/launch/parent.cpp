@@ -145,7 +145,8 @@ JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout
   // Ranks on other hosts connect back by the name or address those hosts know this one by.
   const std::string host_for_ranks =
       o.nnodes > 1 ? o.master_addr : (!o.hosts.empty() || !o.hostfile.empty()) ? host_name() : "";
-  std::unique_ptr<OutputServer> output = OutputServer::listen(host_for_ranks, channel_error);
+  std::unique_ptr<OutputServer> output = OutputServer::listen(host_for_ranks, run_dir, channel_error);
+  if (output && !output->make_local_pipes(channel_error)) output.reset();
   if (output) {
     output->start();
   } else {
@@ -174,11 +175,16 @@ JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout
     if (::getppid() != self) ::_exit(1);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::signal(SIGPIPE, SIG_DFL);  // ignored dispositions would survive exec
+    if (output) {  // mpirun's own messages go through the output thread, in order (output_channel.h)
+      ::dup2(output->local_pipe_writer(1), STDOUT_FILENO);
+      ::dup2(output->local_pipe_writer(2), STDERR_FILENO);
+    }
     ::execvp(argv[0], argv.data());
     write_all(STDERR_FILENO,
               std::string("globe-launch: cannot run mpirun: ") + std::strerror(errno) + "\n");
     ::_exit(127);
   }
+  if (output) output->close_local_writers();  // mpirun holds them: its exit ends the pipes
 
   double kill_at = kNever;
   int stop_signal = 0;
