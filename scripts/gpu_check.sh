@@ -40,52 +40,13 @@ say "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 say "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 say "- nvcc: $( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) | xargs -I{} sh -c '{} --version 2>/dev/null | tail -1')"
 
-# ---- dependencies: the machine's own, else the carried Debian packages ------------------------
-cmake_deps=()
-if [ $force_debs = 1 ] || ! command -v mpirun >/dev/null 2>&1; then
-  root=/tmp/globe-deps
-  if ! ls "$debs"/*.deb >/dev/null 2>&1; then
-    say "- FAIL: no mpirun here and no .deb files in $debs (run scripts/gpu_debs.sh where the archive is reachable)"
-    exit 1
-  fi
-  rm -rf "$root" && mkdir -p "$root/bin"
-  for f in "$debs"/*.deb; do dpkg -x "$f" "$root"; done
-  lib=$root/usr/lib/x86_64-linux-gnu
-  # Debian picks these through update-alternatives, which dpkg -x does not run.
-  ln -sf "$root/usr/bin/mpirun.openmpi" "$root/bin/mpirun"
-  ln -sf "$root/usr/bin/mpicxx.openmpi" "$root/bin/mpicxx"
-  ln -sf "$lib/openblas-pthread/libopenblas.so.0" "$lib/libopenblas.so.0"
-  ln -sf "$lib/openblas-pthread/libopenblas.so" "$lib/libopenblas.so"
-  export PATH="$root/bin:$PATH" OPAL_PREFIX="$root/usr"
-  export LD_LIBRARY_PATH="$lib:$lib/openmpi/lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  cmake_deps=(-DMPI_SKIP_COMPILER_WRAPPER=ON -DMPI_CXX_HEADER_DIR="$lib/openmpi/include" -DMPI_CXX_LIB_NAMES="mpi"
-              -DMPI_mpi_LIBRARY="$lib/openmpi/lib/libmpi.so" -DBLAS_LIBRARIES="$lib/openblas-pthread/libopenblas.so"
-              -DCMAKE_PREFIX_PATH="$root/usr;$lib/cmake" -DGTest_DIR="$lib/cmake/GTest"
-              -Dnlohmann_json_DIR="$root/usr/share/cmake/nlohmann_json")
-  say "- dependencies: unpacked from $(ls "$debs"/*.deb | wc -l) carried .deb files into $root"
-else
-  say "- dependencies: the machine's own (mpirun at $(command -v mpirun))"
-fi
-
-# The GPT's training text: the machine's, else the carried fortunes packages'.
-corpus=/usr/share/games/fortunes
-if [ ! -d "$corpus" ] && ls "$debs"/fortunes*.deb >/dev/null 2>&1; then
-  rm -rf /tmp/globe-corpus && for f in "$debs"/fortunes*.deb; do dpkg -x "$f" /tmp/globe-corpus; done
-  corpus=/tmp/globe-corpus/usr/share/games/fortunes
-fi
-say "- the GPT's text: $corpus"
+# ---- dependencies and the GPT's text (scripts/gpu_env.sh) ----------------------------------------
+. scripts/gpu_env.sh || exit 1
 
 # ---- build ----------------------------------------------------------------------------------------
 build=build-gpu
-targets=(globe-launch test_device test_consistency quickstart data_parallel model_parallel save_load pipeline gpt)
-if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGLOBE_CUDA=ON -DGLOBE_BUILD_BENCH=OFF "${cmake_deps[@]}" \
-     >"$out/configure.log" 2>&1 && cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$out/build.log" 2>&1; then
-  say "- build: ok in $(($(date +%s) - start)) s ($(grep -c 'warning' "$out/build.log") warning lines in build.log)"
-else
-  say "- FAIL: configure or build; the end of the logs:"
-  tail -30 "$out/configure.log" "$out/build.log" | tee -a "$report"
+gpu_build "$build" globe-launch test_device test_consistency quickstart data_parallel model_parallel save_load pipeline gpt ||
   exit 1
-fi
 say ""
 
 status=0

@@ -14,6 +14,11 @@ Run it with Debian's interpreter (the one that has torch):
     /usr/bin/python3 bench/gpt/torch_gpt.py --save-init init.safetensors --steps 0 --warmup 0
     /usr/bin/python3 bench/gpt/torch_gpt.py --load-init init.safetensors --losses-out losses.json
     /usr/bin/python3 bench/gpt/torch_gpt.py --print-keys --steps 0 --warmup 0
+    python3 bench/gpt/torch_gpt.py --device cuda --layers 12 --heads 12 --embd 768 --block 1024 --batch 8
+
+On a GPU (--device cuda) the model is built and initialised on the CPU as above, then moved; the
+matmuls run in full float32 unless --tf32 (as Globe's, which has no TF32), and the result adds the
+GPU's name and peak_gpu_bytes (torch.cuda.max_memory_allocated over the run).
 
 scripts/golden/make_gpt_golden.sh uses it to write the golden data of tests/gpt.
 
@@ -100,6 +105,8 @@ def parse_flags(argv=None):
     add("--val-every", type=int, default=0, help="also validate every N steps (0: only at the end)")
     add("--print-keys", action="store_true", help="print the state-dict keys and shapes")
     add("--nproc", type=int, default=1, help="run as this many local DDP ranks (gloo)")
+    add("--device", default="cpu", choices=("cpu", "cuda"), help="where the model trains (one process on cuda)")
+    add("--tf32", action="store_true", help="on cuda: let float32 matmuls use TF32 (off by default)")
     return ap.parse_args(argv)
 
 
@@ -265,7 +272,7 @@ class GPT(nn.Module):
     def forward(self, idx, targets):
         B, T = idx.shape
         tr = self.transformer
-        x = tr.wte(idx) + tr.wpe(torch.arange(T))
+        x = tr.wte(idx) + tr.wpe(torch.arange(T, device=idx.device))
         for block in tr.h:
             x = block(x)
         logits = tr.ln_f(x) @ tr.wte.weight.t()  # the head is the token embedding
@@ -338,6 +345,15 @@ def main():
     if cfg.save_init and lead:
         write_safetensors(cfg.save_init, model.state_dict())
 
+    device = torch.device(cfg.device)
+    if device.type == "cuda":
+        if distributed:
+            sys.exit("torch_gpt: --device cuda runs one process (--nproc 1)")
+        torch.backends.cuda.matmul.allow_tf32 = cfg.tf32
+        torch.backends.cudnn.allow_tf32 = cfg.tf32
+        model.to(device)
+        for block in model.transformer.h:
+            block.attn.future = block.attn.future.to(device)
     params = list(model.parameters())
     groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
@@ -353,7 +369,7 @@ def main():
     def get_batch(stream, s, first_row):
         rows = torch.arange(first_row, first_row + B)
         starts = ((s * B * world + rows) * T) % (len(stream) - T - 1)
-        tokens = stream[starts.unsqueeze(1) + window.unsqueeze(0)]  # [B, T + 1]
+        tokens = stream[starts.unsqueeze(1) + window.unsqueeze(0)].to(device)  # [B, T + 1]
         return tokens[:, :-1], tokens[:, 1:]
 
     def train_step(s):
@@ -380,7 +396,7 @@ def main():
         if distributed and s == cfg.warmup:
             dist.barrier()  # the timed steps start together
         t0 = time.perf_counter()
-        losses.append(train_step(s))
+        losses.append(train_step(s))  # .item() waits for the GPU
         if s >= cfg.warmup:
             seconds.append(time.perf_counter() - t0)
         if cfg.val_every > 0 and (s + 1) % cfg.val_every == 0 and s + 1 < total_steps:
@@ -397,8 +413,12 @@ def main():
         "steps": cfg.steps, "warmup": cfg.warmup,
         "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None,
         "val_loss": sum(val) / len(val) if val else None,
-        "torch": torch.__version__,
+        "torch": torch.__version__, "device": cfg.device,
     }
+    if device.type == "cuda":
+        result["tf32"] = cfg.tf32
+        result["gpu"] = torch.cuda.get_device_name(device)
+        result["peak_gpu_bytes"] = torch.cuda.max_memory_allocated(device)
     if seconds:
         med = statistics.median(seconds)
         result["step_ms_median"] = med * 1e3

@@ -342,6 +342,8 @@ int run(int argc, char** argv) {
   // A step's activations: what the forward and backward hold at their peak above the bytes the
   // step starts with and the gradients it leaves (the largest over steps).
   int64_t activations = 0, run_peak = 0, gradients = 0;
+  // Counted where this rank's parameters live: the host, or its GPU with --device cuda.
+  const globe::Device mem_device = adamw.optimizer->params().front().to_local().device();
   const int64_t ckpt_every = f.i64("ckpt-every"), val_every = f.i64("val-every"), log_every = f.i64("log-every");
   // Rank 0's progress on stderr: a live line with the time left on a terminal; in a log, a plain
   // line a minute (the step lines below say the rest).
@@ -351,14 +353,16 @@ int run(int argc, char** argv) {
                                                  globe::Progress::Options{.log_interval_s = 60});
   for (int64_t s = start; s < total; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
-    run_peak = std::max(run_peak, globe::memory_stats().peak_bytes);
-    const int64_t held = globe::memory_stats().current_bytes, grads_before = adamw.optimizer->memory().gradients;
-    globe::reset_peak_memory();
+    run_peak = std::max(run_peak, globe::memory_stats(mem_device).peak_bytes);
+    const int64_t held = globe::memory_stats(mem_device).current_bytes,
+                  grads_before = adamw.optimizer->memory().gradients;
+    globe::reset_peak_memory(mem_device);
     const double loss_scale = scaler ? scaler->get_scale() : 1.0;
     pp::StepResult r =
         pipe.step(batch_on(first, corpus.train, s, batch, T, 0), batch_on(last, corpus.train, s, batch, T, 1), train_loss_fn);
     const int64_t grads_after = adamw.optimizer->memory().gradients;
-    activations = std::max(activations, globe::memory_stats().peak_bytes - held - (grads_after - grads_before));
+    activations =
+        std::max(activations, globe::memory_stats(mem_device).peak_bytes - held - (grads_after - grads_before));
     gradients = std::max(gradients, grads_after);
     if (scaler) scaler->unscale(*adamw.optimizer);  // clipping sees the true gradients
     if (f.f64("grad-clip") > 0) globe::optim::clip_grad_norm(adamw.optimizer->params(), f.f64("grad-clip"));
@@ -417,7 +421,7 @@ int run(int argc, char** argv) {
     return int64_t(globe::max(t.to_global(globe::Placement::all(), globe::sbp::split(0))).item<double>());
   };
   const globe::optim::Optimizer::Memory mem = adamw.optimizer->memory();
-  res["peak_bytes"] = max_over_ranks(double(std::max(run_peak, globe::memory_stats().peak_bytes)));
+  res["peak_bytes"] = max_over_ranks(double(std::max(run_peak, globe::memory_stats(mem_device).peak_bytes)));
   res["param_optim_bytes"] = max_over_ranks(double(mem.parameters + mem.state));
   res["memory"] = {{"parameters", max_over_ranks(double(mem.parameters))},
                    {"gradients", max_over_ranks(double(gradients))},
