@@ -143,6 +143,47 @@ TEST(BackendOps, BinaryKindsWithBroadcasting) {
     expect_close(op.fn(i, j), op.fn(to(i, kGpu), to(j, kGpu)), 0.0, std::string(op.name) + " int64");
 }
 
+// Sums over every kind of reduced set (globe/kernels/cuda/reduce.cu): the innermost dim (a warp
+// per output), a bias gradient's sum over rows (a thread per output), separated and middle dims,
+// the whole tensor; sizes that cut the reduced elements into chunks added by a second kernel;
+// strided views; int64 exact.
+TEST(BackendOps, SumsOverEveryKindOfReducedSet) {
+  GLOBE_REQUIRE_GPU();
+  struct R {
+    Shape shape;
+    std::vector<int64_t> dims;
+  };
+  const R cases[] = {
+      {{2048, 768}, {0}},         // columns: 768 outputs of 2048 rows, in chunks
+      {{2048, 768}, {1}},         // rows: a warp per output
+      {{2048, 768}, {}},          // one output: chunks, then the second kernel
+      {{2, 12, 64, 40}, {1, 3}},  // two separated dims, the inner 40 wide (a warp's step wraps)
+      {{2, 12, 64, 40}, {0, 2}},  // outer and middle dims
+      {{5, 31}, {1}},             // a row narrower than a warp
+      {{3, 1, 7}, {1}},           // a dim of one: nothing to add
+      {{1000003}, {0}},           // an odd length, whole
+  };
+  for (DType dt : {kFloat32, kFloat64})
+    for (const R& r : cases) {
+      const Tensor x = to_dtype(randn(r.shape), dt);
+      const double tol = dt == kFloat32 ? 1e-6 : 1e-12;
+      const std::string what = "sum over " + shape_str(Shape(r.dims.begin(), r.dims.end())) + " of " +
+                               shape_str(r.shape) + " " + dtype_name(dt);
+      expect_close(sum(x, r.dims), sum(to(x, kGpu), r.dims), tol, what);
+      expect_close(sum(x, r.dims, true), sum(to(x, kGpu), r.dims, true), tol, what + " keepdim");
+      if (r.shape.size() != 2) continue;
+      // The same reductions of a transposed and of a narrowed view.
+      std::vector<int64_t> swapped;
+      for (int64_t d : r.dims) swapped.push_back(1 - d);
+      const Tensor t = transpose(x, 0, 1), n = narrow(x, 1, 3, r.shape[1] - 5);
+      expect_close(sum(t, swapped), sum(transpose(to(x, kGpu), 0, 1), swapped), tol, what + " transposed");
+      expect_close(sum(n, r.dims), sum(narrow(to(x, kGpu), 1, 3, r.shape[1] - 5), r.dims), tol, what + " narrowed");
+    }
+  const Tensor i = randint(-1000, 1000, {4096, 300});
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{0}, std::vector<int64_t>{1}, std::vector<int64_t>{}})
+    expect_close(sum(i, dims), sum(to(i, kGpu), dims), 0.0, "int64 sum");
+}
+
 // The backward kernels of the unary ops, through autograd on both devices.
 TEST(BackendOps, UnaryGradients) {
   GLOBE_REQUIRE_GPU();
