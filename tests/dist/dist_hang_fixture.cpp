@@ -6,7 +6,8 @@
 //     new_group   ABSENT_RANK sleeps instead of the first op on a new placement (communicator creation)
 //     collective  ABSENT_RANK sleeps instead of an all-reduce on an existing placement
 // A rank that gets the error prints it and exits CAUGHT_EXIT_CODE (3 unless given: 0 is a program that
-// handled the timeout); the absent rank sleeps ABSENT_SECONDS (30 unless given), then exits 0.
+// handled the timeout; a non-zero exit comes 2 s after the message, so that every waiting rank
+// reports); the absent rank sleeps ABSENT_SECONDS (30 unless given), then exits 0.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -46,6 +47,10 @@ int main(int argc, char** argv) {
     std::cout << "finished without the absent rank?" << std::endl;
   } catch (const globe::Error& e) {
     std::cerr << "caught: " << e.what() << std::endl;
+    // The first rank to exit non-zero has the launcher stop the others: give the other waiting
+    // ranks, whose timeouts end at about the same moment, time to report too (on a loaded machine
+    // one may be a few milliseconds behind).
+    if (caught_exit_code != 0) ::sleep(2);
     return caught_exit_code;
   }
   return 0;
