@@ -7,9 +7,10 @@
 #   --log FILE      also write everything printed to FILE (default bench/results/pipeline-<UTC>.log)
 # Cases, each one `RESULT {json}` line:
 #   fidelity    4 ranks, sleep stages (t_F 20 ms, t_B 40 ms), m = 8: gpipe, 1f1b, interleaved (v = 2),
-#               zb-h1 against their theory. Goals: gpipe/1f1b step <= 1.10 x theory and bubble within
-#               3 points of (p-1)/(m+p-1); interleaved below 1f1b's; zb-h1 within 3 points of the
-#               paper's (p-1)(t_F+t_I-t_W) / (m(t_F+t_B) + that).
+#               zb-h1, zbv against their theory. Goals: gpipe/1f1b step <= 1.10 x theory and bubble
+#               within 3 points of (p-1)/(m+p-1); interleaved below 1f1b's; zb-h1 within 3 points of
+#               the paper's (p-1)(t_F+t_I-t_W) / (m(t_F+t_B) + that); zbv within 3 points of its own
+#               simulated bubble.
 #   memory      2 and 4 ranks, m = 8: peak activation bytes on stage 0, 1f1b / gpipe (goal <= 0.30 at
 #               2 ranks); the most any rank holds, zb-h1 / 1f1b.
 #   eager       the plain form (to_global between stages, a backward per micro-batch), 2 and 4 ranks,
@@ -43,7 +44,7 @@ run() {  # NPROC ARGS...
   echo "\$ $BIN/globe-launch --nproc_per_node $n --no-prefix $BIN/bench_pipeline $*"
   "$BIN/globe-launch" --nproc_per_node "$n" --no-prefix "$BIN/bench_pipeline" "$@" | tee -a "$RESULTS"
 }
-for s in gpipe 1f1b interleaved zb-h1; do run 4 --case fidelity --schedule "$s" --steps 5; done
+for s in gpipe 1f1b interleaved zb-h1 zbv; do run 4 --case fidelity --schedule "$s" --steps 5; done
 run 2 --case eager --steps 5
 run 4 --case eager --steps 5
 run 2 --case memory

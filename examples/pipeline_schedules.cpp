@@ -3,7 +3,7 @@
 // on 1, 2 or 4 ranks prints the same losses; only the speed and the memory per rank change.
 //
 //   build/bin/globe-launch --nproc_per_node 4 build/bin/pipeline_schedules
-//       [--schedule gpipe|1f1b|interleaved|zb-h1] [--microbatches 8] [--chunks 2] [--iters N]
+//       [--schedule gpipe|1f1b|interleaved|zb-h1|zbv] [--microbatches 8] [--chunks 2] [--iters N]
 #include "example_util.h"
 
 namespace nn = globe::nn;
@@ -13,9 +13,10 @@ using globe::Tensor;
 int main(int argc, char** argv) {
   example::Args args(argc, argv, "pipeline_schedules: an MLP, one stage per rank, run by a schedule (docs/06-pipeline.md)");
   const int iters = args.integer("--iters", 20, "training iterations");
-  const std::string schedule = args.text("--schedule", "1f1b", "gpipe, 1f1b, interleaved or zb-h1");
+  const std::string schedule = args.text("--schedule", "1f1b", "gpipe, 1f1b, interleaved, zb-h1 or zbv");
   const int microbatches = args.integer("--microbatches", 8, "micro-batches per step");
-  const int chunks = args.integer("--chunks", schedule == "interleaved" ? 2 : 1, "model chunks per rank (interleaved)");
+  const int chunks = args.integer("--chunks", schedule == "interleaved" || schedule == "zbv" ? 2 : 1,
+                                  "model chunks per rank (interleaved; zbv takes 2)");
   args.done();  // --help lists these flags
 
   // One stage per rank (rank group r = placement {r}).

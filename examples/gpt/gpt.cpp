@@ -189,7 +189,8 @@ int run(int argc, char** argv) {
                  {"tp", "1", "tensor-parallel ranks"},
                  {"pp", "1", "pipeline stages"},
                  {"microbatches", "1", "micro-batches per step (pipeline, or gradient accumulation)"},
-                 {"schedule", "1f1b", "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1"},
+                 {"schedule", "1f1b", "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 or zbv"},
+                 {"chunks", "0", "model chunks per pipeline rank (0: 2 for interleaved and zbv, else 1)"},
                  {"zero", "0", "ZeRO stage: 0 replicated, 1 optimizer state, 2 and gradients, 3 and parameters"},
                  {"prefetch", "1", "with --zero 3: blocks whose gathers start ahead (0: none)"},
                  {"recompute", nullptr, "recompute each block's forward in the backward"},
@@ -272,7 +273,9 @@ int run(int argc, char** argv) {
 
   // The pipeline puts each stage's modules on its mesh; then tensor parallelism splits them there.
   const std::vector<globe::Placement> meshes = stage_meshes(L, f.str("device"));
-  pp::Pipeline pipe(meshes, model.block_list(), {.schedule = f.str("schedule"), .microbatches = microbatches},
+  const std::string schedule = f.str("schedule");
+  const int chunks = f.i64("chunks") > 0 ? int(f.i64("chunks")) : schedule == "interleaved" || schedule == "zbv" ? 2 : 1;
+  pp::Pipeline pipe(meshes, model.block_list(), {.schedule = schedule, .microbatches = microbatches, .chunks = chunks},
                     {&model.embed}, {&model.head});
   gpt::distribute_tensor_parallel(model);
   tie_head(pipe, model);

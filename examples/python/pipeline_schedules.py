@@ -3,7 +3,7 @@ examples/pipeline_schedules.cpp: Flatten + Linear(784, 256) first, 8 blocks of L
 last, one stage per rank. It prints the C++ program's plan, schedule and losses.
 
     python3 -m globe.launch --nproc_per_node 2 examples/python/pipeline_schedules.py \\
-        [--schedule 1f1b|gpipe|interleaved|zb-h1] [--microbatches 8] [--iters 20]
+        [--schedule 1f1b|gpipe|interleaved|zb-h1|zbv] [--microbatches 8] [--iters 20]
 """
 import argparse
 
@@ -18,7 +18,7 @@ def main():
     parser.add_argument("--microbatches", type=int, default=8)
     parser.add_argument("--chunks", type=int, default=None)
     args = parser.parse_args()
-    chunks = args.chunks or (2 if args.schedule == "interleaved" else 1)
+    chunks = args.chunks or (2 if args.schedule in ("interleaved", "zbv") else 1)
 
     groups = [flow.placement("cpu", ranks=[r]) for r in range(flow.env.get_world_size())]
     flow.manual_seed(0)

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <iomanip>
 #include <sstream>
+#include <optional>
 #include <tuple>
 
 #include "globe/base/error.h"
@@ -12,7 +13,7 @@ namespace globe::pipeline {
 
 namespace {
 
-enum class Kind { gpipe, one_f_one_b, interleaved, zb_h1 };
+enum class Kind { gpipe, one_f_one_b, interleaved, zb_h1, zbv };
 
 Kind kind_of(const std::string& name) {
   std::string n;
@@ -22,7 +23,8 @@ Kind kind_of(const std::string& name) {
   if (n == "1f1b") return Kind::one_f_one_b;
   if (n == "interleaved" || n == "interleaved1f1b") return Kind::interleaved;
   if (n == "zbh1" || n == "zerobubble") return Kind::zb_h1;
-  GLOBE_FAIL("[pipeline] unknown schedule '", name, "'; choose gpipe, 1f1b, interleaved or zb-h1");
+  if (n == "zbv" || n == "zerobubblev") return Kind::zbv;
+  GLOBE_FAIL("[pipeline] unknown schedule '", name, "'; choose gpipe, 1f1b, interleaved, zb-h1 or zbv");
 }
 
 const char* canonical(Kind k) {
@@ -31,6 +33,7 @@ const char* canonical(Kind k) {
     case Kind::one_f_one_b: return "1f1b";
     case Kind::interleaved: return "interleaved";
     case Kind::zb_h1: return "zb-h1";
+    case Kind::zbv: return "zbv";
   }
   return "";
 }
@@ -48,10 +51,13 @@ struct Sim {
   std::vector<int> alive, peak;  // per group: micro-batch activations held (F started, not freed)
 
   Sim(Kind k, int p_, int v_, int m_)
-      : kind(k), p(p_), v(v_), m(m_), S(p_ * v_), split(k == Kind::zb_h1),
+      : kind(k), p(p_), v(v_), m(m_), S(p_ * v_), split(k == Kind::zb_h1 || k == Kind::zbv),
         f_end(S, std::vector<int>(m, kNever)), b_end(f_end), w_end(f_end), alive(p, 0), peak(p, 0) {}
 
   int dur(Phase ph) const { return Schedule::unit_time(ph); }
+  // The group that runs a stage: chunk j on group stage mod p, or in a V for zbv (stages 0..p-1
+  // down the groups, p..2p-1 back up: group g holds stages g and 2p-1-g).
+  int group(int stage) const { return kind == Kind::zbv && stage >= p ? 2 * p - 1 - stage : stage % p; }
   bool started(const std::vector<std::vector<int>>& e, int c, int k) const { return e[c][k] != kNever; }
 
   bool ready(const Action& a, int t) const {
@@ -106,12 +112,34 @@ struct Sim {
   // weight gradient is still to come as 1F1B's first stage holds, p; a forward beyond it waits,
   // and the group runs a weight gradient. Later stages thereby defer their W's to the cool-down,
   // where they fill what would otherwise be the bubble: (p - 1)(F + I - W) in all.
+  // zbv counts half-stage chunks: 2p of them are the same bytes as 1F1B's p stages.
   bool may_start(const Action& a, int g) const {
-    return !split || a.phase != Phase::forward || alive[g] < p;
+    return !split || a.phase != Phase::forward || alive[g] < p * v;
+  }
+
+  // zbv has no fixed program: a free group takes, of its two stages' next actions that are ready,
+  // the first of: the input gradient of its earlier stage (that of an older micro-batch, since the
+  // backward reaches it last), that of its later stage, the forward of its later stage, the forward
+  // of its earlier stage (a forward only within the memory bound); else a weight gradient, as in
+  // zb-h1. Preferring the later stage's forward keeps the group that turns the V (p - 1) from
+  // filling its memory with first-chunk activations that nothing can drain. Of the orders tried,
+  // this gave the smallest bubbles, and none stalls for p <= 8, m <= 24 (a stall would be refused
+  // below, naming the counts).
+  std::optional<Action> pick(int g, int t, const std::vector<std::vector<int>>& next) const {
+    const int early = g, late = 2 * p - 1 - g;
+    const std::pair<Phase, int> order[] = {
+        {Phase::input_grad, early}, {Phase::input_grad, late}, {Phase::forward, late}, {Phase::forward, early}};
+    for (const auto& [ph, c] : order) {
+      const int k = next[size_t(c)][ph == Phase::forward ? 0 : 1];
+      if (k >= m) continue;
+      const Action a{c, k, ph};
+      if (ready(a, t) && may_start(a, g)) return a;
+    }
+    return std::nullopt;
   }
 
   void start(const Action& a, int t) {
-    const int g = a.stage % p, end = t + dur(a.phase);
+    const int g = group(a.stage), end = t + dur(a.phase);
     switch (a.phase) {
       case Phase::forward:
         f_end[a.stage][a.microbatch] = end;
@@ -129,7 +157,7 @@ struct Sim {
       for (int k = 0; k < m; ++k)
         if (!freed[c][k] && last[c][k] <= t) {
           freed[c][k] = true;
-          --alive[c % p];
+          --alive[group(c)];
         }
   }
 };
@@ -150,8 +178,11 @@ Schedule Schedule::make(const std::string& name, int groups, int microbatches, i
   if (kind == Kind::interleaved)
     GLOBE_CHECK(chunks >= 2, "[pipeline] the interleaved schedule needs at least 2 model chunks per rank group ",
                 "(chunks = ", chunks, "); with one chunk use 1f1b");
+  else if (kind == Kind::zbv)
+    GLOBE_CHECK(chunks == 2, "[pipeline] the zbv schedule runs exactly 2 model chunks per rank group, in a V ",
+                "(chunks = ", chunks, "); give chunks = 2");
   else
-    GLOBE_CHECK(chunks == 1, "[pipeline] chunks = ", chunks, " applies to the interleaved schedule only, not ",
+    GLOBE_CHECK(chunks == 1, "[pipeline] chunks = ", chunks, " applies to the interleaved and zbv schedules only, not ",
                 canonical(kind));
 
   Schedule s;
@@ -159,7 +190,8 @@ Schedule Schedule::make(const std::string& name, int groups, int microbatches, i
   s.groups_ = groups;
   s.chunks_ = chunks;
   s.microbatches_ = microbatches;
-  s.split_ = kind == Kind::zb_h1;
+  s.split_ = kind == Kind::zb_h1 || kind == Kind::zbv;
+  s.v_shape_ = kind == Kind::zbv;
 
   Sim sim(kind, groups, chunks, microbatches);
   const int per_mb = s.split_ ? 3 : 2;  // actions per (stage, micro-batch)
@@ -169,7 +201,11 @@ Schedule Schedule::make(const std::string& name, int groups, int microbatches, i
   std::vector<std::vector<Action>> programs;
   std::vector<size_t> next(groups, 0);
   std::vector<std::vector<Action>> weight_queue(groups);  // split backward: W's ready to run, oldest first
-  for (int g = 0; g < groups; ++g) programs.push_back(sim.program(g));
+  if (kind != Kind::zbv)
+    for (int g = 0; g < groups; ++g) programs.push_back(sim.program(g));
+  else
+    programs.assign(size_t(groups), {});
+  std::vector<std::vector<int>> next_of(size_t(sim.S), std::vector<int>(2, 0));  // zbv: per stage, next F / I
   std::vector<std::tuple<int, int, Action>> started;  // (start, group, action)
   s.grid_.assign(groups, {});
   for (int t = 0; int(started.size()) < total; ++t) {
@@ -180,7 +216,12 @@ Schedule Schedule::make(const std::string& name, int groups, int microbatches, i
       if (free_at[g] > t) continue;
       Action a{};
       const bool has_next = next[g] < programs[g].size();
-      if (has_next && sim.ready(programs[g][next[g]], t) && sim.may_start(programs[g][next[g]], g)) {
+      const std::optional<Action> picked = kind == Kind::zbv ? sim.pick(g, t, next_of) : std::nullopt;
+      if (picked) {
+        a = *picked;
+        ++next_of[size_t(a.stage)][a.phase == Phase::forward ? 0 : 1];
+        if (a.phase == Phase::input_grad) weight_queue[g].push_back({a.stage, a.microbatch, Phase::weight_grad});
+      } else if (has_next && sim.ready(programs[g][next[g]], t) && sim.may_start(programs[g][next[g]], g)) {
         a = programs[g][next[g]++];
         if (a.phase == Phase::input_grad) weight_queue[g].push_back({a.stage, a.microbatch, Phase::weight_grad});
       } else if (!weight_queue[g].empty() && sim.ready(weight_queue[g].front(), t)) {

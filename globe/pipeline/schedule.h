@@ -16,6 +16,10 @@
 //   zb-h1        1f1b with the backward split into input gradient (I, on the critical path) and
 //                weight gradient (W, filling the bubbles): bubble (p-1)/(3m+p-1) at unit times;
 //                at most p micro-batches per stage, 1f1b's first-stage bound
+//   zbv          zero bubble in a V (Qi et al. 2024): 2 chunks per rank group, group g running
+//                stages g and 2p-1-g, the backward split as in zb-h1; a free group runs an input
+//                gradient when one is ready, else a forward within 1F1B's memory (2p chunks of half
+//                a stage), else a weight gradient
 #pragma once
 
 #include <string>
@@ -37,9 +41,9 @@ std::string to_string(const Action& a, bool with_stage = true);
 
 class Schedule {
  public:
-  // `name`: gpipe, 1f1b, interleaved, zb-h1 (also written gpipe / 1F1B / ZB-H1 in any case).
-  // `groups`: rank groups (pipeline ranks) p; `chunks`: model chunks per group v (interleaved
-  // only; 1 otherwise). Throws "[pipeline] ..." for an unknown name, m <= 0, p <= 0, or a
+  // `name`: gpipe, 1f1b, interleaved, zb-h1, zbv (also written gpipe / 1F1B / ZB-H1 / ZB-V in
+  // any case). `groups`: rank groups (pipeline ranks) p; `chunks`: model chunks per group v (2 or
+  // more for interleaved, 2 for zbv; 1 otherwise). Throws "[pipeline] ..." for an unknown name, m <= 0, p <= 0, or a
   // combination the schedule cannot run, with the reason.
   static Schedule make(const std::string& name, int groups, int microbatches, int chunks = 1);
 
@@ -48,7 +52,9 @@ class Schedule {
   int chunks() const { return chunks_; }
   int stages() const { return groups_ * chunks_; }
   int microbatches() const { return microbatches_; }
-  int group_of(int stage) const { return stage % groups_; }
+  // The rank group that runs a stage: stage mod p, or for zbv the V (stages 0..p-1 on groups 0..p-1,
+  // stages p..2p-1 on groups p-1..0).
+  int group_of(int stage) const { return v_shape_ && stage >= groups_ ? 2 * groups_ - 1 - stage : stage % groups_; }
   bool splits_backward() const { return split_; }
 
   // Every action in the global order.
@@ -70,6 +76,7 @@ class Schedule {
   std::string name_;
   int groups_ = 1, chunks_ = 1, microbatches_ = 1;
   bool split_ = false;
+  bool v_shape_ = false;
   std::vector<Action> order_;
   std::vector<int> start_;                      // simulated start time of order_[i]
   std::vector<std::vector<std::string>> grid_;  // [group][time]

@@ -1,5 +1,5 @@
 """Pipeline parallelism (globe/pipeline, docs/06-pipeline.md): a model cut into stages on their own
-placements, run over micro-batches by a schedule (gpipe, 1f1b, interleaved, zb-h1).
+placements, run over micro-batches by a schedule (gpipe, 1f1b, interleaved, zb-h1, zbv).
 
     pipe = globe.pipeline.Pipeline(groups, blocks, schedule="1f1b", microbatches=4,
                                    first=[embed], last=[head])

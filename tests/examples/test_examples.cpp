@@ -75,7 +75,7 @@ TEST(SaveLoadExample, RoundTripsOnOneAndTwoRanks) {
 TEST(PipelineSchedulesExample, EveryScheduleOnOneTwoAndFourRanksGivesTheSameLosses) {
   const int iters = 4;
   const auto one = run_example("pipeline_schedules", 1, iters);
-  for (const char* schedule : {"gpipe", "1f1b", "interleaved", "zb-h1"})
+  for (const char* schedule : {"gpipe", "1f1b", "interleaved", "zb-h1", "zbv"})
     for (int nproc : {2, 4}) {
       const auto got = run_example("pipeline_schedules", nproc, iters, {"--schedule", schedule});
       ASSERT_EQ(got.size(), one.size()) << schedule << " on " << nproc;

@@ -89,6 +89,20 @@ TEST(Gpt, EveryLayoutGivesTheSingleProcessLosses) {
   }
 }
 
+// The interleaved and V schedules give each of 2 pipeline ranks 2 chunks of 4 layers: the embedding
+// and head share rank 0 under zbv (the first and last stage), ZeRO-3 gathers inside each chunk.
+TEST(Gpt, TwoChunkSchedulesGiveTheSingleProcessLosses) {
+  TempDir dir;
+  const auto args = with(kSmall, {"--layers", "4", "--steps", "4", "--microbatches", "3"});
+  const auto one = train(1, args, dir, "single");
+  ASSERT_EQ(one.size(), 4u);
+  expect_same(one, train(2, with(args, {"--pp", "2", "--schedule", "interleaved"}), dir, "interleaved"), 1e-5,
+              "interleaved");
+  expect_same(one, train(2, with(args, {"--pp", "2", "--schedule", "zbv"}), dir, "zbv"), 1e-5, "zbv");
+  expect_same(one, train(4, with(args, {"--dp", "2", "--pp", "2", "--zero", "3", "--schedule", "zbv"}), dir, "zbv-zero3"),
+              1e-5, "zbv, dp 2, zero 3");
+}
+
 TEST(Gpt, ZeroStagesAndRecomputationGiveTheSingleProcessLosses) {
   TempDir dir;
   const auto args = with(kSmall, {"--steps", "6", "--microbatches", "2"});

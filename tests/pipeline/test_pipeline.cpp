@@ -129,6 +129,7 @@ TEST(Pipeline, EveryScheduleEqualsGradientAccumulationBitForBit) {
   for (const char* schedule : {"gpipe", "1f1b", "zb-h1"})
     for (int m : microbatch_counts(p)) check_against_reference(schedule, p, m, 1);
   for (int m : microbatch_counts(p)) check_against_reference("interleaved", p, m, 2);
+  for (int m : microbatch_counts(p)) check_against_reference("zbv", p, m, 2);
 }
 
 TEST(Pipeline, EveryScheduleWithRecomputationEqualsGradientAccumulationBitForBit) {
@@ -137,6 +138,7 @@ TEST(Pipeline, EveryScheduleWithRecomputationEqualsGradientAccumulationBitForBit
   for (const char* schedule : {"gpipe", "1f1b", "zb-h1"})
     for (int m : microbatch_counts(p)) check_against_reference(schedule, p, m, 1, true);
   check_against_reference("interleaved", p, p, 2, true);
+  check_against_reference("zbv", p, p + 1, 2, true);
 }
 
 TEST(Pipeline, OneStageIsThePlainModel) {
@@ -372,7 +374,7 @@ TEST(Pipeline, BadInputIsAnErrorBeforeAnyCommunication) {
   EXPECT_THAT(error_of([&] { make({.schedule = "interleaved", .chunks = 4}, groups); }),
               HasSubstr("4 stages but only 3 blocks"));
   EXPECT_THAT(error_of([&] { make({.schedule = "1f1b", .chunks = 2}, groups); }),
-              HasSubstr("applies to the interleaved schedule only"));
+              HasSubstr("applies to the interleaved and zbv schedules only"));
   if (world() >= 2) {
     EXPECT_THAT(error_of([&] { make({}, {placement("cpu", {0, 1}), placement("cpu", {1})}); }),
                 HasSubstr("must not share ranks: rank 1"));

@@ -66,7 +66,7 @@ def test_backward_local_prints_the_cpp_snippets_lines(ranks, tmp_path):
     assert "xl.grad() = 2 2 2" in py
 
 
-@pytest.mark.parametrize("ranks, schedule", [(1, "1f1b"), (2, "1f1b"), (2, "interleaved"), (2, "zb-h1"), (4, "gpipe")])
+@pytest.mark.parametrize("ranks, schedule", [(1, "1f1b"), (2, "1f1b"), (2, "interleaved"), (2, "zb-h1"), (2, "zbv"), (4, "gpipe")])
 def test_pipeline_object_prints_the_cpp_plan_and_losses(ranks, schedule, tmp_path):
     """The Pipeline over Python modules: the same stage plan, schedule and losses as in C++."""
     args = ["--schedule", schedule, "--iters", "5"]
