@@ -381,7 +381,8 @@ int main(int argc, char** argv) {
   write(dir, "sbp-matmul.svg", sbp_picture);
   write(dir, "sbp-layouts.svg", layouts_picture);
   const std::vector<std::tuple<std::string, std::string, int>> schedules = {
-      {"gpipe", "GPipe", 1}, {"1f1b", "1F1B", 1}, {"interleaved", "Interleaved 1F1B (2 chunks)", 2}, {"zb-h1", "ZB-H1", 1}};
+      {"gpipe", "GPipe", 1}, {"1f1b", "1F1B", 1}, {"interleaved", "Interleaved 1F1B (2 chunks)", 2}, {"zb-h1", "ZB-H1", 1},
+      {"zbv", "ZBV (2 chunks in a V)", 2}};
   for (const auto& [name, title, chunks] : schedules)
     write(dir, "schedule-" + name + ".svg", schedule_svg(pp::Schedule::make(name, 4, 8, chunks), title));
   // Measured data: a missing file is an error naming the script that writes it.
