@@ -70,7 +70,7 @@ Tensor create(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dt
   const int me = dist::world_rank();
   if (!p.contains(me)) return make_global(Tensor::empty(local_shape(shape, p, norm, me), dtype), shape, p, norm);
   Tensor local = Tensor::empty(local_shape(shape, p, norm, me), dtype, p.local_device());
-  const auto coord = p.coord_of(p.index_of(me));
+  const auto& coord = p.coord_of(p.index_of(me));
   bool zero = false;
   for (size_t a = 0; a < norm.size(); ++a) zero |= norm[a].is_partial() && coord[a] != 0;
   if (!zero) fill(local, local_block(shape, p, norm, me));

@@ -31,6 +31,19 @@ Placement::Placement(std::string device_type, std::vector<int> members, std::vec
                              "`globe-launch --nproc_per_node N PROGRAM`)"
                            : "");
   }
+  // The tables coord_of and axis_group answer from, made once the layout is known to be valid.
+  auto full = std::make_shared<Data>(*d_);
+  const size_t n = full->ranks.size(), dims = full->mesh.size();
+  full->coords.assign(n, std::vector<int64_t>(dims));
+  for (size_t i = 0; i < n; ++i)
+    for (size_t a = dims, rest = i; a-- > 0;) {
+      full->coords[i][a] = int64_t(rest % size_t(full->mesh[a]));
+      rest /= size_t(full->mesh[a]);
+    }
+  d_ = full;
+  full->axis.assign(n, std::vector<std::vector<int>>(dims));
+  for (size_t i = 0; i < n; ++i)
+    for (size_t a = 0; a < dims; ++a) full->axis[i][a] = axes_group(full->ranks[i], {int64_t(a)});
 }
 
 Device Placement::local_device() const {
@@ -53,13 +66,16 @@ int Placement::index_of(int rank) const {
   return -1;
 }
 
-std::vector<int64_t> Placement::coord_of(int index) const {
-  std::vector<int64_t> c(mesh_shape().size());
-  for (size_t a = mesh_shape().size(); a-- > 0;) {
-    c[a] = index % mesh_shape()[a];
-    index /= int(mesh_shape()[a]);
-  }
-  return c;
+const std::vector<int64_t>& Placement::coord_of(int index) const {
+  GLOBE_CHECK(index >= 0 && index < size(), "[placement] ", to_string(), " has no member at index ", index);
+  return d().coords[size_t(index)];
+}
+
+const std::vector<int>& Placement::axis_group(int rank, int64_t axis) const {
+  const int i = index_of(rank);
+  GLOBE_CHECK(i >= 0, "[placement] rank ", rank, " is not in ", to_string());
+  GLOBE_CHECK(axis >= 0 && axis < mesh_ndim(), "[placement] ", to_string(), " has no mesh axis ", axis);
+  return d().axis[size_t(i)][size_t(axis)];
 }
 
 std::vector<int> Placement::axes_group(int rank, const std::vector<int64_t>& axes) const {

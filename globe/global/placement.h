@@ -38,10 +38,12 @@ class Placement {
   bool contains(int rank) const { return index_of(rank) >= 0; }
   // Position of `rank` in ranks() (row-major mesh index), or -1.
   int index_of(int rank) const;
-  // Mesh coordinate of the member at row-major `index`.
-  std::vector<int64_t> coord_of(int index) const;
-  // Ranks that share every mesh coordinate with `rank` except along `axis`, ordered by that axis.
-  std::vector<int> axis_group(int rank, int64_t axis) const { return axes_group(rank, {axis}); }
+  // Mesh coordinate of the member at row-major `index` (tabled when the placement is made: boxing
+  // asks on every call).
+  const std::vector<int64_t>& coord_of(int index) const;
+  // Ranks that share every mesh coordinate with `rank` (a member) except along `axis`, ordered by
+  // that axis (tabled as coord_of).
+  const std::vector<int>& axis_group(int rank, int64_t axis) const;
   // The same over several axes (ascending): the ranks whose coordinates differ from `rank`'s only
   // there, in row-major order of those axes.
   std::vector<int> axes_group(int rank, const std::vector<int64_t>& axes) const;
@@ -63,6 +65,8 @@ class Placement {
     std::string device;
     std::vector<int> ranks;
     std::vector<int64_t> mesh;
+    std::vector<std::vector<int64_t>> coords;         // [index]: mesh coordinate
+    std::vector<std::vector<std::vector<int>>> axis;  // [index][axis]: axis_group
   };
   const Data& d() const {
     static const Data none;

@@ -127,7 +127,7 @@ Shape infer_global_shape(const std::vector<std::vector<int64_t>>& rows, const Pl
     if (!any) continue;
     int64_t total = 0;
     for (int i = 0; i < p.size(); ++i) {
-      const auto c = p.coord_of(i);
+      const auto& c = p.coord_of(i);
       bool on_line = true;
       for (size_t a = 0; a < sbp.size(); ++a) on_line &= splits_d[a] || c[a] == 0;
       if (on_line) total += shape_of(rows[p.ranks()[i]])[d];

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -99,30 +100,26 @@ bool read_available(Connection& c, const std::string& token) {
   }
 }
 
-// Reads what a pipe holds and relays its whole lines to `stream`; at EOF (or on an error) relays
-// the unfinished rest and returns false.
-bool relay_pipe(int fd, int stream, std::string& pending) {
+// Appends what a pipe holds to `pending`. False at EOF (or on an error).
+bool read_pipe(int fd, std::string& pending) {
   char buf[65536];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof(buf));
     if (n > 0) {
       pending.append(buf, static_cast<std::size_t>(n));
-      const std::size_t end = pending.rfind('\n');
-      if (end != std::string::npos) {
-        write_all(stream, pending.data(), end + 1);
-        pending.erase(0, end + 1);
-      } else if (pending.size() >= 65536) {
-        write_all(stream, pending);
-        pending.clear();
-      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    write_all(stream, pending);
-    pending.clear();
-    return false;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
+}
+
+// Writes pending's whole lines to `stream` (all of it when `all`, or when no line ends in 64 KiB).
+void write_lines(int stream, std::string& pending, bool all) {
+  const std::size_t end = all || pending.size() >= 65536 ? pending.size() : pending.rfind('\n') + 1;  // npos + 1 == 0
+  if (end == 0) return;
+  write_all(stream, pending.data(), end);
+  pending.erase(0, end);
 }
 
 }  // namespace
@@ -204,14 +201,23 @@ void OutputServer::serve() {
                                {local_[0].reader, POLLIN, 0},
                                {local_[1].reader, POLLIN, 0}};
     for (const auto& c : conns) fds.push_back({c.fd, POLLIN, 0});
-    const int timeout_ms = stopping ? static_cast<int>((deadline - now_s()) * 1000) + 1 : -1;
+    const int timeout_ms = stopping ? std::max(0, static_cast<int>((deadline - now_s()) * 1000) + 1) : -1;
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
     if (!stopping && fds[1].revents != 0) {
       stopping = true;
       deadline = now_s() + max_wait_s_;
     }
-    // Take every connection waiting to be accepted, and read it now: a rank that connected and
-    // sent its last line since the last poll must not be overtaken by mpirun's report of its end.
+    // mpirun's output is read first and written last: what it reports (a rank's end) happened
+    // after that rank sent its last frames, which are therefore in their sockets by now, even
+    // where poll() saw them empty; every connection is read once more then, new ones included.
+    bool from_mpirun = false, ended[2] = {false, false};
+    for (int k = 0; k < 2; ++k) {
+      LocalPipe& p = local_[k];
+      if (fds[2 + k].revents == 0) continue;
+      const std::size_t had = p.pending.size();
+      ended[k] = !read_pipe(p.reader, p.pending);
+      from_mpirun |= p.pending.size() > had;
+    }
     const std::size_t polled = conns.size();
     for (;;) {
       const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -220,27 +226,28 @@ void OutputServer::serve() {
     }
     std::vector<Connection> open;
     for (std::size_t i = 0; i < conns.size(); ++i) {
-      if ((i < polled && fds[4 + i].revents == 0) || read_available(conns[i], token_)) {
+      const bool look = i >= polled || from_mpirun || fds[4 + i].revents != 0;
+      if (!look || read_available(conns[i], token_)) {
         open.push_back(std::move(conns[i]));
       } else {
         ::close(conns[i].fd);
       }
     }
     conns = std::move(open);
-    // mpirun's lines after the ranks' frames: what mpirun reports happened after they were sent.
-    for (int s = 0; s < 2; ++s) {
-      LocalPipe& p = local_[s];
-      if (fds[2 + s].revents != 0 && !relay_pipe(p.reader, s + 1, p.pending)) {
+    for (int k = 0; k < 2; ++k) {
+      LocalPipe& p = local_[k];
+      write_lines(k + 1, p.pending, ended[k]);
+      if (ended[k]) {
         ::close(p.reader);
         p.reader = -1;
       }
     }
   }
   for (const auto& c : conns) ::close(c.fd);
-  for (LocalPipe& p : local_) {  // what is left at the deadline, without waiting
-    if (p.reader >= 0) relay_pipe(p.reader, int(&p - local_) + 1, p.pending);
-    if (!p.pending.empty()) write_all(int(&p - local_) + 1, p.pending);
-    p.pending.clear();
+  for (int k = 0; k < 2; ++k) {  // what is left at the deadline, without waiting
+    LocalPipe& p = local_[k];
+    if (p.reader >= 0) read_pipe(p.reader, p.pending);
+    write_lines(k + 1, p.pending, true);
   }
 }
 
