@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   const int iters = args.integer("--iters", 20, "training iterations");
   const std::string schedule = args.text("--schedule", "1f1b", "gpipe, 1f1b, interleaved, zb-h1 or zbv");
   const int microbatches = args.integer("--microbatches", 8, "micro-batches per step");
-  const int chunks = args.integer("--chunks", schedule == "interleaved" || schedule == "zbv" ? 2 : 1,
+  const int chunks = args.integer("--chunks", pp::Schedule::default_chunks(schedule),
                                   "model chunks per rank (interleaved; zbv takes 2)");
   args.done();  // --help lists these flags
 

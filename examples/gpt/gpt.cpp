@@ -274,7 +274,7 @@ int run(int argc, char** argv) {
   // The pipeline puts each stage's modules on its mesh; then tensor parallelism splits them there.
   const std::vector<globe::Placement> meshes = stage_meshes(L, f.str("device"));
   const std::string schedule = f.str("schedule");
-  const int chunks = f.i64("chunks") > 0 ? int(f.i64("chunks")) : schedule == "interleaved" || schedule == "zbv" ? 2 : 1;
+  const int chunks = f.i64("chunks") > 0 ? int(f.i64("chunks")) : pp::Schedule::default_chunks(schedule);
   pp::Pipeline pipe(meshes, model.block_list(), {.schedule = schedule, .microbatches = microbatches, .chunks = chunks},
                     {&model.embed}, {&model.head});
   gpt::distribute_tensor_parallel(model);
@@ -442,7 +442,9 @@ int run(int argc, char** argv) {
   }
 
   if (!f.str("generate").empty()) {
-    pp::Pipeline one(meshes, model.block_list(), {.schedule = "gpipe", .microbatches = 1}, {&model.embed}, {&model.head});
+    // The training pipeline's stage -> group map (same schedule and chunks), so no block moves.
+    pp::Pipeline one(meshes, model.block_list(), {.schedule = schedule, .microbatches = 1, .chunks = chunks},
+                     {&model.embed}, {&model.head});
     tie_head(one, model);
     const std::string text = gpt::generate(
         one, f.str("generate"), c.block,

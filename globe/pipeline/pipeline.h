@@ -55,7 +55,7 @@ class Pipeline {
  public:
   // `groups`: one placement per pipeline rank group, disjoint. `blocks`: the model's layers in
   // order, spread over the p * chunks stages by options.stage_of_block; stage s runs on
-  // groups[s % p]. `first` modules run before the blocks on the first stage (an embedding), `last`
+  // groups[schedule().group_of(s)] (s mod p, or zbv's V). `first` modules run before the blocks on the first stage (an embedding), `last`
   // after them on the last stage (a head). Every module's parameters and buffers are moved to its
   // stage's placement (local ones become broadcast; global ones keep their SBP). Errors (no
   // communication happens first): overlapping groups, a bad stage plan, more stages than blocks,

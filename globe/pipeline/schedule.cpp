@@ -259,6 +259,11 @@ Schedule Schedule::make(const std::string& name, int groups, int microbatches, i
   return s;
 }
 
+int Schedule::default_chunks(const std::string& name) {
+  const Kind k = kind_of(name);
+  return k == Kind::interleaved || k == Kind::zbv ? 2 : 1;
+}
+
 int Schedule::position(const Action& a) const {
   auto it = std::find(order_.begin(), order_.end(), a);
   return it == order_.end() ? -1 : int(it - order_.begin());

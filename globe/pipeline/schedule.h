@@ -46,6 +46,9 @@ class Schedule {
   // more for interleaved, 2 for zbv; 1 otherwise). Throws "[pipeline] ..." for an unknown name, m <= 0, p <= 0, or a
   // combination the schedule cannot run, with the reason.
   static Schedule make(const std::string& name, int groups, int microbatches, int chunks = 1);
+  // The chunks per group a schedule runs with unless told: 2 for interleaved and zbv, else 1
+  // (any spelling make() takes; an unknown name throws as make() does).
+  static int default_chunks(const std::string& name);
 
   const std::string& name() const { return name_; }
   int groups() const { return groups_; }

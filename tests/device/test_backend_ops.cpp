@@ -162,6 +162,7 @@ TEST(BackendOps, SumsOverEveryKindOfReducedSet) {
       {{5, 31}, {1}},             // a row narrower than a warp
       {{3, 1, 7}, {1}},           // a dim of one: nothing to add
       {{1000003}, {0}},           // an odd length, whole
+      {{0, 768}, {0}},            // nothing to add: zeros
   };
   for (DType dt : {kFloat32, kFloat64})
     for (const R& r : cases) {

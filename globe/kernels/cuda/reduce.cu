@@ -153,7 +153,8 @@ Tensor sum_to_keepdim(const Tensor& a, const Shape& keep) {
                                        std::max<int64_t>(1, reduced.count / min_chunk));
   // At most 1024: the second kernel adds an output's partials in one thread.
   splits = std::min<int64_t>(splits, 1024);
-  const int64_t chunk = (reduced.count + splits - 1) / splits;
+  // At least 1: a summed dim of extent 0 leaves count 0, and every output 0.
+  const int64_t chunk = std::max<int64_t>(1, (reduced.count + splits - 1) / splits);
   splits = std::max<int64_t>(1, (reduced.count + chunk - 1) / chunk);
   auto stream = stream_of(a);
   visit_dtype(a.dtype(), [&](auto tag) {
