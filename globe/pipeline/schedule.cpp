@@ -55,9 +55,7 @@ struct Sim {
         f_end(S, std::vector<int>(m, kNever)), b_end(f_end), w_end(f_end), alive(p, 0), peak(p, 0) {}
 
   int dur(Phase ph) const { return Schedule::unit_time(ph); }
-  // The group that runs a stage: chunk j on group stage mod p, or in a V for zbv (stages 0..p-1
-  // down the groups, p..2p-1 back up: group g holds stages g and 2p-1-g).
-  int group(int stage) const { return kind == Kind::zbv && stage >= p ? 2 * p - 1 - stage : stage % p; }
+  int group(int stage) const { return stage_group(stage, p, kind == Kind::zbv); }
   bool started(const std::vector<std::vector<int>>& e, int c, int k) const { return e[c][k] != kNever; }
 
   bool ready(const Action& a, int t) const {

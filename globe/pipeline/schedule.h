@@ -27,6 +27,12 @@
 
 namespace globe::pipeline {
 
+// The rank group that runs `stage` of `groups` groups: stage mod groups, or in a V (stages
+// 0..p-1 down the groups, p..2p-1 back up: group g runs stages g and 2p-1-g).
+inline int stage_group(int stage, int groups, bool v_shape) {
+  return v_shape && stage >= groups ? 2 * groups - 1 - stage : stage % groups;
+}
+
 enum class Phase : unsigned char { forward, backward, input_grad, weight_grad };
 
 struct Action {
@@ -57,7 +63,7 @@ class Schedule {
   int microbatches() const { return microbatches_; }
   // The rank group that runs a stage: stage mod p, or for zbv the V (stages 0..p-1 on groups 0..p-1,
   // stages p..2p-1 on groups p-1..0).
-  int group_of(int stage) const { return v_shape_ && stage >= groups_ ? 2 * groups_ - 1 - stage : stage % groups_; }
+  int group_of(int stage) const { return stage_group(stage, groups_, v_shape_); }
   bool splits_backward() const { return split_; }
 
   // Every action in the global order.
