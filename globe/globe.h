@@ -9,6 +9,7 @@
 
 #include "globe/autograd/checkpoint.h"
 #include "globe/autograd/engine.h"
+#include "globe/core/deterministic.h"
 #include "globe/core/grad_mode.h"
 #include "globe/core/random.h"
 #include "globe/core/tensor.h"

@@ -129,6 +129,12 @@ Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype, std::s
   return Tensor(std::move(impl));
 }
 
+Tensor Tensor::narrow_view(const Tensor& base, int64_t d, int64_t start, int64_t length) {
+  Shape shape = base.shape();
+  shape[size_t(d)] = length;
+  return view_of(base, std::move(shape), base.strides(), base.offset() + start * base.strides()[size_t(d)]);
+}
+
 Tensor Tensor::view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = std::move(shape);

@@ -182,6 +182,8 @@ class Tensor {
   Tensor host_view() const;
   // A view of `base`'s storage with another shape/strides/offset (no autograd link).
   static Tensor view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset);
+  // A view of `base` narrowed along dim d to [start, start + length) (no autograd link).
+  static Tensor narrow_view(const Tensor& base, int64_t d, int64_t start, int64_t length);
   TensorImpl& impl() const;
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   // Parameter identity: this handle's TensorImpl takes `src`'s data and layout (shape, dtype,

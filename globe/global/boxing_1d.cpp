@@ -2,7 +2,9 @@
 
 #include <functional>
 
+#include "globe/core/deterministic.h"
 #include "globe/kernels/device_kernels.h"
+#include "globe/kernels/tree_sum.h"
 #include "globe/ops/ops.h"
 
 namespace globe::detail {
@@ -12,13 +14,6 @@ namespace {
 // Every buffer below is on the device of the shard it comes from; copies go through that
 // device's kernel table.
 void copy_into(const Tensor& dst, const Tensor& src) { kernels::device_copy(dst, src); }
-
-// A view of `t` narrowed along d (kernel-level: no autograd, no dispatch).
-Tensor narrow_view(const Tensor& t, int64_t d, int64_t start, int64_t len) {
-  Shape s = t.shape();
-  s[d] = len;
-  return Tensor::view_of(t, s, t.strides(), t.offset() + start * t.strides()[d]);
-}
 
 // Buffers below that are written in full are allocated without zero-filling (a 16 MiB memset
 // costs ~1.5 ms, a third of a 16 MiB transfer).
@@ -57,7 +52,7 @@ Tensor pack(const Tensor& t, int64_t d, int p) {
   int64_t at = 0;
   for (int r = 0; r < p; ++r) {
     Range rg = split_range(t.shape()[d], p, r);
-    Tensor piece = narrow_view(t, d, rg.start, rg.length);
+    Tensor piece = Tensor::narrow_view(t, d, rg.start, rg.length);
     Tensor dst = Tensor::view_of(buf, piece.shape(), contiguous_strides(piece.shape()), at);
     copy_into(dst, piece);
     at += piece.numel();
@@ -75,7 +70,7 @@ Tensor unpack(const Tensor& buf, const Shape& shape, int64_t d, int p,
   for (int r = 0; r < p; ++r) {
     const Shape ps = piece_shape_of(r);
     Tensor src = Tensor::view_of(buf, ps, contiguous_strides(ps), buf.offset() + at);
-    copy_into(narrow_view(out, d, pos, ps[d]), src);
+    copy_into(Tensor::narrow_view(out, d, pos, ps[d]), src);
     at += numel_of(ps);
     pos += ps[d];
   }
@@ -94,18 +89,37 @@ std::function<Tensor()> start_gather_split(const Tensor& local, const Shape& blo
   };
 }
 
+// Deterministic mode's reduce-scatter (core/deterministic.h): member q receives every member's
+// piece q (counts[q] elements of the flat `packed`, pieces in member order) and adds them in the
+// pairwise tree over member index, member r's partial being the r-th subtree of the sum. The
+// bytes of a reduce-scatter; the adds on the member that owns the piece.
+Tensor tree_reduce_scatter(const Tensor& packed, const std::vector<int64_t>& counts, dist::Communicator& comm) {
+  const int p = comm.size();
+  const int64_t mine = counts[size_t(comm.rank())];
+  Tensor recv = Tensor::uninitialized({p * mine}, packed.dtype(), packed.device());
+  comm.all_to_all_v(kernels::device_dense(packed), counts, recv, std::vector<int64_t>(size_t(p), mine));
+  std::vector<Tensor> parts;
+  for (int r = 0; r < p; ++r) parts.push_back(Tensor::view_of(recv, {mine}, {1}, r * mine));
+  return kernels::tree_sum(parts);
+}
+
 Tensor reduce_scatter_split(const Tensor& local, const Shape& block, dist::Communicator& comm, int64_t d) {
   const int p = comm.size();
   // MPI never writes a (non-MPI_IN_PLACE) send buffer, so a contiguous `local` is sent as is.
   Tensor packed = pack(local, d, p);
-  Tensor out = Tensor::uninitialized(piece_shape(block, d, p, comm.rank()), local.dtype(), local.device());
+  const Shape mine = piece_shape(block, d, p, comm.rank());
+  if (deterministic()) {
+    const Tensor sum = tree_reduce_scatter(packed, piece_counts(block, d, p), comm);
+    return Tensor::view_of(sum, mine, contiguous_strides(mine), sum.offset());
+  }
+  Tensor out = Tensor::uninitialized(mine, local.dtype(), local.device());
   comm.reduce_scatter_v(packed, out, piece_counts(block, d, p));
   return out;
 }
 
 Tensor slice_split(const Tensor& local, const Shape& block, int p, int me, int64_t d) {
   Range r = split_range(block[d], p, me);
-  return copy_of(narrow_view(local, d, r.start, r.length));
+  return copy_of(Tensor::narrow_view(local, d, r.start, r.length));
 }
 
 // Above this many bytes S(i) -> S(j) moves each piece once (exchange); below, one fingerprinted
@@ -124,8 +138,8 @@ Tensor all_to_all(const Tensor& local, const Shape& block, dist::Communicator& c
     std::vector<Tensor> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p));
     for (int r = 0; r < p; ++r) {
       const Range from = split_range(block[from_d], p, r), to = split_range(local.shape()[to_d], p, r);
-      recv[size_t(r)] = narrow_view(out, from_d, from.start, from.length);
-      const Tensor piece = narrow_view(local, to_d, to.start, to.length);
+      recv[size_t(r)] = Tensor::narrow_view(out, from_d, from.start, from.length);
+      const Tensor piece = Tensor::narrow_view(local, to_d, to.start, to.length);
       if (r == me) copy_into(recv[size_t(r)], piece);
       else send[size_t(r)] = piece.is_contiguous() ? piece : copy_of(piece);
     }
@@ -154,6 +168,11 @@ constexpr int64_t kScatterGatherMinBytes = int64_t(256) << 10;
 Tensor reduce_to_all(const Tensor& local, const Shape& block, dist::Communicator& comm) {
   const int p = comm.size();
   const int64_t n = local.numel();
+  if (deterministic()) {
+    Tensor out = Tensor::uninitialized(block, local.dtype(), local.device());
+    tree_all_reduce(kernels::device_dense(local), out, comm);
+    return out;
+  }
   if (p == 1 || n * int64_t(itemsize(local.dtype())) < kScatterGatherMinBytes) {
     Tensor out = copy_of(local);
     comm.all_reduce_sum(out);
@@ -169,6 +188,14 @@ Tensor reduce_to_all(const Tensor& local, const Shape& block, dist::Communicator
 }
 
 }  // namespace
+
+void tree_all_reduce(const Tensor& src, const Tensor& dst, dist::Communicator& comm) {
+  const int p = comm.size();
+  std::vector<int64_t> counts(static_cast<size_t>(p));
+  for (int r = 0; r < p; ++r) counts[size_t(r)] = split_range(src.numel(), p, r).length;
+  const Tensor piece = tree_reduce_scatter(src, counts, comm);
+  comm.all_gather_v(piece, dst, counts);
+}
 
 std::function<Tensor()> start_box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm,
                                        const Sbp& from, const Sbp& to) {
@@ -188,7 +215,7 @@ Tensor box_axis(const Tensor& local, const Shape& block, dist::Communicator& com
       if (to.is_split()) return all_to_all(local, block, comm, from.dim, to.dim);
       {  // S(i) -> P: my shard in zeros of the full block
         Tensor out = Tensor::empty(block, local.dtype(), local.device());
-        copy_into(narrow_view(out, from.dim, split_range(block[from.dim], p, me).start, local.shape()[from.dim]),
+        copy_into(Tensor::narrow_view(out, from.dim, split_range(block[from.dim], p, me).start, local.shape()[from.dim]),
                   local);
         return out;
       }

@@ -52,6 +52,23 @@ bool sums_partials(const NdSbp& from, const NdSbp& to) {
   return false;
 }
 
+// Deterministic mode (docs/design.md §10): partial sums come only from ops that sum leaf by leaf
+// and go only into the boxing that adds them in the leaves' tree; an op applied to partial values
+// (scaling them, adding two) would add them in another order.
+bool tree_ordered(const Op& op, const SbpSignature& sig) {
+  for (const Sbp& s : sig.inputs)
+    if (s.is_partial()) return false;
+  return !sig.output.is_partial() || op.tree_partials();
+}
+
+// Per dim of `t`'s shape, the blocks layout `nd` cuts it into on placement p.
+Shape parts_of(const Shape& shape, const NdSbp& nd, const Placement& p) {
+  Shape parts(shape.size(), 1);
+  for (size_t a = 0; a < nd.size(); ++a)
+    if (nd[a].is_split()) parts[size_t(nd[a].dim)] *= p.mesh_shape()[a];
+  return parts;
+}
+
 // The chosen signature on mesh axis a: cheapest total boxing cost, first on ties.
 SbpSignature choose(const Op& op, const std::vector<Tensor>& inputs, const std::vector<TensorMeta>& metas,
                     const Placement& p, size_t axis) {
@@ -61,6 +78,7 @@ SbpSignature choose(const Op& op, const std::vector<Tensor>& inputs, const std::
   const SbpSignature* best = nullptr;
   double best_cost = std::numeric_limits<double>::infinity();
   for (const SbpSignature& sig : candidates) {
+    if (deterministic() && !tree_ordered(op, sig)) continue;
     // Bytes moved, plus one per re-laid-out input: a signature needing no boxing at all wins
     // over one whose boxing is merely local (B -> S, S -> P).
     double cost = 0;
@@ -115,6 +133,7 @@ Tensor detail::dispatch_global(const OpPtr& op, const std::vector<Tensor>& input
     }
     locals.push_back(shard_of(boxed));
     args.in_global_shapes.push_back(inputs[i].shape());
+    if (deterministic()) args.in_parts.push_back(parts_of(inputs[i].shape(), boxed.sbp(), p));
     if (p.contains(me)) args.in_block_starts.push_back(local_block(inputs[i].shape(), p, boxed.sbp(), me).start);
   }
   Tensor local;

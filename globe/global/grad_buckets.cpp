@@ -8,8 +8,10 @@
 
 #include "globe/autograd/engine.h"
 #include "globe/base/trace.h"
+#include "globe/core/deterministic.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
+#include "globe/global/boxing_1d.h"
 #include "globe/global/global_tensor.h"
 #include "globe/global/op_history.h"
 #include "globe/kernels/device_kernels.h"
@@ -102,7 +104,9 @@ class Flight {
     const trace::Span op(trace::Kind::op, "reduce gradients");  // the all-reduce is recorded under them
     trace::Span layout(trace::Kind::layout);
     if (layout) layout->name = "gradient bucket " + from.to_string() + " -> " + to.to_string();
-    req_ = dist::group(pl.axes_group(me, axes)).start_all_reduce_sum(flat_);
+    dist::Communicator& comm = dist::group(pl.axes_group(me, axes));
+    if (deterministic()) detail::tree_all_reduce(flat_, flat_, comm);  // in the leaves' tree, at once
+    else req_ = comm.start_all_reduce_sum(flat_);
   }
 
   bool test() { return req_.test(); }

@@ -1,6 +1,7 @@
 // matmul: [..., n, k] @ [..., k, m] -> [..., n, m], batch dims broadcast; matmul_nt and linear take
 // b stored transposed ([..., m, k]) and an optional bias added inside the GEMM.
 #include "globe/kernels/device_kernels.h"
+#include "globe/kernels/tree_sum.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 #include "globe/ops/sbp_rules.h"
@@ -90,9 +91,22 @@ class Matmul final : public Op {
     }
     return {out, in[0].dtype};
   }
+  bool tree_partials() const override { return !has_bias_; }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
-    return kernels::kernels_for(in[0]).matmul(in[0], transpose_b_ ? swap_last_dims(in[1]) : in[1],
-                                              args.out.shape, has_bias_ ? in[2] : Tensor());
+    const Tensor b = transpose_b_ ? swap_last_dims(in[1]) : in[1];
+    const Tensor bias = has_bias_ ? in[2] : Tensor();
+    const auto& k = kernels::kernels_for(in[0]);
+    const int64_t inner = in[0].shape().back();
+    if (!deterministic() || inner == 0) return k.matmul(in[0], b, args.out.shape, bias);
+    // Deterministic mode: one product per leaf of the inner dim, added in the leaves' tree; a
+    // bias only after it (matmul_nt never fuses one in this mode, so a partial product has none).
+    const int64_t leaf = args.leaf_length(name().c_str(), "inner dim", 0, in[0].dim() - 1, in[0]);
+    std::vector<Tensor> leaves;
+    for (int64_t at = 0; at < inner; at += leaf)
+      leaves.push_back(k.matmul(Tensor::narrow_view(in[0], in[0].dim() - 1, at, leaf),
+                                Tensor::narrow_view(b, b.dim() - 2, at, leaf), args.out.shape, Tensor()));
+    Tensor out = kernels::tree_sum(leaves);
+    return has_bias_ ? k.binary(kernels::BinaryKind::add, out, bias, args.out.shape) : out;
   }
   // Shapes without transpose_b: a [..., n, k], b [..., k, m], g [..., n, m];
   // with it: b [..., m, k]. bias: any shape that broadcasts to g's.
@@ -134,6 +148,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor matmul_nt(const Tensor& a, const Tensor& b, const Tensor& bias) {
+  // Deterministic mode adds the bias to the finished sum (a bias inside the GEMM would be added
+  // to one rank's partial product, out of the sum's fixed order).
+  if (bias.defined() && deterministic()) return add(matmul_nt(a, b), bias);
   if (!bias.defined()) return apply_op<Matmul>({a, b}, /*transpose_b=*/true, /*has_bias=*/false);
   return apply_op<Matmul>({a, b, bias}, /*transpose_b=*/true, /*has_bias=*/true);
 }

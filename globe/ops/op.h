@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "globe/core/deterministic.h"
 #include "globe/core/tensor.h"
 #include "globe/core/sbp.h"
 
@@ -28,6 +29,16 @@ struct ComputeArgs {
   // such as a vocab-split embedding need to know which rows they hold). Empty for local ops.
   std::vector<Shape> in_global_shapes;
   std::vector<Shape> in_block_starts;
+  // Deterministic mode only (core/deterministic.h): for a global op, each input's count of blocks
+  // per dim (the product of the mesh axes splitting it; 1 where unsplit). Empty otherwise.
+  std::vector<Shape> in_parts;
+
+  // The leaf length of dim `dim` of input `i` (whose shard is `local`) when the op sums over it in
+  // deterministic mode: from the dim's global length and its blocks, the same on every rank.
+  int64_t leaf_length(const char* op, const char* what, size_t i, int64_t dim, const Tensor& local) const {
+    const int64_t length = in_global_shapes.empty() ? local.shape()[size_t(dim)] : in_global_shapes[i][size_t(dim)];
+    return globe::leaf_length(op, what, length, in_parts.empty() ? 1 : in_parts[i][size_t(dim)]);
+  }
 };
 
 // One valid layout combination of an op on one mesh axis: inputs laid out as `inputs` give the
@@ -82,6 +93,10 @@ class Op : public GraphOp {
   // op runs global by gathering its inputs.
   virtual std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& inputs,
                                                    const SbpContext& ctx) const;
+  // Whether compute, in deterministic mode, sums over a split dim leaf by leaf (so its partial
+  // output on each rank is a whole subtree of the sum). The global dispatch lets only such ops
+  // produce partial sums in that mode, and no op read them (docs/design.md §10).
+  virtual bool tree_partials() const { return false; }
 };
 
 using GraphOpPtr = std::shared_ptr<const GraphOp>;

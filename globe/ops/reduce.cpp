@@ -4,6 +4,7 @@
 
 #include "globe/kernels/device_kernels.h"
 #include "globe/kernels/reduce.h"
+#include "globe/kernels/tree_sum.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 #include "globe/ops/sbp_rules.h"
@@ -63,9 +64,25 @@ class Sum final : public Op {
     return {reduced_shape(in[0].shape, reduce_dims(dims_, in[0].shape, "sum"), keepdim_),
             in[0].dtype};
   }
+  bool tree_partials() const override { return true; }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const auto dims = reduce_dims(dims_, in[0].shape(), "sum");
-    Tensor r = kernels::kernels_for(in[0]).sum_to_keepdim(in[0], keepdim_shape(in[0].shape(), dims));
+    const Shape keep = keepdim_shape(in[0].shape(), dims);
+    const auto& k = kernels::kernels_for(in[0]);
+    Tensor r;
+    if (deterministic() && dims.size() == 1 && in[0].shape()[size_t(dims[0])] > 0) {
+      // One sum per leaf of the dim, each over a contiguous copy (the same strides on every
+      // rank, so the kernel takes the same path), added in the leaves' tree. sum() hands this
+      // mode one dim at a time.
+      const int64_t d = dims[0], length = in[0].shape()[size_t(d)];
+      const int64_t leaf = args.leaf_length("sum", "summed dim", 0, d, in[0]);
+      std::vector<Tensor> leaves;
+      for (int64_t at = 0; at < length; at += leaf)
+        leaves.push_back(k.sum_to_keepdim(kernels::device_dense(Tensor::narrow_view(in[0], d, at, leaf)), keep));
+      r = kernels::tree_sum(leaves);
+    } else {
+      r = k.sum_to_keepdim(in[0], keep);
+    }
     return Tensor::view_of(r, args.out.shape, contiguous_strides(args.out.shape), 0);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
@@ -177,7 +194,12 @@ class ScatterAdd final : public Op {
 }  // namespace
 
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  return apply_op<Sum>({a}, dims, keepdim);
+  const auto rd = a.defined() ? reduce_dims(dims, a.shape(), "sum") : dims;
+  if (!deterministic() || rd.size() <= 1) return apply_op<Sum>({a}, dims, keepdim);
+  // Deterministic mode: one dim at a time, the last first, each in its own leaves' tree.
+  Tensor s = a;
+  for (size_t i = rd.size(); i-- > 0;) s = apply_op<Sum>({s}, std::vector<int64_t>{rd[i]}, true);
+  return keepdim ? s : reshape(s, reduced_shape(a.shape(), rd, false));
 }
 
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "globe/core/deterministic.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
@@ -30,11 +31,43 @@ double local_share_of_squares(Tensor g) {
   return local.numel() == 0 ? 0.0 : kernels::kernels_for(local).sum_of_squares(local) / replicas;
 }
 
+// Deterministic mode (docs/design.md §10): each gradient's squares summed over its whole value
+// (gathered where it is split: the same kernel on the same values as in one process) by the first
+// rank of its placement, the per-parameter sums brought to every rank (one non-zero term each, so
+// exact in any order), and added in parameter order.
+double deterministic_grad_norm(const std::vector<Tensor>& params) {
+  std::vector<double> squares(params.size(), 0.0);
+  bool any_global = false;
+  for (size_t i = 0; i < params.size(); ++i) {
+    Tensor g = params[i].grad();
+    if (!g.defined()) continue;
+    any_global |= g.is_global();
+    if (g.is_global()) {
+      g = box(g, g.placement(), replicated(g.placement().mesh_ndim()));
+      if (dist::world_rank() != g.placement().first()) continue;
+      g = g.to_local();
+    }
+    if (g.numel() > 0) squares[i] = kernels::kernels_for(g).sum_of_squares(g);
+  }
+  if (any_global && dist::world_size() > 1 && !squares.empty()) {
+    std::vector<int> world(size_t(dist::world_size()));
+    for (int r = 0; r < dist::world_size(); ++r) world[size_t(r)] = r;
+    Tensor t = from_vector(squares, {int64_t(squares.size())});
+    const RecordOp record(Placement::all(), "clip_grad_norm", dist::kMixSeed);
+    dist::group(world).all_reduce_sum(t);
+    squares.assign(t.data<double>(), t.data<double>() + squares.size());
+  }
+  double total = 0;
+  for (double s : squares) total += s;
+  return std::sqrt(total);
+}
+
 }  // namespace
 
 double grad_norm(const std::vector<Tensor>& params) {
   NoGradGuard no_grad;
   resolve_pending_grads(params);  // data-parallel reductions in buckets, not one per parameter
+  if (deterministic()) return deterministic_grad_norm(params);
   double squares = 0;
   for (const Tensor& p : params) {
     const Tensor g = p.grad();

@@ -48,8 +48,19 @@ def _excepthook(kind, value, traceback, _previous=_sys.excepthook):
 
 _sys.excepthook = _excepthook
 
+
+def use_deterministic_algorithms(mode):
+    """torch.use_deterministic_algorithms's name for Globe's deterministic mode: with True, every sum
+    that a layout may spread over ranks is taken in one order fixed by the global shapes, so the
+    program gives the same bits on any number of ranks (docs/design.md §10). Every rank must agree."""
+    _globe.set_deterministic(bool(mode))
+
+
+def are_deterministic_algorithms_enabled():
+    return _globe.deterministic()
+
 __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_global", "randn", "zeros", "ones", "full", "save", "load",
-           "no_grad", "no_sync", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half"]
+           "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half"]
 
 
 class device:  # noqa: N801  (torch.device / flow.device)

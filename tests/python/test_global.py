@@ -40,6 +40,20 @@ def test_boxing_gives_the_whole_value():
     np.testing.assert_array_equal(terms.numpy(), np.full((2, 2), WORLD * (WORLD + 1) / 2))
 
 
+def test_deterministic_algorithms_give_the_single_process_bits():
+    flow.manual_seed(6)
+    a, b = flow.randn(4, 32), flow.randn(32, 3)
+    flow.use_deterministic_algorithms(True)
+    try:
+        assert flow.are_deterministic_algorithms_enabled()
+        want = flow.matmul(a, b).numpy()
+        got = flow.matmul(flow.from_full(a, all_ranks(), flow.sbp.split(1)), flow.from_full(b, all_ranks(), flow.sbp.split(0)))
+        assert got.numpy().tobytes() == want.tobytes()  # bit for bit, on any world size the mode covers
+    finally:
+        flow.use_deterministic_algorithms(False)
+    assert not flow.are_deterministic_algorithms_enabled()
+
+
 def test_to_global_keeps_parameters_for_the_optimizer():
     flow.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))

@@ -1,0 +1,51 @@
+#include "globe/core/deterministic.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "globe/base/error.h"
+
+namespace globe {
+
+namespace {
+
+std::atomic<bool>& mode() {
+  static std::atomic<bool> on = [] {
+    const char* v = std::getenv("GLOBE_DETERMINISTIC");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+std::atomic<bool> rotated{false};
+
+bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+}  // namespace
+
+bool deterministic() { return mode().load(std::memory_order_relaxed); }
+void set_deterministic(bool on) { mode().store(on, std::memory_order_relaxed); }
+
+int64_t leaves_of(int64_t length) {
+  if (length <= 0) return 1;
+  const int64_t pow2 = length & -length;  // the largest power of two dividing it
+  return pow2 < kMaxLeaves ? pow2 : kMaxLeaves;
+}
+
+int64_t leaf_length(const char* op, const char* dim, int64_t length, int64_t parts) {
+  const int64_t leaves = leaves_of(length);
+  if (parts <= 1 || length == 0) return length == 0 ? 0 : length / leaves;
+  GLOBE_CHECK(length % parts == 0 && power_of_two(parts) && leaves % parts == 0, "[", op,
+              "] deterministic mode: the ", dim, " (length ", length, ", cut into ", leaves,
+              " leaves of ", length / leaves, ") is split into ", parts,
+              " blocks; each block must be a whole subtree of the leaves' sum, so the dim must be split "
+              "evenly into a power of two of blocks dividing ",
+              leaves, " (1 to ", leaves, " ranks along it)");
+  return length / leaves;
+}
+
+void detail::rotate_leaves_for_test(bool on) { rotated = on; }
+bool detail::leaves_rotated_for_test() { return rotated; }
+
+}  // namespace globe

@@ -1,0 +1,41 @@
+// Deterministic mode (docs/design.md §10, "Deterministic mode"): every sum whose terms a layout
+// may spread over ranks is taken in one order fixed by the global shapes alone, so that a program
+// prints the same bits on any number of ranks and any layout the mode covers.
+//
+// The order: a reduced dim of global length L is cut into leaves(L) equal leaves (the largest power
+// of two dividing L, at most kMaxLeaves); a leaf's partial is the kernel's ordinary sum over its
+// L / leaves(L) consecutive indices; the leaves' partials are added in a pairwise tree over leaf
+// index (kernels/tree_sum.h). A rank whose block of the dim is a whole subtree computes that
+// subtree; the boxing that sums partial values adds the ranks' subtrees in the same tree.
+#pragma once
+
+#include <cstdint>
+
+namespace globe {
+
+// On or off for the whole process (every rank must agree). Starts from GLOBE_DETERMINISTIC
+// (1 = on; unset or 0 = off).
+bool deterministic();
+void set_deterministic(bool on);
+
+// The most leaves a reduced dim is cut into: the most ranks that may share one reduced dim.
+constexpr int64_t kMaxLeaves = 8;
+
+// Leaves of a reduced dim of global length `length`.
+int64_t leaves_of(int64_t length);
+
+// The length of one leaf of a reduced dim of global length `length` cut into `parts` equal blocks
+// (the ranks that split it; 1 when unsplit). Throws "[op] deterministic mode: ..." naming the
+// dim, its length, its leaves and the parts when a block would not be a whole subtree (uneven
+// blocks, or a part count that is not a power of two dividing the leaves). Every rank decides
+// alike: the answer depends on the global length and the part count only.
+int64_t leaf_length(const char* op, const char* dim, int64_t length, int64_t parts);
+
+namespace detail {
+// Test hook: with `on`, this process adds its leaves in a rotated order (the negative control of
+// tests/global/test_deterministic.cpp: one rank's changed order must change the bits).
+void rotate_leaves_for_test(bool on);
+bool leaves_rotated_for_test();
+}  // namespace detail
+
+}  // namespace globe

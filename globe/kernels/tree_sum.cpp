@@ -1,0 +1,31 @@
+#include "globe/kernels/tree_sum.h"
+
+#include <algorithm>
+
+#include "globe/base/error.h"
+#include "globe/core/deterministic.h"
+#include "globe/kernels/device_kernels.h"
+
+namespace globe::kernels {
+
+namespace {
+
+Tensor tree(const std::vector<Tensor>& p, size_t lo, size_t hi) {
+  if (hi - lo == 1) return p[lo];
+  size_t half = 1;
+  while (2 * half < hi - lo) half *= 2;
+  const Tensor left = tree(p, lo, lo + half), right = tree(p, lo + half, hi);
+  return kernels_for(left).binary(BinaryKind::add, left, right, left.shape());
+}
+
+}  // namespace
+
+Tensor tree_sum(const std::vector<Tensor>& pieces) {
+  GLOBE_CHECK(!pieces.empty(), "[tree_sum] no pieces");
+  if (!detail::leaves_rotated_for_test()) return tree(pieces, 0, pieces.size());
+  std::vector<Tensor> rotated(pieces.begin() + 1, pieces.end());
+  rotated.push_back(pieces.front());
+  return tree(rotated, 0, rotated.size());
+}
+
+}  // namespace globe::kernels
