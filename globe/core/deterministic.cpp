@@ -35,7 +35,7 @@ int64_t leaves_of(int64_t length) {
 
 int64_t leaf_length(const char* op, const char* dim, int64_t length, int64_t parts) {
   const int64_t leaves = leaves_of(length);
-  if (parts <= 1 || length == 0) return length == 0 ? 0 : length / leaves;
+  if (parts <= 1 || length == 0) return length / leaves;
   GLOBE_CHECK(length % parts == 0 && power_of_two(parts) && leaves % parts == 0, "[", op,
               "] deterministic mode: the ", dim, " (length ", length, ", cut into ", leaves,
               " leaves of ", length / leaves, ") is split into ", parts,

@@ -89,6 +89,13 @@ std::function<Tensor()> start_gather_split(const Tensor& local, const Shape& blo
   };
 }
 
+// Element counts of n elements cut into p balanced flat pieces.
+std::vector<int64_t> balanced_counts(int64_t n, int p) {
+  std::vector<int64_t> counts(static_cast<size_t>(p));
+  for (int r = 0; r < p; ++r) counts[size_t(r)] = split_range(n, p, r).length;
+  return counts;
+}
+
 // Deterministic mode's reduce-scatter (core/deterministic.h): member q receives every member's
 // piece q (counts[q] elements of the flat `packed`, pieces in member order) and adds them in the
 // pairwise tree over member index, member r's partial being the r-th subtree of the sum. The
@@ -178,8 +185,7 @@ Tensor reduce_to_all(const Tensor& local, const Shape& block, dist::Communicator
     comm.all_reduce_sum(out);
     return out;
   }
-  std::vector<int64_t> counts(p);
-  for (int r = 0; r < p; ++r) counts[r] = split_range(n, p, r).length;
+  const std::vector<int64_t> counts = balanced_counts(n, p);
   Tensor piece = Tensor::uninitialized({counts[comm.rank()]}, local.dtype(), local.device());
   comm.reduce_scatter_v(kernels::device_dense(local), piece, counts);
   Tensor out = Tensor::uninitialized(block, local.dtype(), local.device());
@@ -190,9 +196,7 @@ Tensor reduce_to_all(const Tensor& local, const Shape& block, dist::Communicator
 }  // namespace
 
 void tree_all_reduce(const Tensor& src, const Tensor& dst, dist::Communicator& comm) {
-  const int p = comm.size();
-  std::vector<int64_t> counts(static_cast<size_t>(p));
-  for (int r = 0; r < p; ++r) counts[size_t(r)] = split_range(src.numel(), p, r).length;
+  const std::vector<int64_t> counts = balanced_counts(src.numel(), comm.size());
   const Tensor piece = tree_reduce_scatter(src, counts, comm);
   comm.all_gather_v(piece, dst, counts);
 }

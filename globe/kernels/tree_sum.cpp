@@ -23,8 +23,8 @@ Tensor tree(const std::vector<Tensor>& p, size_t lo, size_t hi) {
 Tensor tree_sum(const std::vector<Tensor>& pieces) {
   GLOBE_CHECK(!pieces.empty(), "[tree_sum] no pieces");
   if (!detail::leaves_rotated_for_test()) return tree(pieces, 0, pieces.size());
-  std::vector<Tensor> rotated(pieces.begin() + 1, pieces.end());
-  rotated.push_back(pieces.front());
+  std::vector<Tensor> rotated = pieces;
+  std::rotate(rotated.begin(), rotated.begin() + 1, rotated.end());
   return tree(rotated, 0, rotated.size());
 }
 

@@ -31,6 +31,14 @@ double local_share_of_squares(Tensor g) {
   return local.numel() == 0 ? 0.0 : kernels::kernels_for(local).sum_of_squares(local) / replicas;
 }
 
+// `t` (host, double) summed over every rank of the world. Collective.
+void sum_over_world(const Tensor& t) {
+  std::vector<int> world(size_t(dist::world_size()));
+  for (int r = 0; r < dist::world_size(); ++r) world[size_t(r)] = r;
+  const RecordOp record(Placement::all(), "clip_grad_norm", dist::kMixSeed);
+  dist::group(world).all_reduce_sum(t);
+}
+
 // Deterministic mode (docs/design.md §10): each gradient's squares summed over its whole value
 // (gathered where it is split: the same kernel on the same values as in one process) by the first
 // rank of its placement, the per-parameter sums brought to every rank (one non-zero term each, so
@@ -50,11 +58,8 @@ double deterministic_grad_norm(const std::vector<Tensor>& params) {
     if (g.numel() > 0) squares[i] = kernels::kernels_for(g).sum_of_squares(g);
   }
   if (any_global && dist::world_size() > 1 && !squares.empty()) {
-    std::vector<int> world(size_t(dist::world_size()));
-    for (int r = 0; r < dist::world_size(); ++r) world[size_t(r)] = r;
-    Tensor t = from_vector(squares, {int64_t(squares.size())});
-    const RecordOp record(Placement::all(), "clip_grad_norm", dist::kMixSeed);
-    dist::group(world).all_reduce_sum(t);
+    const Tensor t = from_vector(squares, {int64_t(squares.size())});
+    sum_over_world(t);
     squares.assign(t.data<double>(), t.data<double>() + squares.size());
   }
   double total = 0;
@@ -76,11 +81,8 @@ double grad_norm(const std::vector<Tensor>& params) {
   bool any_global = false;
   for (const Tensor& p : params) any_global |= p.is_global();
   if (any_global && dist::world_size() > 1) {
-    std::vector<int> world(size_t(dist::world_size()));
-    for (int r = 0; r < dist::world_size(); ++r) world[size_t(r)] = r;
-    Tensor t = from_vector(std::vector<double>{squares}, {1});
-    const RecordOp record(Placement::all(), "clip_grad_norm", dist::kMixSeed);
-    dist::group(world).all_reduce_sum(t);
+    const Tensor t = from_vector(std::vector<double>{squares}, {1});
+    sum_over_world(t);
     squares = t.data<double>()[0];
   }
   return std::sqrt(squares);

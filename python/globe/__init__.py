@@ -59,6 +59,7 @@ def use_deterministic_algorithms(mode):
 def are_deterministic_algorithms_enabled():
     return _globe.deterministic()
 
+
 __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_global", "randn", "zeros", "ones", "full", "save", "load",
            "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half"]
 
