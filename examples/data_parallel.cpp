@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
     optimizer.step();
     optimizer.zero_grad();
     const float value = loss.item<float>();  // collective: every rank asks, rank 0 prints
-    if (example::is_rank0()) std::cout << "iter " << i << " loss " << value << std::endl;
+    example::print_loss(i, value);
     if (ckpt && (i + 1) % 5 == 0) ckpt->save(i + 1, model, optimizer);
   }
   return 0;

@@ -78,4 +78,13 @@ class Args {
 // Prints from rank 0 only (every rank runs the same program).
 inline bool is_rank0() { return globe::dist::world_rank() == 0; }
 
+// "iter I loss V" from rank 0; in deterministic mode (GLOBE_DETERMINISTIC=1) also the float's
+// exact bits as a hex float, the same on every layout (docs/02-data-parallel.md).
+inline void print_loss(int iter, float value, const std::string& tag = "") {
+  if (!is_rank0()) return;
+  std::cout << tag << (tag.empty() ? "" : " ") << "iter " << iter << " loss " << value;
+  if (globe::deterministic()) std::cout << " bits " << std::hexfloat << value << std::defaultfloat;
+  std::cout << std::endl;
+}
+
 }  // namespace example

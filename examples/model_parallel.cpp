@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     optimizer.step();
     optimizer.zero_grad();
     const float value = loss.item<float>();
-    if (example::is_rank0()) std::cout << "iter " << i << " loss " << value << std::endl;
+    example::print_loss(i, value);
   }
   if (example::is_rank0()) std::cout << globe::visualize(model.net1.linear.weight);
   return 0;

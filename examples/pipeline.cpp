@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     sgd.step();  // reads the gradients: stage 0's backward passes finish here, in order
     sgd.zero_grad();
     const float value = total.item<float>();
-    if (example::is_rank0()) std::cout << "iter " << i << " loss " << value << std::endl;
+    example::print_loss(i, value);
   }
   return 0;
 }

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     sgd.step();
     sgd.zero_grad();
     const float value = r.loss.item<float>();
-    if (example::is_rank0()) std::cout << "iter " << i << " loss " << value << std::endl;
+    example::print_loss(i, value);
   }
   return 0;
 }

@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     optimizer.step();
     optimizer.zero_grad();
     const float value = loss.item<float>();
-    if (example::is_rank0()) std::cout << "iter " << i << " loss " << value << std::endl;
+    example::print_loss(i, value);
     if (i == 0) {
       // Layouts: which rank holds which block (metadata only, no communication).
       const std::string w1 = globe::visualize(model.fc1.weight), w2 = globe::visualize(model.fc2.weight),

@@ -29,7 +29,7 @@ void train(ToyModel& model, const globe::Placement& placement, int iters, const 
     optimizer.step();
     optimizer.zero_grad();
     const float value = loss.item<float>();
-    if (example::is_rank0()) std::cout << tag << " iter " << i << " loss " << value << std::endl;
+    example::print_loss(i, value, tag);
   }
 }
 

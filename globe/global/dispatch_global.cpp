@@ -61,6 +61,20 @@ bool tree_ordered(const Op& op, const SbpSignature& sig) {
   return !sig.output.is_partial() || op.tree_partials();
 }
 
+// Deterministic mode: whether `sig` on mesh axis `axis`, after the axes before it chose
+// `earlier` (per input), splits each of the op's piece dims into whole pieces.
+bool whole_pieces(const Op& op, const std::vector<TensorMeta>& metas, const SbpSignature& sig,
+                  const std::vector<std::vector<Sbp>>& earlier, const Placement& p, size_t axis) {
+  for (const auto& [i, d] : op.piece_dims(metas)) {
+    if (!(sig.inputs[i].is_split() && sig.inputs[i].dim == d)) continue;
+    int64_t parts = p.mesh_shape()[axis];
+    for (size_t a = 0; a < earlier[i].size(); ++a)
+      if (earlier[i][a].is_split() && earlier[i][a].dim == d) parts *= p.mesh_shape()[a];
+    if (!splits_into_pieces(metas[i].shape[size_t(d)], parts)) return false;
+  }
+  return true;
+}
+
 // Per dim of `t`'s shape, the blocks layout `nd` cuts it into on placement p.
 Shape parts_of(const Shape& shape, const NdSbp& nd, const Placement& p) {
   Shape parts(shape.size(), 1);
@@ -71,14 +85,14 @@ Shape parts_of(const Shape& shape, const NdSbp& nd, const Placement& p) {
 
 // The chosen signature on mesh axis a: cheapest total boxing cost, first on ties.
 SbpSignature choose(const Op& op, const std::vector<Tensor>& inputs, const std::vector<TensorMeta>& metas,
-                    const Placement& p, size_t axis) {
+                    const Placement& p, size_t axis, const std::vector<std::vector<Sbp>>& earlier) {
   const SbpContext ctx{p.mesh_shape()[axis], int64_t(p.size())};
   std::vector<SbpSignature> candidates = op.sbp_signatures(metas, ctx);
   candidates.push_back({std::vector<Sbp>(inputs.size(), sbp::broadcast), sbp::broadcast});
   const SbpSignature* best = nullptr;
   double best_cost = std::numeric_limits<double>::infinity();
   for (const SbpSignature& sig : candidates) {
-    if (deterministic() && !tree_ordered(op, sig)) continue;
+    if (deterministic() && !(tree_ordered(op, sig) && whole_pieces(op, metas, sig, earlier, p, axis))) continue;
     // Bytes moved, plus one per re-laid-out input: a signature needing no boxing at all wins
     // over one whose boxing is merely local (B -> S, S -> P).
     double cost = 0;
@@ -111,7 +125,7 @@ Tensor detail::dispatch_global(const OpPtr& op, const std::vector<Tensor>& input
   std::vector<std::vector<Sbp>> in_sbp(inputs.size());
   std::vector<Sbp> out_sbp;
   for (size_t a = 0; a < size_t(p.mesh_ndim()); ++a) {
-    SbpSignature sig = choose(*op, inputs, metas, p, a);
+    SbpSignature sig = choose(*op, inputs, metas, p, a, in_sbp);
     for (size_t i = 0; i < inputs.size(); ++i) in_sbp[i].push_back(sig.inputs[i]);
     out_sbp.push_back(sig.output);
   }

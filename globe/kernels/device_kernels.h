@@ -43,6 +43,12 @@ struct DeviceKernels {
   // a [..., n, k] @ b [..., k, m] (+ bias broadcastable to out_shape) -> a new [batch..., n, m]
   // (the batch dims already broadcast into out_shape); float32 and float64.
   Tensor (*matmul)(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& bias);
+  // Deterministic mode's products (kernels/fixed_order_matmul.h): out [B, n, m] (contiguous) =
+  // a [B, n, k] @ b [B, k, m] (float32 / float64; each matrix's elements at unit column stride,
+  // rows and batch entries at any stride, 0 for a broadcast entry). Every [tile_n, tile_m] block
+  // of every entry is its own GEMM call of that shape, whose value depends on the block's
+  // operands alone: not on n, m, B, strides, alignment or the thread count.
+  void (*matmul_tiles)(const Tensor& out, const Tensor& a, const Tensor& b, int64_t tile_n, int64_t tile_m);
 
   // The neural-network rows (kernels/nn.h describes each; undefined tensors where optional).
   Tensor (*softmax)(const Tensor& a, int64_t dim, bool log);

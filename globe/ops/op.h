@@ -33,12 +33,21 @@ struct ComputeArgs {
   // per dim (the product of the mesh axes splitting it; 1 where unsplit). Empty otherwise.
   std::vector<Shape> in_parts;
 
-  // The leaf length of dim `dim` of input `i` (whose shard is `local`) when the op sums over it in
-  // deterministic mode: from the dim's global length and its blocks, the same on every rank.
+  // Deterministic mode: the leaf length of dim `dim` of input `i` (whose shard is `local`) when the
+  // op sums over it, and the tile length of a product's output dim that runs along it; from the
+  // dim's global length and its blocks, the same on every rank.
   int64_t leaf_length(const char* op, const char* what, size_t i, int64_t dim, const Tensor& local) const {
-    const int64_t length = in_global_shapes.empty() ? local.shape()[size_t(dim)] : in_global_shapes[i][size_t(dim)];
-    return globe::leaf_length(op, what, length, in_parts.empty() ? 1 : in_parts[i][size_t(dim)]);
+    return globe::leaf_length(op, what, global_length(i, dim, local), parts(i, dim));
   }
+  int64_t tile_length(const char* op, const char* what, size_t i, int64_t dim, const Tensor& local) const {
+    return globe::tile_length(op, what, global_length(i, dim, local), parts(i, dim));
+  }
+
+ private:
+  int64_t global_length(size_t i, int64_t dim, const Tensor& local) const {
+    return in_global_shapes.empty() ? local.shape()[size_t(dim)] : in_global_shapes[i][size_t(dim)];
+  }
+  int64_t parts(size_t i, int64_t dim) const { return in_parts.empty() ? 1 : in_parts[i][size_t(dim)]; }
 };
 
 // One valid layout combination of an op on one mesh axis: inputs laid out as `inputs` give the
@@ -97,6 +106,11 @@ class Op : public GraphOp {
   // output on each rank is a whole subtree of the sum). The global dispatch lets only such ops
   // produce partial sums in that mode, and no op read them (docs/design.md §10).
   virtual bool tree_partials() const { return false; }
+  // Deterministic mode: the input dims (input index, dim) that compute cuts into fixed pieces,
+  // the leaves of a summed dim or the tiles of a product's rows and columns. A layout may split
+  // such a dim only into whole pieces (core/deterministic.h's splits_into_pieces), so the global
+  // dispatch skips a signature that would split one otherwise (all-broadcast always remains).
+  virtual std::vector<std::pair<size_t, int64_t>> piece_dims(const std::vector<TensorMeta>&) const { return {}; }
 };
 
 using GraphOpPtr = std::shared_ptr<const GraphOp>;

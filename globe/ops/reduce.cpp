@@ -65,6 +65,11 @@ class Sum final : public Op {
             in[0].dtype};
   }
   bool tree_partials() const override { return true; }
+  std::vector<std::pair<size_t, int64_t>> piece_dims(const std::vector<TensorMeta>& in) const override {
+    std::vector<std::pair<size_t, int64_t>> d;
+    for (int64_t dim : reduce_dims(dims_, in[0].shape, "sum")) d.push_back({0, dim});
+    return d;
+  }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const auto dims = reduce_dims(dims_, in[0].shape(), "sum");
     const Shape keep = keepdim_shape(in[0].shape(), dims);

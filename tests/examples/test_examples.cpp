@@ -26,12 +26,28 @@ std::vector<double> losses(const std::string& out) {
   return v;
 }
 
-std::vector<double> run_example(const std::string& name, int nproc, int iters,
-                                const std::vector<std::string>& extra = {}) {
+// The hex floats after "bits" on each line (deterministic mode prints them).
+std::vector<std::string> loss_bits(const std::string& out) {
+  std::vector<std::string> v;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line))
+    if (const size_t at = line.find(" bits "); line.rfind("iter ", 0) == 0 && at != std::string::npos)
+      v.push_back(line.substr(at + 6));
+  return v;
+}
+
+launch_test::RunResult launch_example(const std::string& name, int nproc, int iters, const std::vector<std::string>& extra,
+                                      const std::vector<std::string>& env = {}) {
   std::vector<std::string> args = {"--nproc_per_node", std::to_string(nproc), "--no-prefix",
                                    launch_test::bin_dir() + "/" + name, "--iters", std::to_string(iters)};
   args.insert(args.end(), extra.begin(), extra.end());
-  auto r = launch_test::run_launcher(args, {}, 300);
+  return launch_test::run_launcher(args, env, 300);
+}
+
+std::vector<double> run_example(const std::string& name, int nproc, int iters,
+                                const std::vector<std::string>& extra = {}) {
+  auto r = launch_example(name, nproc, iters, extra);
   EXPECT_EQ(r.exit_code, 0) << name << " with " << nproc << " ranks failed:\n" << r.out << r.err;
   std::vector<double> v = losses(r.out);
   EXPECT_EQ(int(v.size()), iters) << name << " printed " << v.size() << " losses (one rank prints):\n" << r.out;
@@ -82,6 +98,23 @@ TEST(PipelineSchedulesExample, EveryScheduleOnOneTwoAndFourRanksGivesTheSameLoss
       for (size_t i = 0; i < one.size(); ++i)
         EXPECT_NEAR(got[i], one[i], 1e-6 * std::abs(one[i])) << schedule << " on " << nproc << " iteration " << i;
     }
+}
+
+// Deterministic mode (docs/design.md §10): the tutorials print the same loss bits (hex floats) on
+// 1, 2, 3 and 4 ranks, for every layout they take there.
+TEST(DeterministicExamples, SameLossBitsOnOneToFourRanks) {
+  const int iters = 10;
+  for (const char* name : {"quickstart", "model_parallel", "pipeline_schedules"}) {
+    std::vector<std::string> one;
+    for (int nproc : {1, 2, 3, 4}) {
+      const auto r = launch_example(name, nproc, iters, {}, {"GLOBE_DETERMINISTIC=1"});
+      ASSERT_EQ(r.exit_code, 0) << name << " on " << nproc << ":\n" << r.out << r.err;
+      const auto bits = loss_bits(r.out);
+      ASSERT_EQ(int(bits.size()), iters) << name << " on " << nproc << " printed no bits:\n" << r.out;
+      if (nproc == 1) one = bits;
+      EXPECT_EQ(bits, one) << name << " on " << nproc << " ranks";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tutorials, Example,

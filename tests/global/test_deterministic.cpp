@@ -1,7 +1,10 @@
 // Deterministic mode (docs/design.md §10): on 1, 2 and 4 ranks, a sum over a split dim, a matmul
-// over a split inner dim, and a data- and tensor-parallel training step give the single-process
-// bits, not merely close values; a split that cannot keep the order is refused by name; and one
-// rank adding its leaves in another order changes the bits (the negative control).
+// over a split inner dim, products whose rows, columns or batch are split, and a data- and
+// tensor-parallel training step give the single-process bits, not merely close values; a split
+// that cannot keep the order is gathered instead; a product's bits do not depend on BLAS's thread
+// count; and one rank adding its leaves in another order changes the bits (the negative control).
+#include <cblas.h>
+
 #include <cstring>
 
 #include "global_test_util.h"
@@ -88,20 +91,77 @@ TEST_F(Deterministic, HybridTrainingStepsGiveTheSingleProcessBits) {
     EXPECT_TRUE(same_bits(got[i].to_global(p, sbp::broadcast), want[i])) << "weight " << i;
 }
 
-TEST_F(Deterministic, AnUnevenSplitOfASummedDimIsRefusedByName) {
-  const int n = dist::world_size();
-  if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+// A product computes each output tile with one GEMM call of the tile's shape, so a rank that holds
+// some of the rows, the columns or the batch entries gets the bits one process gets for them
+// (BLAS's value for a row can depend on how many rows the call has).
+TEST_F(Deterministic, ProductsWithSplitRowsColumnsOrBatchGiveTheSingleProcessBits) {
   const Placement p = Placement::all();
-  const Tensor a = from_full(values({4, n + 1}, 10), p, sbp::split(1));
-  const Tensor b = from_full(values({n + 1, 3}, 11), p, sbp::split(0));
+  const Tensor a = values({4, 64, 512}, 14), b = values({512, 40}, 15), w = values({40, 512}, 16);
+  const Tensor want = matmul(a, b), want_nt = linear(a, w);
+  for (int64_t d : {0, 1}) {
+    const Tensor ga = from_full(a, p, sbp::split(d));
+    EXPECT_TRUE(same_bits(matmul(ga, from_full(b, p, sbp::broadcast)).to_global(p, sbp::broadcast), want)) << "a S(" << d << ")";
+    EXPECT_TRUE(same_bits(linear(ga, from_full(w, p, sbp::broadcast)).to_global(p, sbp::broadcast), want_nt))
+        << "linear, a S(" << d << ")";
+  }
+  const Tensor ga = from_full(a, p, sbp::broadcast);
+  EXPECT_TRUE(same_bits(matmul(ga, from_full(b, p, sbp::split(1))).to_global(p, sbp::broadcast), want)) << "b S(1)";
+  EXPECT_TRUE(same_bits(linear(ga, from_full(w, p, sbp::split(0))).to_global(p, sbp::broadcast), want_nt)) << "w S(0)";
+}
+
+// A split the leaves or tiles cannot follow (an inner dim of n + 1 over n ranks) is not refused:
+// the dispatch skips that layout and gathers, and the value keeps the single-process bits.
+TEST_F(Deterministic, ASplitThatCannotKeepTheOrderIsGatheredAndKeepsTheBits) {
+  const int n = dist::world_size();
+  const Placement p = Placement::all();
+  const Tensor a = values({4, n + 1}, 10), b = values({n + 1, 3}, 11), x = values({n + 1, 6}, 17),
+               c = values({6, 5}, 20);
+  EXPECT_TRUE(same_bits(matmul(from_full(a, p, sbp::split(1)), from_full(b, p, sbp::split(0))).to_global(p, sbp::broadcast),
+                        matmul(a, b)));
+  EXPECT_TRUE(same_bits(sum(from_full(x, p, sbp::split(0)), {0}).to_global(p, sbp::broadcast), sum(x, {0})));
+  EXPECT_TRUE(same_bits(matmul(from_full(x, p, sbp::split(0)), from_full(c, p, sbp::broadcast)).to_global(p, sbp::broadcast),
+                        matmul(x, c)));  // uneven rows
+}
+
+// The rule every rank applies alike, and the message a split that breaks it gets where a kernel
+// is handed one: it names the op, the dim, its length, its pieces and the block count.
+TEST_F(Deterministic, TheSplitRuleNamesTheDimItsPiecesAndTheBlocks) {
+  EXPECT_TRUE(splits_into_pieces(64, 1) && splits_into_pieces(64, 2) && splits_into_pieces(64, 8));
+  EXPECT_FALSE(splits_into_pieces(64, 16) || splits_into_pieces(3, 2) || splits_into_pieces(24, 3) ||
+               splits_into_pieces(12, 8));
+  EXPECT_EQ(leaf_length("matmul", "inner dim", 64, 2), 8);
+  EXPECT_EQ(tile_length("matmul", "rows", 12, 4), 3);
   try {
-    (void)matmul(a, b);
-    FAIL() << "an inner dim of " << n + 1 << " split over " << n << " ranks was accepted";
+    (void)leaf_length("matmul", "inner dim", 3, 2);
+    FAIL() << "an inner dim of 3 in 2 blocks was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[matmul] deterministic mode: the inner dim (length " + std::to_string(n + 1)),
+    EXPECT_NE(std::string(e.what()).find("[matmul] deterministic mode: the inner dim (length 3, cut into 1 leaves of 3) "
+                                         "is split into 2 blocks"),
               std::string::npos)
         << e.what();
   }
+  try {
+    (void)tile_length("matmul", "rows", 12, 8);
+    FAIL() << "12 rows in 8 blocks were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the rows (length 12, cut into 4 tiles of 3) is split into 8 blocks; each block "
+                                         "must be whole tiles of the product"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// BLAS splits one call over its threads by rows and columns, which can change a row's sums; the
+// mode runs each tile on one BLAS thread, so the thread count changes no bit.
+TEST_F(Deterministic, AProductsBitsDoNotDependOnBlasThreads) {
+  const Tensor a = values({256, 192}, 18), b = values({192, 160}, 19);
+  const int before = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  const Tensor one = matmul(a, b);
+  openblas_set_num_threads(2);
+  const Tensor two = matmul(a, b);
+  openblas_set_num_threads(before);
+  EXPECT_TRUE(same_bits(two, one));
 }
 
 // The negative control: rank 1 adds its leaves in a rotated order, and the bits change.

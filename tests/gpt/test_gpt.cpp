@@ -89,6 +89,33 @@ TEST(Gpt, EveryLayoutGivesTheSingleProcessLosses) {
   }
 }
 
+// Deterministic mode (GLOBE_DETERMINISTIC=1, docs/design.md §10): every layout, 3 ranks included,
+// prints the single process's losses to the last bit (the JSON holds each float exactly).
+TEST(Gpt, DeterministicModeGivesTheSingleProcessBitsOnEveryLayout) {
+  TempDir dir;
+  const auto args = with(kSmall, {"--steps", "10"});
+  auto det_train = [&](int n, const std::vector<std::string>& layout, const std::string& tag) {
+    const std::string out = dir.path() + "/" + tag + ".json";
+    const GptRun run = {launch_test::run_launcher(
+        with({"--nproc_per_node", std::to_string(n), "--no-prefix", launch_test::bin_dir() + "/gpt"},
+             with(with(args, layout), {"--losses-out", out})),
+        {"GLOBE_DETERMINISTIC=1"}, 280)};
+    EXPECT_EQ(run.r.exit_code, 0) << tag << " failed:\n" << run.all();
+    return losses_in(out);
+  };
+  const auto one = det_train(1, {}, "single");
+  ASSERT_EQ(one.size(), 10u);
+  const std::vector<std::pair<int, std::vector<std::string>>> layouts = {
+      {2, {"--dp", "2"}}, {2, {"--tp", "2"}}, {3, {"--dp", "3"}}, {4, {"--dp", "2", "--tp", "2"}},
+      {4, {"--tp", "2", "--pp", "2"}}, {8, {"--dp", "2", "--tp", "2", "--pp", "2"}},
+  };
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    std::string name;
+    for (const auto& s : layouts[i].second) name += s + " ";
+    EXPECT_EQ(det_train(layouts[i].first, layouts[i].second, "layout" + std::to_string(i)), one) << name;
+  }
+}
+
 // The interleaved and V schedules give each of 2 pipeline ranks 2 chunks of 4 layers: the embedding
 // and head share rank 0 under zbv (the first and last stage), ZeRO-3 gathers inside each chunk.
 TEST(Gpt, TwoChunkSchedulesGiveTheSingleProcessLosses) {

@@ -1,0 +1,62 @@
+#include "globe/kernels/fixed_order_matmul.h"
+
+#include "globe/kernels/device_kernels.h"
+#include "globe/kernels/elementwise.h"
+#include "globe/kernels/tree_sum.h"
+
+namespace globe::kernels {
+
+namespace {
+
+// t [..., r, c] read over the output's batch dims `batch` as a [B, r, c] view, as matmul_tiles
+// takes it: each matrix at unit column stride with rows at least a row apart, and one spacing
+// between batch entries (0 where broadcast). t's own storage where its strides allow it, else a
+// dense copy (of its matrices; of the broadcast whole where the entries have no one spacing).
+Tensor batch_of_matrices(Tensor t, const Shape& batch) {
+  const int64_t nd = t.dim(), r = t.shape()[nd - 2], c = t.shape()[nd - 1];
+  const bool rows_ok = (t.strides()[nd - 1] == 1 || c == 1) && (t.strides()[nd - 2] >= c || r == 1);
+  if (!rows_ok) t = device_dense(t);
+  Shape full = batch;
+  full.insert(full.end(), {r, c});
+  Shape s = broadcast_strides(t, full);
+  int64_t spacing = 0, walked = 1;  // the innermost non-trivial batch dim's stride; entries so far
+  bool even = true;
+  for (size_t i = batch.size(); i-- > 0;) {
+    if (batch[i] == 1) continue;
+    if (walked == 1) spacing = s[i];
+    else if (s[i] != spacing * walked) even = false;
+    walked *= batch[i];
+  }
+  if (!even) {
+    t = device_dense(Tensor::view_of(t, full, s, t.offset()));
+    s = t.strides();
+    spacing = r * c;
+  }
+  const int64_t row_stride = r == 1 ? std::max<int64_t>(c, 1) : s[s.size() - 2];
+  return Tensor::view_of(t, {numel_of(batch), r, c}, {spacing, row_stride, 1}, t.offset());
+}
+
+}  // namespace
+
+Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, int64_t leaf, int64_t tile_n,
+                          int64_t tile_m) {
+  if (a.dtype() == DType::bfloat16 || a.dtype() == DType::float16)
+    return device_convert(fixed_order_matmul(device_convert(a, DType::float32), device_convert(b, DType::float32),
+                                             out_shape, leaf, tile_n, tile_m),
+                          a.dtype());
+  if (numel_of(out_shape) == 0) return Tensor::empty(out_shape, a.dtype(), a.device());
+  const size_t nd = out_shape.size();
+  const Shape batch(out_shape.begin(), out_shape.end() - 2);
+  const Tensor a3 = batch_of_matrices(a, batch), b3 = batch_of_matrices(b, batch);
+  const auto& device = kernels_for(a);
+  std::vector<Tensor> leaves;
+  for (int64_t at = 0; at < a.shape().back(); at += leaf) {
+    Tensor out = Tensor::uninitialized({numel_of(batch), out_shape[nd - 2], out_shape[nd - 1]}, a.dtype(), a.device());
+    device.matmul_tiles(out, Tensor::narrow_view(a3, 2, at, leaf), Tensor::narrow_view(b3, 1, at, leaf), tile_n, tile_m);
+    leaves.push_back(out);
+  }
+  const Tensor sum = tree_sum(leaves);
+  return Tensor::view_of(sum, out_shape, contiguous_strides(out_shape), sum.offset());
+}
+
+}  // namespace globe::kernels
