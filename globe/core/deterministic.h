@@ -8,10 +8,9 @@
 // index (kernels/tree_sum.h). A rank whose block of the dim is a whole subtree computes that
 // subtree; the boxing that sums partial values adds the ranks' subtrees in the same tree.
 //
-// A product's value for one output element may also depend on the shape of the GEMM call that
-// computes it (BLAS kernels pick paths by call shape and thread count), so the mode also cuts each
-// output dim of a matmul into tiles the same way (tiles_of = leaves_of) and computes every tile
-// with one GEMM call of the tile's shape (kernels/fixed_order_matmul.h).
+// A leaf's partial must also be the same code whichever rank computes it: a matmul's leaves run
+// on a kernel whose every element is an exactly specified sum (kernels/fixed_order_matmul.h), as
+// BLAS's value for a row can depend on the call's row count and thread split.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +29,8 @@ constexpr int64_t kMaxLeaves = 8;
 int64_t leaves_of(int64_t length);
 
 // Whether a dim of global length `length` split into `parts` equal blocks gives each block whole
-// pieces (leaves or tiles): parts is 1, or a power of two dividing both length and leaves_of(length).
-bool splits_into_pieces(int64_t length, int64_t parts);
+// leaves: parts is 1, or a power of two dividing both length and leaves_of(length).
+bool splits_into_leaves(int64_t length, int64_t parts);
 
 // The length of one leaf of a reduced dim of global length `length` cut into `parts` equal blocks
 // (the ranks that split it; 1 when unsplit). Throws "[op] deterministic mode: ..." naming the
@@ -39,11 +38,6 @@ bool splits_into_pieces(int64_t length, int64_t parts);
 // blocks, or a part count that is not a power of two dividing the leaves). Every rank decides
 // alike: the answer depends on the global length and the part count only.
 int64_t leaf_length(const char* op, const char* dim, int64_t length, int64_t parts);
-
-// The length of one tile of a product's output dim (rows or columns) of global length `length`,
-// cut into leaves_of(length) equal tiles, split into `parts` blocks: the same check as
-// leaf_length (a block must hold whole tiles), worded for an output dim.
-int64_t tile_length(const char* op, const char* dim, int64_t length, int64_t parts);
 
 namespace detail {
 // Test hook: with `on`, this process adds its leaves in a rotated order (the negative control of

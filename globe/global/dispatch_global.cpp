@@ -70,7 +70,7 @@ bool whole_pieces(const Op& op, const std::vector<TensorMeta>& metas, const SbpS
     int64_t parts = p.mesh_shape()[axis];
     for (size_t a = 0; a < earlier[i].size(); ++a)
       if (earlier[i][a].is_split() && earlier[i][a].dim == d) parts *= p.mesh_shape()[a];
-    if (!splits_into_pieces(metas[i].shape[size_t(d)], parts)) return false;
+    if (!splits_into_leaves(metas[i].shape[size_t(d)], parts)) return false;
   }
   return true;
 }

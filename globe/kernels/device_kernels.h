@@ -45,10 +45,11 @@ struct DeviceKernels {
   Tensor (*matmul)(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& bias);
   // Deterministic mode's products (kernels/fixed_order_matmul.h): out [B, n, m] (contiguous) =
   // a [B, n, k] @ b [B, k, m] (float32 / float64; each matrix's elements at unit column stride,
-  // rows and batch entries at any stride, 0 for a broadcast entry). Every [tile_n, tile_m] block
-  // of every entry is its own GEMM call of that shape, whose value depends on the block's
-  // operands alone: not on n, m, B, strides, alignment or the thread count.
-  void (*matmul_tiles)(const Tensor& out, const Tensor& a, const Tensor& b, int64_t tile_n, int64_t tile_m);
+  // rows and batch entries at any stride, 0 for a broadcast entry), every element an exactly
+  // specified sum: per leaf of `leaf` consecutive k (k a multiple of it), fused multiply-adds
+  // from 0 in k order, the leaves' sums then added in tree_sum's order. So its bits depend on
+  // its operands and `leaf` alone: not on n, m, B, strides, threads, vector width or device.
+  void (*fixed_order_gemm)(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf);
 
   // The neural-network rows (kernels/nn.h describes each; undefined tensors where optional).
   Tensor (*softmax)(const Tensor& a, int64_t dim, bool log);

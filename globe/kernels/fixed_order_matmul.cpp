@@ -2,7 +2,6 @@
 
 #include "globe/kernels/device_kernels.h"
 #include "globe/kernels/elementwise.h"
-#include "globe/kernels/tree_sum.h"
 
 namespace globe::kernels {
 
@@ -38,25 +37,17 @@ Tensor batch_of_matrices(Tensor t, const Shape& batch) {
 
 }  // namespace
 
-Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, int64_t leaf, int64_t tile_n,
-                          int64_t tile_m) {
+Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, int64_t leaf) {
   if (a.dtype() == DType::bfloat16 || a.dtype() == DType::float16)
-    return device_convert(fixed_order_matmul(device_convert(a, DType::float32), device_convert(b, DType::float32),
-                                             out_shape, leaf, tile_n, tile_m),
-                          a.dtype());
+    return device_convert(
+        fixed_order_matmul(device_convert(a, DType::float32), device_convert(b, DType::float32), out_shape, leaf),
+        a.dtype());
   if (numel_of(out_shape) == 0) return Tensor::empty(out_shape, a.dtype(), a.device());
   const size_t nd = out_shape.size();
   const Shape batch(out_shape.begin(), out_shape.end() - 2);
-  const Tensor a3 = batch_of_matrices(a, batch), b3 = batch_of_matrices(b, batch);
-  const auto& device = kernels_for(a);
-  std::vector<Tensor> leaves;
-  for (int64_t at = 0; at < a.shape().back(); at += leaf) {
-    Tensor out = Tensor::uninitialized({numel_of(batch), out_shape[nd - 2], out_shape[nd - 1]}, a.dtype(), a.device());
-    device.matmul_tiles(out, Tensor::narrow_view(a3, 2, at, leaf), Tensor::narrow_view(b3, 1, at, leaf), tile_n, tile_m);
-    leaves.push_back(out);
-  }
-  const Tensor sum = tree_sum(leaves);
-  return Tensor::view_of(sum, out_shape, contiguous_strides(out_shape), sum.offset());
+  Tensor out = Tensor::uninitialized({numel_of(batch), out_shape[nd - 2], out_shape[nd - 1]}, a.dtype(), a.device());
+  kernels_for(a).fixed_order_gemm(out, batch_of_matrices(a, batch), batch_of_matrices(b, batch), leaf);
+  return Tensor::view_of(out, out_shape, contiguous_strides(out_shape), out.offset());
 }
 
 }  // namespace globe::kernels

@@ -9,11 +9,10 @@
 namespace globe::kernels {
 
 // a [..., n, k] @ b [..., k, m] -> a new [batch..., n, m] (`out_shape`, batch dims already
-// broadcast): the inner dim cut into leaves of `leaf` (k / leaf of them), each leaf's product
-// computed in [tile_n, tile_m] blocks of each batch entry, one GEMM call per block
-// (DeviceKernels::matmul_tiles), the leaves' products added in tree_sum's order. 16-bit operands
-// are multiplied in float32 and the result rounded once. k > 0.
-Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, int64_t leaf, int64_t tile_n,
-                          int64_t tile_m);
+// broadcast), each element an exactly specified sum (DeviceKernels::fixed_order_gemm): per leaf
+// of `leaf` consecutive k, fused multiply-adds in k order; the leaves added in tree_sum's order.
+// BLAS gives no such promise: its value for one row can change with the call's row count or
+// its thread split. 16-bit operands are multiplied in float32 and the result rounded once. k > 0.
+Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, int64_t leaf);
 
 }  // namespace globe::kernels

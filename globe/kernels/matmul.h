@@ -17,9 +17,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Te
 // The GEMM that bfloat16 products run on this machine, for logs and benchmarks.
 const char* bf16_gemm_path();
 
-// The CPU's DeviceKernels::matmul_tiles (device_kernels.h): one GEMM call per tile, each run on a
-// single BLAS thread (BLAS's split of one call over threads changes its sums), the tiles spread
-// over as many threads as BLAS was given. float32 and float64.
-void matmul_tiles(const Tensor& out, const Tensor& a, const Tensor& b, int64_t tile_n, int64_t tile_m);
+// The CPU's DeviceKernels::fixed_order_gemm (device_kernels.h): exactly specified sums on AVX-512,
+// AVX2 + FMA or scalar code, spread over as many threads as BLAS was given (fixed_order_gemm.cpp).
+void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf);
 
 }  // namespace globe::kernels

@@ -94,7 +94,7 @@ class Matmul final : public Op {
   bool tree_partials() const override { return !has_bias_; }
   std::vector<std::pair<size_t, int64_t>> piece_dims(const std::vector<TensorMeta>& in) const override {
     const int64_t na = int64_t(in[0].shape.size()), nb = int64_t(in[1].shape.size());
-    return {{0, na - 2}, {0, na - 1}, {1, nb - 2}, {1, nb - 1}};  // a's rows and inner, b's inner and columns
+    return {{0, na - 1}, {1, transpose_b_ ? nb - 1 : nb - 2}};  // the inner dim of a and of b
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const Tensor b = transpose_b_ ? swap_last_dims(in[1]) : in[1];
@@ -102,15 +102,11 @@ class Matmul final : public Op {
     const auto& k = kernels::kernels_for(in[0]);
     const int64_t inner = in[0].shape().back();
     if (!deterministic() || inner == 0) return k.matmul(in[0], b, args.out.shape, bias);
-    // Deterministic mode: one product per leaf of the inner dim, each in fixed tiles of the
-    // output's rows and columns, added in the leaves' tree; a bias only after it (matmul_nt never
-    // fuses one in this mode, so a partial product has none).
-    const std::string name_str = name();
-    const char* op = name_str.c_str();
-    const int64_t leaf = args.leaf_length(op, "inner dim", 0, in[0].dim() - 1, in[0]);
-    const int64_t tile_n = args.tile_length(op, "rows", 0, in[0].dim() - 2, in[0]);
-    const int64_t tile_m = args.tile_length(op, "columns", 1, in[1].dim() - (transpose_b_ ? 2 : 1), in[1]);
-    const Tensor out = kernels::fixed_order_matmul(in[0], b, args.out.shape, leaf, tile_n, tile_m);
+    // Deterministic mode: every element an exactly specified sum over the leaves of the inner
+    // dim (kernels/fixed_order_matmul.h); a bias only after it (matmul_nt never fuses one in this
+    // mode, so a partial product has none).
+    const int64_t leaf = args.leaf_length(name().c_str(), "inner dim", 0, in[0].dim() - 1, in[0]);
+    const Tensor out = kernels::fixed_order_matmul(in[0], b, args.out.shape, leaf);
     return has_bias_ ? k.binary(kernels::BinaryKind::add, out, bias, args.out.shape) : out;
   }
   // Shapes without transpose_b: a [..., n, k], b [..., k, m], g [..., n, m];

@@ -34,13 +34,9 @@ struct ComputeArgs {
   std::vector<Shape> in_parts;
 
   // Deterministic mode: the leaf length of dim `dim` of input `i` (whose shard is `local`) when the
-  // op sums over it, and the tile length of a product's output dim that runs along it; from the
-  // dim's global length and its blocks, the same on every rank.
+  // op sums over it: from the dim's global length and its blocks, the same on every rank.
   int64_t leaf_length(const char* op, const char* what, size_t i, int64_t dim, const Tensor& local) const {
     return globe::leaf_length(op, what, global_length(i, dim, local), parts(i, dim));
-  }
-  int64_t tile_length(const char* op, const char* what, size_t i, int64_t dim, const Tensor& local) const {
-    return globe::tile_length(op, what, global_length(i, dim, local), parts(i, dim));
   }
 
  private:
@@ -106,10 +102,10 @@ class Op : public GraphOp {
   // output on each rank is a whole subtree of the sum). The global dispatch lets only such ops
   // produce partial sums in that mode, and no op read them (docs/design.md §10).
   virtual bool tree_partials() const { return false; }
-  // Deterministic mode: the input dims (input index, dim) that compute cuts into fixed pieces,
-  // the leaves of a summed dim or the tiles of a product's rows and columns. A layout may split
-  // such a dim only into whole pieces (core/deterministic.h's splits_into_pieces), so the global
-  // dispatch skips a signature that would split one otherwise (all-broadcast always remains).
+  // Deterministic mode: the input dims (input index, dim) that compute sums leaf by leaf. A layout
+  // may split such a dim only into whole subtrees of leaves (core/deterministic.h's
+  // splits_into_leaves), so the global dispatch skips a signature that would split one otherwise
+  // (all-broadcast always remains).
   virtual std::vector<std::pair<size_t, int64_t>> piece_dims(const std::vector<TensorMeta>&) const { return {}; }
 };
 

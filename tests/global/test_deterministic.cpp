@@ -126,26 +126,16 @@ TEST_F(Deterministic, ASplitThatCannotKeepTheOrderIsGatheredAndKeepsTheBits) {
 // The rule every rank applies alike, and the message a split that breaks it gets where a kernel
 // is handed one: it names the op, the dim, its length, its pieces and the block count.
 TEST_F(Deterministic, TheSplitRuleNamesTheDimItsPiecesAndTheBlocks) {
-  EXPECT_TRUE(splits_into_pieces(64, 1) && splits_into_pieces(64, 2) && splits_into_pieces(64, 8));
-  EXPECT_FALSE(splits_into_pieces(64, 16) || splits_into_pieces(3, 2) || splits_into_pieces(24, 3) ||
-               splits_into_pieces(12, 8));
+  EXPECT_TRUE(splits_into_leaves(64, 1) && splits_into_leaves(64, 2) && splits_into_leaves(64, 8));
+  EXPECT_FALSE(splits_into_leaves(64, 16) || splits_into_leaves(3, 2) || splits_into_leaves(24, 3) ||
+               splits_into_leaves(12, 8));
   EXPECT_EQ(leaf_length("matmul", "inner dim", 64, 2), 8);
-  EXPECT_EQ(tile_length("matmul", "rows", 12, 4), 3);
   try {
     (void)leaf_length("matmul", "inner dim", 3, 2);
     FAIL() << "an inner dim of 3 in 2 blocks was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("[matmul] deterministic mode: the inner dim (length 3, cut into 1 leaves of 3) "
                                          "is split into 2 blocks"),
-              std::string::npos)
-        << e.what();
-  }
-  try {
-    (void)tile_length("matmul", "rows", 12, 8);
-    FAIL() << "12 rows in 8 blocks were accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("the rows (length 12, cut into 4 tiles of 3) is split into 8 blocks; each block "
-                                         "must be whole tiles of the product"),
               std::string::npos)
         << e.what();
   }

@@ -31,7 +31,7 @@ const DeviceKernels& table() {
       .matmul = [](const Tensor& a, const Tensor& b, const Shape& out, const Tensor& bias) {
         return kernels::matmul(a, b, out, bias);  // 16-bit floats too (matmul.h)
       },
-      .matmul_tiles = kernels::matmul_tiles,
+      .fixed_order_gemm = kernels::fixed_order_gemm,
       .softmax = via_float32<kernels::softmax>,
       .softmax_backward_last = via_float32<kernels::softmax_backward_last>,
       .causal_softmax_last = via_float32<kernels::causal_softmax_last>,

@@ -20,7 +20,7 @@ const DeviceKernels& table() {
       .gather = gather,
       .scatter_add = scatter_add,
       .matmul = matmul,
-      .matmul_tiles = matmul_tiles,
+      .fixed_order_gemm = fixed_order_gemm,
       .softmax = softmax,
       .softmax_backward_last = softmax_backward_last,
       .causal_softmax_last = causal_softmax_last,

@@ -1,0 +1,172 @@
+// The CPU's DeviceKernels::fixed_order_gemm (device_kernels.h, matmul.h): every output element an
+// exactly specified sum, so its bits are the same whatever the call's shape, the blocking, the
+// thread count or the vector width. Per leaf of the inner dim, a chain of fused multiply-adds
+// from 0 in k order (std::fma, or an FMA instruction: both round once); the leaves' chains are
+// then added in tree_sum's order. Register blocks of R rows x NV vectors (AVX-512 or AVX2 + FMA,
+// chosen at run time) and scalar code for the edges compute the same values.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "globe/core/deterministic.h"
+#include "globe/kernels/blas.h"
+#include "globe/kernels/matmul.h"
+
+namespace globe::kernels {
+
+namespace {
+
+constexpr int kMaxLeavesHere = 64;  // leaves one call holds (a rank's share of a dim's leaves)
+
+// parts[lo] = parts[lo] + ... + parts[hi - 1] in tree_sum's order (kernels/tree_sum.h): a range
+// adds its first power-of-two half (the largest power of two below its length), then the rest.
+template <class T>
+void tree(T* parts, int64_t stride, int lo, int hi, int count) {
+  if (hi - lo == 1) return;
+  int half = 1;
+  while (2 * half < hi - lo) half *= 2;
+  tree(parts, stride, lo, lo + half, count);
+  tree(parts, stride, lo + half, hi, count);
+  T* left = parts + lo * stride;
+  const T* right = parts + (lo + half) * stride;
+  for (int i = 0; i < count; ++i) left[i] = left[i] + right[i];
+}
+
+// Where leaf l's partial goes: l itself, or l - 1 (cyclically) under the test hook that rotates the
+// leaves' order (core/deterministic.h), as tree_sum does.
+inline int slot(int l, int leaves) { return detail::leaves_rotated_for_test() ? (l + leaves - 1) % leaves : l; }
+
+// The operands of one call: c [n, m] = a [n, k] b [k, m], leaves of `leaf` along k.
+template <class T>
+struct Gemm {
+  int64_t n, m, k, leaf;
+  const T* a;
+  int64_t lda;
+  const T* b;
+  int64_t ldb;
+  T* c;
+  int64_t ldc;
+};
+
+// One element the plain way (the edges of the register blocks, and CPUs without FMA vectors).
+template <class T>
+T element(const Gemm<T>& g, int64_t i, int64_t j, T* parts) {
+  const int leaves = int(g.k / g.leaf);
+  for (int l = 0; l < leaves; ++l) {
+    T acc = 0;
+    for (int64_t q = l * g.leaf; q < (l + 1) * g.leaf; ++q) acc = std::fma(g.a[i * g.lda + q], g.b[q * g.ldb + j], acc);
+    parts[slot(l, leaves)] = acc;
+  }
+  tree(parts, 1, 0, leaves, 1);
+  return parts[0];
+}
+
+// The register blocks, once per vector ISA: each region is compiled for its target, and
+// fixed_order_block.inc (block, strips) is compiled in each, on that region's vectors.
+#define GLOBE_VEC(NAME, T, V, LANES, SET0, SET1, LOAD, STORE, FMA)           \
+  struct NAME {                                                            \
+    using type = V;                                                        \
+    static constexpr int lanes = LANES;                                    \
+    static V zero() { return SET0(); }                                     \
+    static V splat(T x) { return SET1(x); }                                \
+    static V load(const T* p) { return LOAD(p); }                          \
+    static void store(T* p, V v) { STORE(p, v); }                          \
+    static V fma(V a, V b, V c) { return FMA(a, b, c); }                   \
+  };
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+namespace avx512 {
+GLOBE_VEC(F, float, __m512, 16, _mm512_setzero_ps, _mm512_set1_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps)
+GLOBE_VEC(D, double, __m512d, 8, _mm512_setzero_pd, _mm512_set1_pd, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_fmadd_pd)
+#include "globe/kernels/fixed_order_block.inc"
+template <class T>
+void run_strips(const Gemm<T>& g, int64_t j0, int64_t j1) {
+  if constexpr (std::is_same_v<T, float>) strips<T, F, 8, 2>(g, j0, j1);
+  else strips<T, D, 8, 2>(g, j0, j1);
+}
+}  // namespace avx512
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+GLOBE_VEC(F, float, __m256, 8, _mm256_setzero_ps, _mm256_set1_ps, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps)
+GLOBE_VEC(D, double, __m256d, 4, _mm256_setzero_pd, _mm256_set1_pd, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_fmadd_pd)
+#include "globe/kernels/fixed_order_block.inc"
+template <class T>
+void run_strips(const Gemm<T>& g, int64_t j0, int64_t j1) {
+  if constexpr (std::is_same_v<T, float>) strips<T, F, 6, 2>(g, j0, j1);
+  else strips<T, D, 6, 2>(g, j0, j1);
+}
+}  // namespace avx2
+#pragma GCC pop_options
+#undef GLOBE_VEC
+
+template <class T>
+void plain(const Gemm<T>& g, int64_t j0, int64_t j1) {
+  std::vector<T> parts(kMaxLeavesHere);
+  for (int64_t i = 0; i < g.n; ++i)
+    for (int64_t j = j0; j < j1; ++j) g.c[i * g.ldc + j] = element(g, i, j, parts.data());
+}
+
+// Which code runs the strips on this CPU (any choice gives the same bits).
+template <class T>
+void (*strip_code())(const Gemm<T>&, int64_t, int64_t) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return avx512::run_strips<T>;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return avx2::run_strips<T>;
+  return plain<T>;
+}
+
+// Below this many multiply-adds, one thread does it all.
+constexpr int64_t kThreadedWork = int64_t(1) << 22;
+
+template <class T>
+void run(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
+  static const auto code = strip_code<T>();
+  const int64_t entries = out.shape()[0], n = out.shape()[1], m = out.shape()[2], k = a.shape()[2];
+  const T* pa = static_cast<const T*>(a.storage()->data) + a.offset();
+  const T* pb = static_cast<const T*>(b.storage()->data) + b.offset();
+  T* pc = static_cast<T*>(out.storage()->data) + out.offset();
+  // Work items: (entry, strip of 64 columns); any split gives the same bits.
+  constexpr int64_t kStrip = 64;
+  const int64_t strips_per_entry = (m + kStrip - 1) / kStrip, count = entries * strips_per_entry;
+  auto item = [&](int64_t t) {
+    const int64_t e = t / strips_per_entry, j0 = t % strips_per_entry * kStrip;
+    const Gemm<T> g{n, m, k, leaf, pa + e * a.strides()[0], a.strides()[1], pb + e * b.strides()[0], b.strides()[1],
+                    pc + e * n * m, m};
+    code(g, j0, std::min(m, j0 + kStrip));
+  };
+  const int64_t threads = std::min<int64_t>(std::max(1, openblas_get_num_threads()), count);
+  if (threads <= 1 || entries * n * m * k < kThreadedWork) {
+    for (int64_t t = 0; t < count; ++t) item(t);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  auto work = [&] {
+    for (int64_t t; (t = next.fetch_add(1)) < count;) item(t);
+  };
+  std::vector<std::thread> helpers;
+  for (int64_t i = 1; i < threads; ++i) helpers.emplace_back(work);
+  work();
+  for (auto& h : helpers) h.join();
+}
+
+}  // namespace
+
+void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
+  GLOBE_CHECK(leaf > 0 && a.shape()[2] % leaf == 0 && a.shape()[2] / leaf <= kMaxLeavesHere,
+              "[matmul] fixed-order product: inner length ", a.shape()[2], " is not whole leaves of ", leaf);
+  switch (a.dtype()) {
+    case DType::float32: return run<float>(out, a, b, leaf);
+    case DType::float64: return run<double>(out, a, b, leaf);
+    default: GLOBE_FAIL("[matmul] fixed-order product takes float32 or float64, got ", dtype_name(a.dtype()));
+  }
+}
+
+}  // namespace globe::kernels
