@@ -44,9 +44,8 @@ struct DeviceKernels {
   // (the batch dims already broadcast into out_shape); float32 and float64.
   Tensor (*matmul)(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& bias);
   // Deterministic mode's products (kernels/fixed_order_matmul.h): out [B, n, m] (contiguous) =
-  // a [B, n, k] @ b [B, k, m] (float32 / float64; each matrix's elements at unit column stride,
-  // rows and batch entries at any stride, 0 for a broadcast entry), every element an exactly
-  // specified sum: per leaf of `leaf` consecutive k (k a multiple of it), fused multiply-adds
+  // a [B, n, k] @ b [B, k, m] (float32 / float64; any strides, 0 for a broadcast entry), every
+  // element an exactly specified sum: per leaf of `leaf` consecutive k (k a multiple of it), fused multiply-adds
   // from 0 in k order, the leaves' sums then added in tree_sum's order. So its bits depend on
   // its operands and `leaf` alone: not on n, m, B, strides, threads, vector width or device.
   void (*fixed_order_gemm)(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf);

@@ -40,12 +40,13 @@ void tree(T* parts, int64_t stride, int lo, int hi, int count) {
 // leaves' order (core/deterministic.h), as tree_sum does.
 inline int slot(int l, int leaves) { return detail::leaves_rotated_for_test() ? (l + leaves - 1) % leaves : l; }
 
-// The operands of one call: c [n, m] = a [n, k] b [k, m], leaves of `leaf` along k.
+// The operands of one call: c [n, m] = a [n, k] b [k, m], leaves of `leaf` along k. a's element
+// (i, q) is at a[i * lda + q * acs] (any strides); b's rows are ldb apart, its columns adjacent.
 template <class T>
 struct Gemm {
   int64_t n, m, k, leaf;
   const T* a;
-  int64_t lda;
+  int64_t lda, acs;
   const T* b;
   int64_t ldb;
   T* c;
@@ -58,7 +59,7 @@ T element(const Gemm<T>& g, int64_t i, int64_t j, T* parts) {
   const int leaves = int(g.k / g.leaf);
   for (int l = 0; l < leaves; ++l) {
     T acc = 0;
-    for (int64_t q = l * g.leaf; q < (l + 1) * g.leaf; ++q) acc = std::fma(g.a[i * g.lda + q], g.b[q * g.ldb + j], acc);
+    for (int64_t q = l * g.leaf; q < (l + 1) * g.leaf; ++q) acc = std::fma(g.a[i * g.lda + q * g.acs], g.b[q * g.ldb + j], acc);
     parts[slot(l, leaves)] = acc;
   }
   tree(parts, 1, 0, leaves, 1);
@@ -136,20 +137,32 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
   // Work items: (entry, strip of 64 columns); any split gives the same bits.
   constexpr int64_t kStrip = 64;
   const int64_t strips_per_entry = (m + kStrip - 1) / kStrip, count = entries * strips_per_entry;
-  auto item = [&](int64_t t) {
-    const int64_t e = t / strips_per_entry, j0 = t % strips_per_entry * kStrip;
-    const Gemm<T> g{n, m, k, leaf, pa + e * a.strides()[0], a.strides()[1], pb + e * b.strides()[0], b.strides()[1],
-                    pc + e * n * m, m};
-    code(g, j0, std::min(m, j0 + kStrip));
+  // b with its columns apart (a transposed view): each strip's block of b copied into a buffer
+  // with adjacent columns first (the reads go along b's own rows); a is read where it lies.
+  const int64_t bcs = b.strides()[2];
+  auto item = [&](int64_t t, std::vector<T>& panel) {
+    const int64_t e = t / strips_per_entry, j0 = t % strips_per_entry * kStrip, w = std::min(m, j0 + kStrip) - j0;
+    Gemm<T> g{n, m, k, leaf, pa + e * a.strides()[0], a.strides()[1], a.strides()[2], pb + e * b.strides()[0],
+              b.strides()[1], pc + e * n * m, m};
+    if (bcs == 1 || w == 1) return code(g, j0, j0 + w);
+    panel.resize(size_t(k * w));
+    for (int64_t j = 0; j < w; ++j)
+      for (int64_t q = 0; q < k; ++q) panel[size_t(q * w + j)] = g.b[q * g.ldb + (j0 + j) * bcs];
+    g.b = panel.data();
+    g.ldb = w;
+    g.c += j0;
+    code(g, 0, w);
   };
   const int64_t threads = std::min<int64_t>(std::max(1, openblas_get_num_threads()), count);
   if (threads <= 1 || entries * n * m * k < kThreadedWork) {
-    for (int64_t t = 0; t < count; ++t) item(t);
+    std::vector<T> panel;
+    for (int64_t t = 0; t < count; ++t) item(t, panel);
     return;
   }
   std::atomic<int64_t> next{0};
   auto work = [&] {
-    for (int64_t t; (t = next.fetch_add(1)) < count;) item(t);
+    std::vector<T> panel;
+    for (int64_t t; (t = next.fetch_add(1)) < count;) item(t, panel);
   };
   std::vector<std::thread> helpers;
   for (int64_t i = 1; i < threads; ++i) helpers.emplace_back(work);

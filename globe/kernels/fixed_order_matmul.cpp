@@ -7,17 +7,14 @@ namespace globe::kernels {
 
 namespace {
 
-// t [..., r, c] read over the output's batch dims `batch` as a [B, r, c] view, as matmul_tiles
-// takes it: each matrix at unit column stride with rows at least a row apart, and one spacing
-// between batch entries (0 where broadcast). t's own storage where its strides allow it, else a
-// dense copy (of its matrices; of the broadcast whole where the entries have no one spacing).
-Tensor batch_of_matrices(Tensor t, const Shape& batch) {
+// t [..., r, c] read over the output's batch dims `batch` as a [B, r, c] view, as fixed_order_gemm
+// takes it: any strides within a matrix, one spacing between batch entries (0 where broadcast).
+// t's own storage where its batch allows it, else a dense copy of the broadcast whole.
+Tensor batch_of_matrices(const Tensor& t, const Shape& batch) {
   const int64_t nd = t.dim(), r = t.shape()[nd - 2], c = t.shape()[nd - 1];
-  const bool rows_ok = (t.strides()[nd - 1] == 1 || c == 1) && (t.strides()[nd - 2] >= c || r == 1);
-  if (!rows_ok) t = device_dense(t);
   Shape full = batch;
   full.insert(full.end(), {r, c});
-  Shape s = broadcast_strides(t, full);
+  const Shape s = broadcast_strides(t, full);
   int64_t spacing = 0, walked = 1;  // the innermost non-trivial batch dim's stride; entries so far
   bool even = true;
   for (size_t i = batch.size(); i-- > 0;) {
@@ -26,13 +23,10 @@ Tensor batch_of_matrices(Tensor t, const Shape& batch) {
     else if (s[i] != spacing * walked) even = false;
     walked *= batch[i];
   }
-  if (!even) {
-    t = device_dense(Tensor::view_of(t, full, s, t.offset()));
-    s = t.strides();
-    spacing = r * c;
-  }
-  const int64_t row_stride = r == 1 ? std::max<int64_t>(c, 1) : s[s.size() - 2];
-  return Tensor::view_of(t, {numel_of(batch), r, c}, {spacing, row_stride, 1}, t.offset());
+  if (even) return Tensor::view_of(t, {numel_of(batch), r, c}, {spacing, s[s.size() - 2], s.back()},
+                                     t.offset());
+  const Tensor dense = device_dense(Tensor::view_of(t, full, s, t.offset()));
+  return Tensor::view_of(dense, {numel_of(batch), r, c}, {r * c, c, 1}, dense.offset());
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Deterministic mode (docs/design.md §10): on 1, 2 and 4 ranks, a sum over a split dim, a matmul
 // over a split inner dim, products whose rows, columns or batch are split, and a data- and
 // tensor-parallel training step give the single-process bits, not merely close values; a split
-// that cannot keep the order is gathered instead; a product's bits do not depend on BLAS's thread
+// that cannot keep the order is gathered instead; a product's bits do not depend on the thread
 // count; and one rank adding its leaves in another order changes the bits (the negative control).
 #include <cblas.h>
 
@@ -91,9 +91,9 @@ TEST_F(Deterministic, HybridTrainingStepsGiveTheSingleProcessBits) {
     EXPECT_TRUE(same_bits(got[i].to_global(p, sbp::broadcast), want[i])) << "weight " << i;
 }
 
-// A product computes each output tile with one GEMM call of the tile's shape, so a rank that holds
-// some of the rows, the columns or the batch entries gets the bits one process gets for them
-// (BLAS's value for a row can depend on how many rows the call has).
+// Every element of a product is an exactly specified sum (kernels/fixed_order_matmul.h), so a rank
+// that holds some of the rows, the columns or the batch entries gets the bits one process gets
+// for them (BLAS's value for a row can depend on how many rows the call has).
 TEST_F(Deterministic, ProductsWithSplitRowsColumnsOrBatchGiveTheSingleProcessBits) {
   const Placement p = Placement::all();
   const Tensor a = values({4, 64, 512}, 14), b = values({512, 40}, 15), w = values({40, 512}, 16);
@@ -109,7 +109,7 @@ TEST_F(Deterministic, ProductsWithSplitRowsColumnsOrBatchGiveTheSingleProcessBit
   EXPECT_TRUE(same_bits(linear(ga, from_full(w, p, sbp::split(0))).to_global(p, sbp::broadcast), want_nt)) << "w S(0)";
 }
 
-// A split the leaves or tiles cannot follow (an inner dim of n + 1 over n ranks) is not refused:
+// A split the leaves cannot follow (an inner dim of n + 1 over n ranks) is not refused:
 // the dispatch skips that layout and gathers, and the value keeps the single-process bits.
 TEST_F(Deterministic, ASplitThatCannotKeepTheOrderIsGatheredAndKeepsTheBits) {
   const int n = dist::world_size();
@@ -142,7 +142,8 @@ TEST_F(Deterministic, TheSplitRuleNamesTheDimItsPiecesAndTheBlocks) {
 }
 
 // BLAS splits one call over its threads by rows and columns, which can change a row's sums; the
-// mode runs each tile on one BLAS thread, so the thread count changes no bit.
+// mode's kernel spreads whole columns of exactly specified sums over its threads, so the thread
+// count changes no bit.
 TEST_F(Deterministic, AProductsBitsDoNotDependOnBlasThreads) {
   const Tensor a = values({256, 192}, 18), b = values({192, 160}, 19);
   const int before = openblas_get_num_threads();

@@ -30,17 +30,18 @@ __device__ void tree(T* parts, int lo, int hi) {
 
 template <class T>
 __global__ void fixed_order_kernel(int64_t entries, int64_t n, int64_t m, int64_t k, int64_t leaf, const T* a,
-                                   int64_t sa, int64_t lda, const T* b, int64_t sb, int64_t ldb, T* c) {
+                                   int64_t sa, int64_t lda, int64_t acs, const T* b, int64_t sb, int64_t ldb,
+                                   int64_t bcs, T* c) {
   const int64_t id = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (id >= entries * n * m) return;
   const int64_t j = id % m, i = (id / m) % n, e = id / (n * m);
   const T* ar = a + e * sa + i * lda;
-  const T* bc = b + e * sb + j;
+  const T* bc = b + e * sb + j * bcs;
   T parts[kMaxLeavesHere];
   const int leaves = int(k / leaf);
   for (int l = 0; l < leaves; ++l) {
     T acc = 0;
-    for (int64_t q = l * leaf; q < (l + 1) * leaf; ++q) acc = fma(ar[q], bc[q * ldb], acc);
+    for (int64_t q = l * leaf; q < (l + 1) * leaf; ++q) acc = fma(ar[q * acs], bc[q * ldb], acc);
     parts[l] = acc;
   }
   tree(parts, 0, leaves);
@@ -54,8 +55,8 @@ void launch(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
   if (total == 0) return;
   constexpr int kThreads = 256;
   fixed_order_kernel<T><<<unsigned((total + kThreads - 1) / kThreads), kThreads, 0, stream_of(out)>>>(
-      entries, n, m, k, leaf, ptr<T>(a), a.strides()[0], a.strides()[1], ptr<T>(b), b.strides()[0],
-      b.strides()[1], ptr<T>(out));
+      entries, n, m, k, leaf, ptr<T>(a), a.strides()[0], a.strides()[1], a.strides()[2], ptr<T>(b),
+      b.strides()[0], b.strides()[1], b.strides()[2], ptr<T>(out));
   GLOBE_CUDA_CHECK(cudaGetLastError(), "fixed_order_gemm");
 }
 
