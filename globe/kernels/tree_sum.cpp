@@ -28,4 +28,14 @@ Tensor tree_sum(const std::vector<Tensor>& pieces) {
   return tree(rotated, 0, rotated.size());
 }
 
+Tensor leaf_sum(const Tensor& a, int64_t d, int64_t leaf) {
+  Shape keep = a.shape();
+  keep[size_t(d)] = 1;
+  const auto& k = kernels_for(a);
+  std::vector<Tensor> leaves;
+  for (int64_t at = 0; at < a.shape()[size_t(d)]; at += leaf)
+    leaves.push_back(k.sum_to_keepdim(device_dense(Tensor::narrow_view(a, d, at, leaf)), keep));
+  return tree_sum(leaves);
+}
+
 }  // namespace globe::kernels

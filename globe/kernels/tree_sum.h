@@ -14,4 +14,9 @@ namespace globe::kernels {
 // returned as it is.
 Tensor tree_sum(const std::vector<Tensor>& pieces);
 
+// `a` summed over dim `d` (kept, as 1) in that order: each leaf of `leaf` consecutive indices
+// summed over a contiguous copy of it (the same strides wherever it lies, so the kernel takes
+// the same path), the leaves' sums added by tree_sum. a's dim d holds whole leaves.
+Tensor leaf_sum(const Tensor& a, int64_t d, int64_t leaf);
+
 }  // namespace globe::kernels

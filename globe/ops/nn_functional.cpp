@@ -6,6 +6,7 @@
 #include "globe/core/random.h"
 
 #include "globe/kernels/device_kernels.h"
+#include "globe/kernels/tree_sum.h"
 #include "globe/ops/hooks.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
@@ -81,7 +82,9 @@ class NormalizeLastBackward final : public Op {
 };
 
 // Layer norm's weight gradient: (g, x) -> sum over rows of g * xhat, [n]. Rows split give
-// partial sums; linear in g.
+// partial sums; linear in g. In deterministic mode the rows are summed one leading dim at a
+// time, the last first, each in its leaves' tree (as sum() does), so only a split of dim 0 (the
+// last summed) leaves partial sums that are subtrees of that order.
 class NormalizeLastWeightGrad final : public Op {
  public:
   explicit NormalizeLastWeightGrad(double eps) : eps_(eps) {}
@@ -89,14 +92,25 @@ class NormalizeLastWeightGrad final : public Op {
   bool differentiable() const override { return false; }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     std::vector<SbpSignature> s;
-    for (int64_t i = 0; i + 1 < int64_t(in[0].shape.size()); ++i)
-      s.push_back({{sbp::split(i), sbp::split(i)}, sbp::partial_sum});
+    const int64_t split_dims = deterministic() ? 1 : int64_t(in[0].shape.size()) - 1;
+    for (int64_t i = 0; i < split_dims; ++i) s.push_back({{sbp::split(i), sbp::split(i)}, sbp::partial_sum});
     sbp_rules::add_partial_at(s, 2, 0);
     return s;
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override { return {{in[1].shape.back()}, in[1].dtype}; }
-  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::kernels_for(in[0]).normalize_last_weight_grad(in[0], in[1], eps_);
+  bool tree_partials() const override { return true; }
+  std::vector<std::pair<size_t, int64_t>> piece_dims(const std::vector<TensorMeta>& in) const override {
+    std::vector<std::pair<size_t, int64_t>> d;
+    for (int64_t i = 0; i + 1 < int64_t(in[0].shape.size()); ++i) d.insert(d.end(), {{0, i}, {1, i}});
+    return d;
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
+    const auto& k = kernels::kernels_for(in[0]);
+    if (!deterministic()) return k.normalize_last_weight_grad(in[0], in[1], eps_);
+    Tensor r = k.binary(kernels::BinaryKind::mul, in[0], k.normalize_last(in[1], eps_, Tensor(), Tensor()), in[0].shape());
+    for (int64_t d = r.dim() - 2; d >= 0; --d)
+      if (r.shape()[size_t(d)] > 0) r = kernels::leaf_sum(r, d, args.leaf_length("layer_norm_weight_grad", "summed dim", 0, d, in[0]));
+    return Tensor::view_of(r, args.out.shape, contiguous_strides(args.out.shape), r.offset());
   }
 
  private:

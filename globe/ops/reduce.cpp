@@ -76,15 +76,9 @@ class Sum final : public Op {
     const auto& k = kernels::kernels_for(in[0]);
     Tensor r;
     if (deterministic() && dims.size() == 1 && in[0].shape()[size_t(dims[0])] > 0) {
-      // One sum per leaf of the dim, each over a contiguous copy (the same strides on every
-      // rank, so the kernel takes the same path), added in the leaves' tree. sum() hands this
-      // mode one dim at a time.
-      const int64_t d = dims[0], length = in[0].shape()[size_t(d)];
-      const int64_t leaf = args.leaf_length("sum", "summed dim", 0, d, in[0]);
-      std::vector<Tensor> leaves;
-      for (int64_t at = 0; at < length; at += leaf)
-        leaves.push_back(k.sum_to_keepdim(kernels::device_dense(Tensor::narrow_view(in[0], d, at, leaf)), keep));
-      r = kernels::tree_sum(leaves);
+      // One sum per leaf of the dim, added in the leaves' tree; sum() hands this mode one dim
+      // at a time.
+      r = kernels::leaf_sum(in[0], dims[0], args.leaf_length("sum", "summed dim", 0, dims[0], in[0]));
     } else {
       r = k.sum_to_keepdim(in[0], keep);
     }
