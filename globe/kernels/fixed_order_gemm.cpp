@@ -137,17 +137,21 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
   // Work items: (entry, strip of 64 columns); any split gives the same bits.
   constexpr int64_t kStrip = 64;
   const int64_t strips_per_entry = (m + kStrip - 1) / kStrip, count = entries * strips_per_entry;
-  // b with its columns apart (a transposed view): each strip's block of b copied into a buffer
-  // with adjacent columns first (the reads go along b's own rows); a is read where it lies.
-  const int64_t bcs = b.strides()[2];
+  // Each strip's block of b is copied into a contiguous panel first: read in place, its rows
+  // (often a power of two of bytes apart) fall into the same few L1 sets and evict each other,
+  // and a transposed b has no adjacent columns to load. a is read where it lies.
   auto item = [&](int64_t t, std::vector<T>& panel) {
     const int64_t e = t / strips_per_entry, j0 = t % strips_per_entry * kStrip, w = std::min(m, j0 + kStrip) - j0;
     Gemm<T> g{n, m, k, leaf, pa + e * a.strides()[0], a.strides()[1], a.strides()[2], pb + e * b.strides()[0],
               b.strides()[1], pc + e * n * m, m};
-    if (bcs == 1 || w == 1) return code(g, j0, j0 + w);
+    const int64_t bcs = b.strides()[2];
     panel.resize(size_t(k * w));
-    for (int64_t j = 0; j < w; ++j)
-      for (int64_t q = 0; q < k; ++q) panel[size_t(q * w + j)] = g.b[q * g.ldb + (j0 + j) * bcs];
+    if (bcs == 1) {
+      for (int64_t q = 0; q < k; ++q) std::copy_n(g.b + q * g.ldb + j0, w, panel.data() + q * w);
+    } else {
+      for (int64_t j = 0; j < w; ++j)
+        for (int64_t q = 0; q < k; ++q) panel[size_t(q * w + j)] = g.b[q * g.ldb + (j0 + j) * bcs];
+    }
     g.b = panel.data();
     g.ldb = w;
     g.c += j0;
