@@ -1,5 +1,6 @@
 #include "globe/core/deterministic.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -29,8 +30,9 @@ void set_deterministic(bool on) { mode().store(on, std::memory_order_relaxed); }
 
 int64_t leaves_of(int64_t length) {
   if (length <= 0) return 1;
-  const int64_t pow2 = length & -length;  // the largest power of two dividing it
-  return pow2 < kMaxLeaves ? pow2 : kMaxLeaves;
+  int64_t n = std::min(length & -length, kMaxLeaves);  // the largest power of two dividing it, capped
+  while (n > 1 && length / n < kMinLeafLength) n /= 2;
+  return n;
 }
 
 bool splits_into_leaves(int64_t length, int64_t parts) {

@@ -33,7 +33,7 @@ Tensor values(const Shape& shape, uint64_t seed) {
 }
 
 TEST_F(Deterministic, MatmulOverASplitInnerDimGivesTheSingleProcessBits) {
-  const Tensor a = values({6, 64}, 1), b = values({64, 5}, 2);
+  const Tensor a = values({6, 256}, 1), b = values({256, 5}, 2);  // 8 leaves of 32
   const Tensor want = matmul(a, b);
   const Placement p = Placement::all();
   const Tensor got = matmul(from_full(a, p, sbp::split(1)), from_full(b, p, sbp::split(0)));
@@ -43,7 +43,7 @@ TEST_F(Deterministic, MatmulOverASplitInnerDimGivesTheSingleProcessBits) {
 }
 
 TEST_F(Deterministic, SumsAndMeansOverSplitDimsGiveTheSingleProcessBits) {
-  const Tensor x = values({16, 8}, 3);
+  const Tensor x = values({256, 64}, 3);  // 8 leaves of 32 along dim 0, 2 along dim 1
   const Placement p = Placement::all();
   for (int64_t d : {0, 1}) {
     const Tensor g = from_full(x, p, sbp::split(d));
@@ -126,10 +126,13 @@ TEST_F(Deterministic, ASplitThatCannotKeepTheOrderIsGatheredAndKeepsTheBits) {
 // The rule every rank applies alike, and the message a split that breaks it gets where a kernel
 // is handed one: it names the op, the dim, its length, its pieces and the block count.
 TEST_F(Deterministic, TheSplitRuleNamesTheDimItsPiecesAndTheBlocks) {
-  EXPECT_TRUE(splits_into_leaves(64, 1) && splits_into_leaves(64, 2) && splits_into_leaves(64, 8));
-  EXPECT_FALSE(splits_into_leaves(64, 16) || splits_into_leaves(3, 2) || splits_into_leaves(24, 3) ||
-               splits_into_leaves(12, 8));
-  EXPECT_EQ(leaf_length("matmul", "inner dim", 64, 2), 8);
+  EXPECT_EQ(leaves_of(1024), 8);
+  EXPECT_EQ(leaves_of(96), 2);  // 2 leaves of 48: 4 would be 24 long
+  EXPECT_EQ(leaves_of(24), 1);
+  EXPECT_TRUE(splits_into_leaves(256, 1) && splits_into_leaves(256, 2) && splits_into_leaves(256, 8));
+  EXPECT_FALSE(splits_into_leaves(256, 16) || splits_into_leaves(64, 4) || splits_into_leaves(3, 2) ||
+               splits_into_leaves(768, 3));
+  EXPECT_EQ(leaf_length("matmul", "inner dim", 256, 2), 32);
   try {
     (void)leaf_length("matmul", "inner dim", 3, 2);
     FAIL() << "an inner dim of 3 in 2 blocks was accepted";
@@ -158,7 +161,7 @@ TEST_F(Deterministic, AProductsBitsDoNotDependOnBlasThreads) {
 // The negative control: rank 1 adds its leaves in a rotated order, and the bits change.
 TEST_F(Deterministic, OneRankAddingItsLeavesInAnotherOrderChangesTheBits) {
   if (dist::world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
-  const Tensor a = values({6, 64}, 1), b = values({64, 5}, 2);
+  const Tensor a = values({6, 256}, 1), b = values({256, 5}, 2);  // at least 2 leaves per rank
   const Tensor want = matmul(a, b);
   const Placement p = Placement::all();
   detail::rotate_leaves_for_test(dist::world_rank() == 1);
