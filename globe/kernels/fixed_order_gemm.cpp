@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,7 +39,7 @@ void tree(T* parts, int64_t stride, int lo, int hi, int count) {
 
 // Where leaf l's partial goes: l itself, or l - 1 (cyclically) under the test hook that rotates the
 // leaves' order (core/deterministic.h), as tree_sum does.
-inline int slot(int l, int leaves) { return detail::leaves_rotated_for_test() ? (l + leaves - 1) % leaves : l; }
+inline int slot(int l, int leaves) { return globe::detail::leaves_rotated_for_test() ? (l + leaves - 1) % leaves : l; }
 
 // The operands of one call: c [n, m] = a [n, k] b [k, m], leaves of `leaf` along k. a's element
 // (i, q) is at a[i * lda + q * acs] (any strides); b's rows are ldb apart, its columns adjacent.
@@ -115,13 +116,28 @@ void plain(const Gemm<T>& g, int64_t j0, int64_t j1) {
     for (int64_t j = j0; j < j1; ++j) g.c[i * g.ldc + j] = element(g, i, j, parts.data());
 }
 
-// Which code runs the strips on this CPU (any choice gives the same bits).
+// The code paths by the ISA they need ("plain": any CPU), best first.
+enum class Code { avx512, avx2, plain };
+
+bool cpu_runs(Code c) {
+  __builtin_cpu_init();
+  if (c == Code::avx512) return __builtin_cpu_supports("avx512f");
+  if (c == Code::avx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return true;
+}
+
+std::atomic<int> forced{-1};  // detail::use_fixed_order_code_for_test's choice, or -1
+
+// Which code runs the strips: the best this CPU runs (any choice gives the same bits).
 template <class T>
 void (*strip_code())(const Gemm<T>&, int64_t, int64_t) {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return avx512::run_strips<T>;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return avx2::run_strips<T>;
-  return plain<T>;
+  static const Code best = cpu_runs(Code::avx512) ? Code::avx512 : cpu_runs(Code::avx2) ? Code::avx2 : Code::plain;
+  const int f = forced.load(std::memory_order_relaxed);
+  switch (f < 0 ? best : Code(f)) {
+    case Code::avx512: return avx512::run_strips<T>;
+    case Code::avx2: return avx2::run_strips<T>;
+    default: return plain<T>;
+  }
 }
 
 // Below this many multiply-adds, one thread does it all.
@@ -129,7 +145,7 @@ constexpr int64_t kThreadedWork = int64_t(1) << 22;
 
 template <class T>
 void run(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
-  static const auto code = strip_code<T>();
+  const auto code = strip_code<T>();
   const int64_t entries = out.shape()[0], n = out.shape()[1], m = out.shape()[2], k = a.shape()[2];
   const T* pa = static_cast<const T*>(a.storage()->data) + a.offset();
   const T* pb = static_cast<const T*>(b.storage()->data) + b.offset();
@@ -175,6 +191,18 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
 }
 
 }  // namespace
+
+bool detail::use_fixed_order_code_for_test(const char* name) {
+  const std::string n = name ? name : "";
+  if (n.empty()) return forced = -1, true;
+  for (Code c : {Code::avx512, Code::avx2, Code::plain})
+    if (n == (c == Code::avx512 ? "avx512" : c == Code::avx2 ? "avx2" : "plain")) {
+      if (!cpu_runs(c)) return false;
+      forced = int(c);
+      return true;
+    }
+  return false;
+}
 
 void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
   GLOBE_CHECK(leaf > 0 && a.shape()[2] % leaf == 0 && a.shape()[2] / leaf <= kMaxLeavesHere,

@@ -21,4 +21,10 @@ const char* bf16_gemm_path();
 // AVX2 + FMA or scalar code, spread over as many threads as BLAS was given (fixed_order_gemm.cpp).
 void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf);
 
+namespace detail {
+// Test hook: fixed_order_gemm runs the named code ("avx512", "avx2", "plain"; "" or null: the
+// best the CPU runs). False, and nothing changed, where the CPU cannot run it.
+bool use_fixed_order_code_for_test(const char* name);
+}  // namespace detail
+
 }  // namespace globe::kernels

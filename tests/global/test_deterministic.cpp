@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "global_test_util.h"
+#include "globe/kernels/matmul.h"
 
 namespace globe {
 namespace {
@@ -156,6 +157,27 @@ TEST_F(Deterministic, AProductsBitsDoNotDependOnBlasThreads) {
   const Tensor two = matmul(a, b);
   openblas_set_num_threads(before);
   EXPECT_TRUE(same_bits(two, one));
+}
+
+// The product kernel's AVX-512 and AVX2 register blocks and its scalar code give the same bits,
+// edges included (rows, columns and leaves that fill no whole block): each element is the same
+// chain of fused multiply-adds, whichever instruction computes it.
+TEST_F(Deterministic, EveryVectorWidthOfTheProductKernelGivesTheSameBits) {
+  for (const Shape& s : std::vector<Shape>{{67, 256, 45}, {8, 96, 32}, {3, 5, 7}}) {
+    const Tensor a = values({s[0], s[1]}, 21), b = values({s[1], s[2]}, 22);
+    ASSERT_TRUE(kernels::detail::use_fixed_order_code_for_test("plain"));
+    const Tensor want = matmul(a, b), want_nt = linear(a, transpose(b, 0, 1) * 1.0);
+    int ran = 0;
+    for (const char* code : {"avx512", "avx2"}) {
+      if (!kernels::detail::use_fixed_order_code_for_test(code)) continue;  // the CPU lacks it
+      ++ran;
+      EXPECT_TRUE(same_bits(matmul(a, b), want)) << code << " " << shape_str(s);
+      EXPECT_TRUE(same_bits(linear(a, transpose(b, 0, 1) * 1.0), want_nt)) << code << " " << shape_str(s);
+    }
+    kernels::detail::use_fixed_order_code_for_test(nullptr);
+    EXPECT_TRUE(same_bits(matmul(a, b), want)) << "the CPU's best code, " << shape_str(s);
+    if (ran == 0) std::cout << "[ note ] this CPU runs neither AVX-512 nor AVX2 + FMA: the scalar code only\n";
+  }
 }
 
 // The negative control: rank 1 adds its leaves in a rotated order, and the bits change.
