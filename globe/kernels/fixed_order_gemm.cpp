@@ -23,18 +23,19 @@ namespace {
 
 constexpr int kMaxLeavesHere = 64;  // leaves one call holds (a rank's share of a dim's leaves)
 
-// parts[lo] = parts[lo] + ... + parts[hi - 1] in tree_sum's order (kernels/tree_sum.h): a range
-// adds its first power-of-two half (the largest power of two below its length), then the rest.
+// parts[lo] = parts[lo] + ... + parts[hi - 1] in tree_sum's order (kernels/tree_sum.h), each part
+// `width` values stored one after the other: a range adds its first power-of-two half (the
+// largest power of two below its length), then the rest.
 template <class T>
-void tree(T* parts, int64_t stride, int lo, int hi, int count) {
+void tree(T* parts, int64_t width, int lo, int hi) {
   if (hi - lo == 1) return;
   int half = 1;
   while (2 * half < hi - lo) half *= 2;
-  tree(parts, stride, lo, lo + half, count);
-  tree(parts, stride, lo + half, hi, count);
-  T* left = parts + lo * stride;
-  const T* right = parts + (lo + half) * stride;
-  for (int i = 0; i < count; ++i) left[i] = left[i] + right[i];
+  tree(parts, width, lo, lo + half);
+  tree(parts, width, lo + half, hi);
+  T* left = parts + lo * width;
+  const T* right = parts + (lo + half) * width;
+  for (int64_t i = 0; i < width; ++i) left[i] = left[i] + right[i];
 }
 
 // Where leaf l's partial goes: l itself, or l - 1 (cyclically) under the test hook that rotates the
@@ -63,7 +64,7 @@ T element(const Gemm<T>& g, int64_t i, int64_t j, T* parts) {
     for (int64_t q = l * g.leaf; q < (l + 1) * g.leaf; ++q) acc = std::fma(g.a[i * g.lda + q * g.acs], g.b[q * g.ldb + j], acc);
     parts[slot(l, leaves)] = acc;
   }
-  tree(parts, 1, 0, leaves, 1);
+  tree(parts, 1, 0, leaves);
   return parts[0];
 }
 
