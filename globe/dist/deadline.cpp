@@ -168,6 +168,7 @@ std::string GroupWatch::timed_out(const char* op, uint64_t seq) {
 
 void GroupWatch::wait(const std::function<bool()>& done, const char* op, uint64_t seq,
                       const std::function<void()>& abandon) {
+  if (done()) return;  // already there: no deadline to compute, no give-up check to build
   if (poll(done, deadline_from_now(), [&] { return !member_gone(op, seq).empty(); })) return;
   // The collective cannot be cancelled: the communicator is unusable from here on.
   if (abandon) abandon();
