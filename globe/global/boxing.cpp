@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "globe/base/trace.h"
+#include "globe/core/deterministic.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing_1d.h"
 #include "globe/global/global_tensor.h"
@@ -73,6 +74,7 @@ const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_i
   static std::map<std::vector<int64_t>, Plan> plans;
   static thread_local std::vector<int64_t> key;  // reused: a look-up allocates nothing
   key.assign(p.mesh_shape().begin(), p.mesh_shape().end());
+  key.push_back(deterministic());  // the mode orders partial sums (below)
   for (const NdSbp* layout : {&from_in, &to_in})
     for (const Sbp& s : *layout) key.insert(key.end(), {int64_t(s.kind), s.is_split() ? s.dim : 0});
   if (auto it = plans.find(key); it != plans.end()) return it->second;
@@ -90,6 +92,21 @@ const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_i
     plan.steps.emplace_back(f, s);
     cur[f] = s;
   };
+  // Deterministic mode (core/deterministic.h): partial sums on two mesh axes are pieces of one
+  // leaf tree, the inner axis holding the smaller subtrees (splits of one dim nest outer axis
+  // first). So an outer axis' partial sum is taken only after the inner ones: an inner partial
+  // that the target keeps is summed first (P -> B, inner axes first as below) and made partial
+  // again last (B -> P, a local step).
+  std::vector<size_t> partial_again;
+  if (deterministic())
+    for (size_t a = 1; a < cur.size(); ++a)
+      if (cur[a].is_partial() && to[a].is_partial())
+        for (size_t f = 0; f < a; ++f)
+          if (cur[f].is_partial() && !to[f].is_partial()) {
+            partial_again.push_back(a);
+            to[a] = sbp::broadcast;
+            break;
+          }
   // Local slices (B -> S) first, outer axes first: each cuts the block the outer axes left, as
   // nested splits do; done inner-first, an inner split would block the outer one.
   for (size_t f = 0; f < cur.size(); ++f)
@@ -106,8 +123,10 @@ const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_i
     }
   }
   if (cur == to) {
+    for (size_t a : partial_again) take_step(a, sbp::partial_sum);
     plan.path = path + ")";
   } else {
+    for (size_t a : partial_again) to[a] = sbp::partial_sum;
     // Fallback through broadcast: gather every axis (inner first), then slice (outer first).
     plan.steps.clear();
     cur = plan.from;

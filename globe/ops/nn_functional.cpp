@@ -465,11 +465,13 @@ bool split_last(const Tensor& t) {
   return false;
 }
 
-// The maximum over the last dim, as a constant (no gradient), of class-split logits without
-// gathering them: each rank's maximum over the classes it holds becomes one column of a small
+// The maximum over the last dim, as a constant (no gradient). Class-split logits are not gathered
+// for it: each rank's maximum over the classes it holds becomes one column of a small
 // [..., ranks along the class split] tensor, whose maximum is taken (an all-gather of rows x ranks).
-Tensor row_max_of_split(const Tensor& x) {
+// Other logits (deterministic mode's, and partial ones) take max as it is.
+Tensor row_max(const Tensor& x) {
   NoGradGuard no_grad;
+  if (!split_last(x) || x.sbp().any_partial()) return max(x, {-1}, true);
   const Tensor local = x.to_local();
   Shape one = local.shape();
   one.back() = 1;
@@ -491,13 +493,16 @@ Tensor cross_entropy_with(const Tensor& logits, const Tensor& target, Reduction 
   GLOBE_CHECK(Shape(logits.shape().begin(), logits.shape().end() - 1) == target.shape(),
               "[cross_entropy] logits ", describe(logits), " (classes last) and target ",
               describe(target), " shapes do not match");
-  if (!split_last(logits) || logits.sbp().any_partial()) {
+  // Deterministic mode takes the class-split form on every layout, one process included:
+  // log_softmax's kernel sums the exponentials in its own order, which no split of the classes
+  // follows, while the form below sums them with `sum`, whose order the mode fixes.
+  if (!deterministic() && (!split_last(logits) || logits.sbp().any_partial())) {
     Tensor picked = gather(log_softmax(logits, -1), -1, unsqueeze(target, -1));
     return neg(reduce_loss(reduction == Reduction::none ? squeeze(picked, -1) : picked, reduction));
   }
   // Class-split (vocab-parallel) logits: log-sum-exp from per-row maxima and sums of exponentials,
   // minus the target logit picked where it lives. Communication is O(rows), never O(rows x classes).
-  const Tensor shifted = sub(logits, row_max_of_split(logits));
+  const Tensor shifted = sub(logits, row_max(logits));
   const Tensor lse = log(sum(exp(shifted), {-1}));
   return reduce_loss(sub(lse, pick(shifted, target)), reduction);
 }

@@ -188,10 +188,12 @@ bool close(const std::vector<double>& got, const std::vector<double>& want, doub
 // Runs one case under one combination of layouts and compares with the local run. With `dtype`
 // bfloat16 or float16 the global run computes in that dtype and the local float64 reference on the same
 // values (the inputs rounded to that dtype first).
-void check_case(const OpCase& c, const Placement& p, const std::vector<NdSbp>& layout, DType dtype = kFloat64) {
-  std::string what = c.name + " on " + p.to_string() + " in " + dtype_name(dtype) + " with";
+// `exact`: the global run must give the single-process values exactly (deterministic mode).
+void check_case(const OpCase& c, const Placement& p, const std::vector<NdSbp>& layout, DType dtype = kFloat64,
+                bool exact = false) {
+  std::string what = c.name + " on " + p.to_string() + " in " + dtype_name(dtype) + (exact ? " (exact)" : "") + " with";
   for (const NdSbp& s : layout) what += " " + s.to_string();
-  const double tol = is_reduced_precision(dtype) ? 3e-2 : 1e-9;
+  const double tol = exact ? 0.0 : is_reduced_precision(dtype) ? 3e-2 : 1e-9;
   const size_t n = c.inputs.size();
   std::vector<Tensor> local(n), global(n);
   for (size_t i = 0; i < n; ++i) {
@@ -295,6 +297,57 @@ TEST_P(Consistency, TwoDimensionalMesh) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, Consistency, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
+
+// Deterministic mode (docs/design.md §10): the same table, and sums long enough to have several
+// leaves (core/deterministic.h: a dim of 128 has 4 leaves of 32, so 2 and 4 ranks split it into
+// whole subtrees and add them in the tree; shorter dims are gathered), must give the
+// single-process values exactly, gradients too, in every 1-D layout and on a 2 x 2 mesh.
+std::vector<OpCase> leafy_cases() {
+  using V = const std::vector<Tensor>&;
+  return {
+      {"leafy_matmul", {F({3, 128}), F({128, 4})}, [](V x) { return matmul(x[0], x[1]); }},
+      {"leafy_matmul_nt", {F({128, 4}), F({3, 4})}, [](V x) { return matmul_nt(x[0], x[1]); }},
+      {"leafy_linear", {F({128, 4}), F({3, 4}), F({3})}, [](V x) { return linear(x[0], x[1], x[2]); }},
+      {"leafy_sum_rows", {F({128, 3})}, [](V x) { return sum(x[0], {0}); }},
+      {"leafy_mean_all", {F({128, 2})}, [](V x) { return mean(x[0]); }},
+      {"leafy_layer_norm", {F({128, 4}), F({4}), F({4})}, [](V x) { return layer_norm(x[0], {4}, x[1], x[2]); }},
+      {"leafy_mse_loss", {F({128, 2}), F({128, 2})}, [](V x) { return mse_loss(x[0], x[1]); }},
+      {"leafy_cross_entropy", {F({128, 5}), I({128}, 5)}, [](V x) { return cross_entropy(x[0], x[1]); }},
+      {"leafy_embedding", {F({7, 4}), I({128}, 7)}, [](V x) { return embedding(x[0], x[1]); }},
+  };
+}
+
+std::vector<OpCase> deterministic_cases() {
+  std::vector<OpCase> all = cases();
+  for (OpCase& c : leafy_cases()) all.push_back(std::move(c));
+  return all;
+}
+
+class DeterministicConsistency : public ::testing::TestWithParam<OpCase> {
+ protected:
+  void SetUp() override { set_deterministic(true); }
+  void TearDown() override { set_deterministic(false); }
+};
+
+TEST_P(DeterministicConsistency, OneDimensionalMeshIsExact) {
+  const OpCase& c = GetParam();
+  std::vector<std::vector<NdSbp>> options;
+  for (const Input& in : c.inputs) options.push_back(layouts_1d(in));
+  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all(), l, kFloat64, true); });
+}
+
+TEST_P(DeterministicConsistency, TwoDimensionalMeshIsExact) {
+  if (dist::world_size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  const OpCase& c = GetParam();
+  if (c.inputs.size() > 2) GTEST_SKIP() << "2-D combinations limited to ops of at most 2 inputs";
+  std::vector<std::vector<NdSbp>> options;
+  for (const Input& in : c.inputs) options.push_back(layouts_2d(in));
+  const Placement p = placement("cpu", {{0, 1}, {2, 3}});
+  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, p, l, kFloat64, true); });
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, DeterministicConsistency, ::testing::ValuesIn(deterministic_cases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
 
 }  // namespace
