@@ -89,16 +89,17 @@ TEST(Gpt, EveryLayoutGivesTheSingleProcessLosses) {
   }
 }
 
-// Deterministic mode (GLOBE_DETERMINISTIC=1, docs/design.md §10): every layout, 3 ranks included,
-// prints the single process's losses to the last bit (the JSON holds each float exactly).
+// Deterministic mode (GLOBE_DETERMINISTIC=1, docs/design.md §10): every layout, 3 ranks and
+// ZeRO-3 included, prints the single process's losses to the last bit (the JSON holds each float
+// exactly), and so does a run resumed on another world size.
 TEST(Gpt, DeterministicModeGivesTheSingleProcessBitsOnEveryLayout) {
   TempDir dir;
-  const auto args = with(kSmall, {"--steps", "10"});
-  auto det_train = [&](int n, const std::vector<std::string>& layout, const std::string& tag) {
+  auto det_train = [&](int n, const std::vector<std::string>& layout, const std::string& tag,
+                       const std::vector<std::string>& base = {"--steps", "10"}) {
     const std::string out = dir.path() + "/" + tag + ".json";
     const GptRun run = {launch_test::run_launcher(
         with({"--nproc_per_node", std::to_string(n), "--no-prefix", launch_test::bin_dir() + "/gpt"},
-             with(with(args, layout), {"--losses-out", out})),
+             with(with(with(kSmall, base), layout), {"--losses-out", out})),
         {"GLOBE_DETERMINISTIC=1"}, 280)};
     EXPECT_EQ(run.r.exit_code, 0) << tag << " failed:\n" << run.all();
     return losses_in(out);
@@ -107,13 +108,19 @@ TEST(Gpt, DeterministicModeGivesTheSingleProcessBitsOnEveryLayout) {
   ASSERT_EQ(one.size(), 10u);
   const std::vector<std::pair<int, std::vector<std::string>>> layouts = {
       {2, {"--dp", "2"}}, {2, {"--tp", "2"}}, {3, {"--dp", "3"}}, {4, {"--dp", "2", "--tp", "2"}},
-      {4, {"--tp", "2", "--pp", "2"}}, {8, {"--dp", "2", "--tp", "2", "--pp", "2"}},
+      {4, {"--tp", "2", "--pp", "2"}}, {8, {"--dp", "2", "--tp", "2", "--pp", "2"}}, {2, {"--dp", "2", "--zero", "3"}},
   };
   for (size_t i = 0; i < layouts.size(); ++i) {
     std::string name;
     for (const auto& s : layouts[i].second) name += s + " ";
     EXPECT_EQ(det_train(layouts[i].first, layouts[i].second, "layout" + std::to_string(i)), one) << name;
   }
+  // Five steps on 2 ranks, then the rest on 3 from the checkpoint.
+  const std::string ckpt = dir.path() + "/ckpt";
+  std::vector<double> joined = det_train(2, {"--dp", "2", "--ckpt", ckpt}, "first", {"--steps", "5"});
+  const auto rest = det_train(3, {"--dp", "3", "--resume", ckpt}, "rest");
+  joined.insert(joined.end(), rest.begin(), rest.end());
+  EXPECT_EQ(joined, one) << "dp2 for 5 steps, then dp3 from the checkpoint";
 }
 
 // The interleaved and V schedules give each of 2 pipeline ranks 2 chunks of 4 layers: the embedding
