@@ -36,8 +36,8 @@ bool step_is_direct(const NdSbp& cur, size_t f, const Sbp& to) {
 }
 
 // One step on mesh axis f, started (detail::start_box_axis). `local` is this rank's shard under `cur`.
-std::function<Tensor()> start_step(const Tensor& local, const Shape& shape, const Placement& p, NdSbp& cur, size_t f,
-                                   const Sbp& to) {
+detail::Started start_step(const Tensor& local, const Shape& shape, const Placement& p, NdSbp& cur, size_t f,
+                           const Sbp& to) {
   const int me = dist::world_rank();
   NdSbp whole_axis = cur;
   whole_axis[f] = sbp::broadcast;
@@ -140,20 +140,21 @@ const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_i
 }
 
 // Same placement, this rank a member: every step but the last runs, the last is started.
-std::function<Tensor()> start_same_placement(const Tensor& local, const Shape& shape, const Placement& p,
-                                             const NdSbp& from, const NdSbp& to) {
+detail::Started start_same_placement(const Tensor& local, const Shape& shape, const Placement& p, const NdSbp& from,
+                                     const NdSbp& to) {
   const Plan& plan = plan_for(p, from, to);
-  if (plan.steps.empty()) return [local] { return local; };
+  if (plan.steps.empty()) return {local, nullptr};
   NdSbp cur = plan.from;
   Tensor x = local;
-  for (size_t i = 0; i + 1 < plan.steps.size(); ++i) x = start_step(x, shape, p, cur, plan.steps[i].first, plan.steps[i].second)();
+  for (size_t i = 0; i + 1 < plan.steps.size(); ++i)
+    x = start_step(x, shape, p, cur, plan.steps[i].first, plan.steps[i].second).get();
   ++path_counts()[boxing_for()][plan.path];
   return start_step(x, shape, p, cur, plan.steps.back().first, plan.steps.back().second);
 }
 
 Tensor box_same_placement(const Tensor& local, const Shape& shape, const Placement& p, const NdSbp& from,
                           const NdSbp& to) {
-  return start_same_placement(local, shape, p, from, to)();
+  return start_same_placement(local, shape, p, from, to).get();
 }
 
 int index_in(const std::vector<int>& v, int r) {
@@ -218,10 +219,10 @@ Tensor box_across(const Tensor& x, const Placement& dp, const NdSbp& dsbp, int t
 namespace {
 
 // box(), its last step started within one placement (start_box), run to the end otherwise.
-std::function<Tensor()> start(const Tensor& x, const Placement& placement, const NdSbp& sbp, int move_tag) {
+detail::Started start(const Tensor& x, const Placement& placement, const NdSbp& sbp, int move_tag) {
   GLOBE_CHECK(x.is_global(), "[to_global] box() needs a global tensor");
   const NdSbp to = normalize_sbp(sbp, x.dim(), placement.mesh_ndim(), "to_global");
-  if (x.placement() == placement && x.sbp() == to) return [x] { return x; };
+  if (x.placement() == placement && x.sbp() == to) return {x, nullptr};
   // Consistency mode compares the ranks' op sequences; tagged moves (a pipeline's) are posted in
   // different orders on the two sides by design and carry their own header and size checks.
   if (dist::consistency_checks() && move_tag == kMoveTag) {
@@ -238,24 +239,27 @@ std::function<Tensor()> start(const Tensor& x, const Placement& placement, const
     if (x.placement() != placement) from.emplace(x.placement(), "to_global", detail);
     into.emplace(placement, "to_global", detail);
   }
-  std::function<Tensor()> local;
-  if (x.placement() != placement) {
-    local = [moved = box_across(x, placement, to, move_tag)] { return moved; };
-  } else if (placement.contains(dist::world_rank())) {
-    local = start_same_placement(shard_of(x), x.shape(), placement, x.sbp(), to);
-  } else {
-    local = [shard = shard_of(x)] { return shard; };
-  }
-  return [local = std::move(local), shape = x.shape(), placement, to] { return make_global(local(), shape, placement, to); };
+  detail::Started local;
+  if (x.placement() != placement) local.value = box_across(x, placement, to, move_tag);
+  else if (placement.contains(dist::world_rank())) local = start_same_placement(shard_of(x), x.shape(), placement, x.sbp(), to);
+  else local.value = shard_of(x);
+  if (!local.finish) return {make_global(local.value, x.shape(), placement, to), nullptr};
+  return {Tensor(), [finish = std::move(local.finish), shape = x.shape(), placement, to] {
+            return make_global(finish(), shape, placement, to);
+          }};
 }
 
 }  // namespace
 
 Tensor box(const Tensor& x, const Placement& placement, const NdSbp& sbp, int move_tag) {
-  return start(x, placement, sbp, move_tag)();
+  return start(x, placement, sbp, move_tag).get();
 }
 
-std::function<Tensor()> start_box(const Tensor& x, const NdSbp& sbp) { return start(x, x.placement(), sbp, kMoveTag); }
+std::function<Tensor()> start_box(const Tensor& x, const NdSbp& sbp) {
+  detail::Started s = start(x, x.placement(), sbp, kMoveTag);
+  if (s.finish) return std::move(s.finish);
+  return [value = std::move(s.value)] { return value; };
+}
 
 double boxing_cost_bytes(const Sbp& from, const Sbp& to, double block_bytes, int group_size) {
   if (from == to || group_size <= 1) return 0.0;

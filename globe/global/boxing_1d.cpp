@@ -201,11 +201,10 @@ void tree_all_reduce(const Tensor& src, const Tensor& dst, dist::Communicator& c
   comm.all_gather_v(piece, dst, counts);
 }
 
-std::function<Tensor()> start_box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm,
-                                       const Sbp& from, const Sbp& to) {
-  if (from.is_split() && to.is_broadcast()) return start_gather_split(local, block, comm, from.dim);
-  Tensor out = box_axis(local, block, comm, from, to);
-  return [out] { return out; };
+Started start_box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm, const Sbp& from,
+                       const Sbp& to) {
+  if (from.is_split() && to.is_broadcast()) return {Tensor(), start_gather_split(local, block, comm, from.dim)};
+  return {box_axis(local, block, comm, from, to), nullptr};
 }
 
 Tensor box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm, const Sbp& from,

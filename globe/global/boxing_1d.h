@@ -14,11 +14,19 @@ namespace globe::detail {
 Tensor box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm, const Sbp& from,
                 const Sbp& to);
 
-// box_axis started: the returned function waits and gives its result. S -> B (an all-gather) is
-// left in flight meanwhile (dist::Communicator::start_all_gather_v); any other conversion runs
-// before this returns.
-std::function<Tensor()> start_box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm,
-                                       const Sbp& from, const Sbp& to);
+// A conversion started: its result, or, while a collective is in flight, what waits for it and
+// gives the result (no closure where the result is already there: a small boxing's cost is mostly
+// such bookkeeping).
+struct Started {
+  Tensor value;
+  std::function<Tensor()> finish;
+  Tensor get() const { return finish ? finish() : value; }
+};
+
+// box_axis started. S -> B (an all-gather) is left in flight (dist::Communicator::
+// start_all_gather_v); any other conversion runs before this returns.
+Started start_box_axis(const Tensor& local, const Shape& block, dist::Communicator& comm, const Sbp& from,
+                       const Sbp& to);
 
 // Deterministic mode's all-reduce (core/deterministic.h): dst (contiguous, src's element count)
 // gets the sum of every member's contiguous src, added in the pairwise tree over member index on
