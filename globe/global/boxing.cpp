@@ -126,7 +126,7 @@ const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_i
     for (size_t a : partial_again) take_step(a, sbp::partial_sum);
     plan.path = path + ")";
   } else {
-    for (size_t a : partial_again) to[a] = sbp::partial_sum;
+    for (size_t a : partial_again) to[a] = to_in[a];
     // Fallback through broadcast: gather every axis (inner first), then slice (outer first).
     plan.steps.clear();
     cur = plan.from;

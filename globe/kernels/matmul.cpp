@@ -76,10 +76,10 @@ Tensor product(const Tensor& a, const Tensor& b, const Shape& out_shape, const T
   if (batch.empty() && va.trans == CblasNoTrans && vb.trans == CblasTrans && 4 * n <= m) {
     // x [n, k] @ W^T with few rows (Linear's forward): OpenBLAS runs the transposed product
     // C^T = W x^T markedly faster (64x1024x1024: 1.41 vs 1.89 ms on an AMD Zen 4, 0.81 vs 1.1 ms
-    // on a Zen 5, Cooperlake kernels). C^T is then transposed into a row-major C (a tiled copy,
-    // a small fraction of the product): handed on as a transposed view, it made the element-wise
-    // ops after it (ReLU, its gradient, the loss) walk one operand with a stride, which cost the
-    // 1-process MLP step 5-8 % (bench_mlp --raw-ab, bench/RESULTS.md).
+    // on a Zen 5, Cooperlake kernels). C^T is then transposed into a row-major C (copy_into,
+    // tiled once both dims reach 8; a small fraction of the product). Handed on as a transposed
+    // view, it made the element-wise ops after it (ReLU, its gradient, the loss) walk one operand
+    // with a stride, which cost the 1-process MLP step 5-8 % (bench_mlp --raw-ab, RESULTS.md).
     Tensor ct = Tensor::uninitialized({m, n}, out_dtype);
     if (has_bias) copy_into(ct, bias_view(bias, out_shape, /*transposed=*/true));
     gemm(CblasNoTrans, CblasTrans, m, n, k, static_cast<const T*>(vb.t.raw_data()), vb.ld,

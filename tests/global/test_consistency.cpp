@@ -245,14 +245,27 @@ void for_each_combination(const std::vector<std::vector<NdSbp>>& options,
   }
 }
 
-class Consistency : public ::testing::TestWithParam<OpCase> {};
-
-TEST_P(Consistency, OneDimensionalMesh) {
-  const OpCase& c = GetParam();
+// Every combination of 1-D layouts on every rank; `exact` as in check_case.
+void check_one_dimensional(const OpCase& c, bool exact = false) {
   std::vector<std::vector<NdSbp>> options;
   for (const Input& in : c.inputs) options.push_back(layouts_1d(in));
-  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all(), l); });
+  for_each_combination(options,
+                       [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all(), l, kFloat64, exact); });
 }
+
+// A few 2-D layouts on a 2 x 2 mesh (4 ranks), ops of at most two inputs.
+void check_two_dimensional(const OpCase& c, bool exact = false) {
+  if (dist::world_size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  if (c.inputs.size() > 2) GTEST_SKIP() << "2-D combinations limited to ops of at most 2 inputs";
+  std::vector<std::vector<NdSbp>> options;
+  for (const Input& in : c.inputs) options.push_back(layouts_2d(in));
+  const Placement p = placement("cpu", {{0, 1}, {2, 3}});
+  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, p, l, kFloat64, exact); });
+}
+
+class Consistency : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(Consistency, OneDimensionalMesh) { check_one_dimensional(GetParam()); }
 
 // The device axis: the same cases with the global tensors on placement "cuda" (each rank's shard on
 // GPU local_rank % GPUs), compared with the CPU's single-process result, gradients too.
@@ -286,15 +299,7 @@ TEST_P(Consistency, SubsetPlacement) {
   check_case(c, p, l);
 }
 
-TEST_P(Consistency, TwoDimensionalMesh) {
-  if (dist::world_size() != 4) GTEST_SKIP() << "needs 4 ranks";
-  const OpCase& c = GetParam();
-  if (c.inputs.size() > 2) GTEST_SKIP() << "2-D combinations limited to ops of at most 2 inputs";
-  std::vector<std::vector<NdSbp>> options;
-  for (const Input& in : c.inputs) options.push_back(layouts_2d(in));
-  const Placement p = placement("cpu", {{0, 1}, {2, 3}});
-  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, p, l); });
-}
+TEST_P(Consistency, TwoDimensionalMesh) { check_two_dimensional(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, Consistency, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
@@ -302,7 +307,8 @@ INSTANTIATE_TEST_SUITE_P(AllOps, Consistency, ::testing::ValuesIn(cases()),
 // Deterministic mode (docs/design.md §10): the same table, and sums long enough to have several
 // leaves (core/deterministic.h: a dim of 128 has 4 leaves of 32, so 2 and 4 ranks split it into
 // whole subtrees and add them in the tree; shorter dims are gathered), must give the
-// single-process values exactly, gradients too, in every 1-D layout and on a 2 x 2 mesh.
+// single-process values exactly, gradients too, in every 1-D layout and (ops of at most two
+// inputs) on a 2 x 2 mesh.
 std::vector<OpCase> leafy_cases() {
   using V = const std::vector<Tensor>&;
   return {
@@ -326,26 +332,18 @@ std::vector<OpCase> deterministic_cases() {
 
 class DeterministicConsistency : public ::testing::TestWithParam<OpCase> {
  protected:
-  void SetUp() override { set_deterministic(true); }
-  void TearDown() override { set_deterministic(false); }
+  void SetUp() override {
+    was_on_ = deterministic();
+    set_deterministic(true);
+  }
+  void TearDown() override { set_deterministic(was_on_); }
+
+ private:
+  bool was_on_ = false;
 };
 
-TEST_P(DeterministicConsistency, OneDimensionalMeshIsExact) {
-  const OpCase& c = GetParam();
-  std::vector<std::vector<NdSbp>> options;
-  for (const Input& in : c.inputs) options.push_back(layouts_1d(in));
-  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, Placement::all(), l, kFloat64, true); });
-}
-
-TEST_P(DeterministicConsistency, TwoDimensionalMeshIsExact) {
-  if (dist::world_size() != 4) GTEST_SKIP() << "needs 4 ranks";
-  const OpCase& c = GetParam();
-  if (c.inputs.size() > 2) GTEST_SKIP() << "2-D combinations limited to ops of at most 2 inputs";
-  std::vector<std::vector<NdSbp>> options;
-  for (const Input& in : c.inputs) options.push_back(layouts_2d(in));
-  const Placement p = placement("cpu", {{0, 1}, {2, 3}});
-  for_each_combination(options, [&](const std::vector<NdSbp>& l) { check_case(c, p, l, kFloat64, true); });
-}
+TEST_P(DeterministicConsistency, OneDimensionalMeshIsExact) { check_one_dimensional(GetParam(), true); }
+TEST_P(DeterministicConsistency, TwoDimensionalMeshIsExact) { check_two_dimensional(GetParam(), true); }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, DeterministicConsistency, ::testing::ValuesIn(deterministic_cases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
