@@ -39,8 +39,20 @@ Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_sha
   if (numel_of(out_shape) == 0) return Tensor::empty(out_shape, a.dtype(), a.device());
   const size_t nd = out_shape.size();
   const Shape batch(out_shape.begin(), out_shape.end() - 2);
-  Tensor out = Tensor::uninitialized({numel_of(batch), out_shape[nd - 2], out_shape[nd - 1]}, a.dtype(), a.device());
-  kernels_for(a).fixed_order_gemm(out, batch_of_matrices(a, batch), batch_of_matrices(b, batch), leaf);
+  Tensor va = batch_of_matrices(a, batch), vb = batch_of_matrices(b, batch);
+  int64_t entries = va.shape()[0], n = va.shape()[1];
+  const int64_t k = va.shape()[2], m = vb.shape()[2];
+  // One b for every entry and a's rows evenly spaced across the entries (a Linear on [B, T, E]):
+  // one product over all the rows, so that b is packed once rather than once per entry. The
+  // bits are the same: no element's sum depends on the call's shape.
+  if (entries > 1 && vb.strides()[0] == 0 && va.strides()[0] == n * va.strides()[1]) {
+    n *= entries;
+    entries = 1;
+    va = Tensor::view_of(va, {1, n, k}, {n * va.strides()[1], va.strides()[1], va.strides()[2]}, va.offset());
+    vb = Tensor::view_of(vb, {1, k, m}, {0, vb.strides()[1], vb.strides()[2]}, vb.offset());
+  }
+  Tensor out = Tensor::uninitialized({entries, n, m}, a.dtype(), a.device());
+  kernels_for(a).fixed_order_gemm(out, va, vb, leaf);
   return Tensor::view_of(out, out_shape, contiguous_strides(out_shape), out.offset());
 }
 
