@@ -100,7 +100,8 @@ GLOBE_VECTOR_CLONES void narrow_run(const float* __restrict s, bfloat16* __restr
 // d[i] = s[i] over a dense run, converting.
 template <class D, class S>
 void convert_run(const S* s, D* d, int64_t n) {
-  if constexpr (std::is_same_v<D, float> && is_reduced_float_v<S>) widen_run(s, d, n);
+  if constexpr (std::is_same_v<D, S>) std::memmove(d, s, size_t(n) * sizeof(D));  // libc's widest moves
+  else if constexpr (std::is_same_v<D, float> && is_reduced_float_v<S>) widen_run(s, d, n);
   else if constexpr (std::is_same_v<S, float> && is_reduced_float_v<D>) narrow_run(s, d, n);
   else
     for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
