@@ -1,5 +1,6 @@
 #include "globe/kernels/elementwise.h"
 #include "globe/kernels/fast_math.h"
+#include "globe/kernels/tiled_transpose.h"
 #include "globe/kernels/vector_clones.h"
 
 #include <algorithm>
@@ -25,11 +26,6 @@ Tensor dense(const Tensor& t) {
 
 namespace {
 
-// Square tiles for transposing copies. Small on purpose: with power-of-two row strides every row of
-// a tile maps to the same L1 set, so larger tiles thrash (1024x1024 float32: 8 -> 0.6 ms,
-// 16 -> 1.1 ms, 32 -> 2.2 ms, untiled 3.5-5.9 ms).
-constexpr int64_t kTile = 8;
-
 // True when the last two dims are swapped between dst and src: dst walks its last dim densely while
 // src walks its second-to-last dim densely (e.g. contiguous(transpose(w, 0, 1))). Such copies read
 // src with a large stride on every element, which the generic run loop does one cache miss at a time.
@@ -37,7 +33,7 @@ bool is_transposing_copy(const Tensor& dst, const Tensor& src) {
   const int64_t nd = dst.dim();
   if (nd < 2) return false;
   const Shape &sh = dst.shape(), &ds = dst.strides(), &ss = src.strides();
-  return sh[nd - 1] >= kTile && sh[nd - 2] >= kTile && ds[nd - 1] == 1 && ss[nd - 2] == 1 && ss[nd - 1] != 1;
+  return sh[nd - 1] >= kTransposeTile && sh[nd - 2] >= kTransposeTile && ds[nd - 1] == 1 && ss[nd - 2] == 1 && ss[nd - 1] != 1;
 }
 
 template <class D, class S>
@@ -46,19 +42,7 @@ void copy_transposed(const Tensor& dst, const Tensor& src, D* pd, const S* ps) {
   const Shape& sh = dst.shape();
   const int64_t rows = sh[nd - 2], cols = sh[nd - 1];
   const int64_t drs = dst.strides()[nd - 2], scs = src.strides()[nd - 1];  // dst row / src col strides
-  auto block = [&](D* d, const S* s) {
-    for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
-      const int64_t i1 = std::min(rows, i0 + kTile);
-      for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-        const int64_t j1 = std::min(cols, j0 + kTile);
-        for (int64_t i = i0; i < i1; ++i) {
-          D* drow = d + i * drs;
-          const S* scol = s + i;
-          for (int64_t j = j0; j < j1; ++j) drow[j] = static_cast<D>(scol[j * scs]);
-        }
-      }
-    }
-  };
+  auto block = [&](D* d, const S* s) { copy_tiled(d, drs, s, 1, scs, rows, cols); };
   const Shape batch(sh.begin(), sh.end() - 2);
   const Shape db(dst.strides().begin(), dst.strides().end() - 2), sb(src.strides().begin(), src.strides().end() - 2);
   for_each_run<2>(batch, {db, sb}, {dst.offset(), src.offset()}, [&](const StridedRun<2>& r) {

@@ -16,6 +16,7 @@
 #include "globe/core/deterministic.h"
 #include "globe/kernels/blas.h"
 #include "globe/kernels/matmul.h"
+#include "globe/kernels/tiled_transpose.h"
 
 namespace globe::kernels {
 
@@ -141,22 +142,6 @@ void (*strip_code())(const Gemm<T>&, int64_t, int64_t) {
   }
 }
 
-// dst[q * w + j] = src[q * ldq + j * ldj] for q < k, j < w: a transposed b's panel, in 8 x 8 tiles
-// so that neither side is walked with a long stride alone (element by element, with the bounds
-// and pointers in registers: this pack took 8 % of a deterministic GPT step before).
-template <class T>
-void pack_transposed(const T* __restrict src, int64_t ldq, int64_t ldj, int64_t k, int64_t w, T* __restrict dst) {
-  constexpr int64_t kTile = 8;
-  for (int64_t jt = 0; jt < w; jt += kTile) {
-    const int64_t je = std::min(w, jt + kTile);
-    for (int64_t qt = 0; qt < k; qt += kTile) {
-      const int64_t qe = std::min(k, qt + kTile);
-      for (int64_t j = jt; j < je; ++j)
-        for (int64_t q = qt; q < qe; ++q) dst[q * w + j] = src[q * ldq + j * ldj];
-    }
-  }
-}
-
 // Below this many multiply-adds, one thread does it all.
 constexpr int64_t kThreadedWork = int64_t(1) << 22;
 
@@ -182,7 +167,7 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
     if (bcs == 1) {
       for (int64_t q = 0; q < k; ++q) std::copy_n(g.b + q * g.ldb + j0, w, panel.data() + q * w);
     } else {
-      pack_transposed(g.b + j0 * bcs, g.ldb, bcs, k, w, panel.data());
+      copy_tiled(panel.data(), w, g.b + j0 * bcs, g.ldb, bcs, k, w);
     }
     g.b = panel.data();
     g.ldb = w;
