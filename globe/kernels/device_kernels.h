@@ -48,7 +48,9 @@ struct DeviceKernels {
   // element an exactly specified sum: per leaf of `leaf` consecutive k (k a multiple of it), fused multiply-adds
   // from 0 in k order, the leaves' sums then added in tree_sum's order. So its bits depend on
   // its operands and `leaf` alone: not on n, m, B, strides, threads, vector width or device.
-  void (*fixed_order_gemm)(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf);
+  // `bias` (undefined, or a contiguous [m] of out's dtype) is added to each finished sum: the
+  // bits of the product followed by a separate add, in one pass.
+  void (*fixed_order_gemm)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias, int64_t leaf);
 
   // The neural-network rows (kernels/nn.h describes each; undefined tensors where optional).
   Tensor (*softmax)(const Tensor& a, int64_t dim, bool log);

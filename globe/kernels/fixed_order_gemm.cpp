@@ -43,8 +43,9 @@ void tree(T* parts, int64_t width, int lo, int hi) {
 // leaves' order (core/deterministic.h), as tree_sum does.
 inline int slot(int l, int leaves) { return globe::detail::leaves_rotated_for_test() ? (l + leaves - 1) % leaves : l; }
 
-// The operands of one call: c [n, m] = a [n, k] b [k, m], leaves of `leaf` along k. a's element
-// (i, q) is at a[i * lda + q * acs] (any strides); b's rows are ldb apart, its columns adjacent.
+// The operands of one call: c [n, m] = a [n, k] b [k, m] (+ bias [m]), leaves of `leaf` along k.
+// a's element (i, q) is at a[i * lda + q * acs] (any strides); b's rows are ldb apart, its
+// columns adjacent; bias, where not null, is added to each finished sum.
 template <class T>
 struct Gemm {
   int64_t n, m, k, leaf;
@@ -54,6 +55,7 @@ struct Gemm {
   int64_t ldb;
   T* c;
   int64_t ldc;
+  const T* bias;
 };
 
 // One element the plain way (the edges of the register blocks, and CPUs without FMA vectors).
@@ -66,7 +68,7 @@ T element(const Gemm<T>& g, int64_t i, int64_t j, T* parts) {
     parts[slot(l, leaves)] = acc;
   }
   tree(parts, 1, 0, leaves);
-  return parts[0];
+  return g.bias ? parts[0] + g.bias[j] : parts[0];
 }
 
 // The register blocks, once per vector ISA: each region is compiled for its target, and
@@ -146,12 +148,13 @@ void (*strip_code())(const Gemm<T>&, int64_t, int64_t) {
 constexpr int64_t kThreadedWork = int64_t(1) << 22;
 
 template <class T>
-void run(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
+void run(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias, int64_t leaf) {
   const auto code = strip_code<T>();
   const int64_t entries = out.shape()[0], n = out.shape()[1], m = out.shape()[2], k = a.shape()[2];
   const T* pa = static_cast<const T*>(a.storage()->data) + a.offset();
   const T* pb = static_cast<const T*>(b.storage()->data) + b.offset();
   T* pc = static_cast<T*>(out.storage()->data) + out.offset();
+  const T* pbias = bias.defined() ? static_cast<const T*>(bias.storage()->data) + bias.offset() : nullptr;
   // Work items: (entry, strip of 64 columns); any split gives the same bits.
   constexpr int64_t kStrip = 64;
   const int64_t strips_per_entry = (m + kStrip - 1) / kStrip, count = entries * strips_per_entry;
@@ -161,7 +164,7 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
   auto item = [&](int64_t t, std::vector<T>& panel) {
     const int64_t e = t / strips_per_entry, j0 = t % strips_per_entry * kStrip, w = std::min(m, j0 + kStrip) - j0;
     Gemm<T> g{n, m, k, leaf, pa + e * a.strides()[0], a.strides()[1], a.strides()[2], pb + e * b.strides()[0],
-              b.strides()[1], pc + e * n * m, m};
+              b.strides()[1], pc + e * n * m, m, pbias ? pbias + j0 : nullptr};
     const int64_t bcs = b.strides()[2];
     panel.resize(size_t(k * w));
     if (bcs == 1) {
@@ -205,12 +208,12 @@ bool detail::use_fixed_order_code_for_test(const char* name) {
   return false;
 }
 
-void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf) {
+void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias, int64_t leaf) {
   GLOBE_CHECK(leaf > 0 && a.shape()[2] % leaf == 0 && a.shape()[2] / leaf <= kMaxLeavesHere,
               "[matmul] fixed-order product: inner length ", a.shape()[2], " is not whole leaves of ", leaf);
   switch (a.dtype()) {
-    case DType::float32: return run<float>(out, a, b, leaf);
-    case DType::float64: return run<double>(out, a, b, leaf);
+    case DType::float32: return run<float>(out, a, b, bias, leaf);
+    case DType::float64: return run<double>(out, a, b, bias, leaf);
     default: GLOBE_FAIL("[matmul] fixed-order product takes float32 or float64, got ", dtype_name(a.dtype()));
   }
 }

@@ -31,8 +31,14 @@ Tensor batch_of_matrices(const Tensor& t, const Shape& batch) {
 
 }  // namespace
 
-Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, int64_t leaf) {
-  if (a.dtype() == DType::bfloat16 || a.dtype() == DType::float16)
+Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, int64_t leaf, const Tensor& bias) {
+  // The kernel adds a bias of one value per column as it stores each sum; any other bias, and
+  // one after a 16-bit product's rounding, is the separate add whose bits that pass reproduces.
+  const bool fused = bias.defined() && bias.shape() == Shape{out_shape.back()} && bias.dtype() == a.dtype() &&
+                     !is_reduced_precision(a.dtype());
+  if (bias.defined() && !fused)
+    return kernels_for(a).binary(BinaryKind::add, fixed_order_matmul(a, b, out_shape, leaf), bias, out_shape);
+  if (is_reduced_precision(a.dtype()))
     return device_convert(
         fixed_order_matmul(device_convert(a, DType::float32), device_convert(b, DType::float32), out_shape, leaf),
         a.dtype());
@@ -52,7 +58,7 @@ Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_sha
     vb = Tensor::view_of(vb, {1, k, m}, {0, vb.strides()[1], vb.strides()[2]}, vb.offset());
   }
   Tensor out = Tensor::uninitialized({entries, n, m}, a.dtype(), a.device());
-  kernels_for(a).fixed_order_gemm(out, va, vb, leaf);
+  kernels_for(a).fixed_order_gemm(out, va, vb, fused ? device_dense(bias) : Tensor(), leaf);
   return Tensor::view_of(out, out_shape, contiguous_strides(out_shape), out.offset());
 }
 

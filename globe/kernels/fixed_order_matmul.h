@@ -13,6 +13,9 @@ namespace globe::kernels {
 // of `leaf` consecutive k, fused multiply-adds in k order; the leaves added in tree_sum's order.
 // BLAS gives no such promise: its value for one row can change with the call's row count or
 // its thread split. 16-bit operands are multiplied in float32 and the result rounded once. k > 0.
-Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, int64_t leaf);
+// `bias` (optional, broadcastable to out_shape) is then added: the bits of a separate add after
+// the product, in the kernel's own store where the bias is one value per column.
+Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, int64_t leaf,
+                          const Tensor& bias = Tensor());
 
 }  // namespace globe::kernels

@@ -19,7 +19,7 @@ const char* bf16_gemm_path();
 
 // The CPU's DeviceKernels::fixed_order_gemm (device_kernels.h): exactly specified sums on AVX-512,
 // AVX2 + FMA or scalar code, spread over as many threads as BLAS was given (fixed_order_gemm.cpp).
-void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf);
+void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias, int64_t leaf);
 
 namespace detail {
 // Test hook: fixed_order_gemm runs the named code ("avx512", "avx2", "plain"; "" or null: the

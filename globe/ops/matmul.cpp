@@ -103,11 +103,10 @@ class Matmul final : public Op {
     const int64_t inner = in[0].shape().back();
     if (!deterministic() || inner == 0) return k.matmul(in[0], b, args.out.shape, bias);
     // Deterministic mode: every element an exactly specified sum over the leaves of the inner
-    // dim (kernels/fixed_order_matmul.h); a bias only after it (matmul_nt never fuses one in this
-    // mode, so a partial product has none).
+    // dim (kernels/fixed_order_matmul.h), the bias added to the finished sum (matmul_nt fuses one
+    // in this mode only where the inner dim is whole, so no partial product has one).
     const int64_t leaf = args.leaf_length(name().c_str(), "inner dim", 0, in[0].dim() - 1, in[0]);
-    const Tensor out = kernels::fixed_order_matmul(in[0], b, args.out.shape, leaf);
-    return has_bias_ ? k.binary(kernels::BinaryKind::add, out, bias, args.out.shape) : out;
+    return kernels::fixed_order_matmul(in[0], b, args.out.shape, leaf, bias);
   }
   // Shapes without transpose_b: a [..., n, k], b [..., k, m], g [..., n, m];
   // with it: b [..., m, k]. bias: any shape that broadcasts to g's.
@@ -148,10 +147,26 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return apply_op<Matmul>({a, b}, /*transpose_b=*/false, /*has_bias=*/false);
 }
 
+namespace {
+
+// True where a global operand lays its inner dim (its last) or its value out in pieces of a sum
+// on some mesh axis: a product over it comes out partial.
+bool inner_in_pieces(const Tensor& t) {
+  if (!t.is_global()) return false;
+  for (const Sbp& s : t.sbp())
+    if (s.is_partial() || (s.is_split() && s.dim == t.dim() - 1)) return true;
+  return false;
+}
+
+}  // namespace
+
 Tensor matmul_nt(const Tensor& a, const Tensor& b, const Tensor& bias) {
-  // Deterministic mode adds the bias to the finished sum (a bias inside the GEMM would be added
-  // to one rank's partial product, out of the sum's fixed order).
-  if (bias.defined() && deterministic()) return add(matmul_nt(a, b), bias);
+  // Deterministic mode adds the bias to the finished sum. Where the product would come out
+  // partial, that is a separate add after the sum (inside the GEMM the bias would be added to one
+  // rank's partial product, out of the sum's fixed order); elsewhere the product's kernel adds it
+  // as it stores each sum, the same bits in one pass.
+  if (bias.defined() && deterministic() && (inner_in_pieces(a) || inner_in_pieces(b) || inner_in_pieces(bias)))
+    return add(matmul_nt(a, b), bias);
   if (!bias.defined()) return apply_op<Matmul>({a, b}, /*transpose_b=*/true, /*has_bias=*/false);
   return apply_op<Matmul>({a, b, bias}, /*transpose_b=*/true, /*has_bias=*/true);
 }

@@ -24,7 +24,7 @@ Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const T
 // matmul.cpp
 Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& bias);
 // fixed_order_gemm.cu
-void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, int64_t leaf);
+void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias, int64_t leaf);
 // nn.cu: the rows of the neural-network functions (kernels/nn.h describes each)
 Tensor softmax(const Tensor& a, int64_t dim, bool log);
 Tensor softmax_backward_last(const Tensor& y, const Tensor& g, double scale);
