@@ -10,13 +10,13 @@
 #include <atomic>
 #include <cmath>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "globe/core/deterministic.h"
 #include "globe/kernels/blas.h"
 #include "globe/kernels/matmul.h"
 #include "globe/kernels/tiled_transpose.h"
+#include "globe/kernels/worker_pool.h"
 
 namespace globe::kernels {
 
@@ -184,14 +184,10 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias
     return;
   }
   std::atomic<int64_t> next{0};
-  auto work = [&] {
+  run_on_threads(int(threads), [&] {
     std::vector<T> panel;
     for (int64_t t; (t = next.fetch_add(1)) < count;) item(t, panel);
-  };
-  std::vector<std::thread> helpers;
-  for (int64_t i = 1; i < threads; ++i) helpers.emplace_back(work);
-  work();
-  for (auto& h : helpers) h.join();
+  });
 }
 
 }  // namespace
