@@ -92,7 +92,9 @@ SbpSignature choose(const Op& op, const std::vector<Tensor>& inputs, const std::
   const SbpSignature* best = nullptr;
   double best_cost = std::numeric_limits<double>::infinity();
   for (const SbpSignature& sig : candidates) {
-    if (deterministic() && !(tree_ordered(op, sig) && whole_pieces(op, metas, sig, earlier, p, axis))) continue;
+    // (an axis of one rank cuts nothing and sums nothing: any signature keeps the order there)
+    if (deterministic() && ctx.axis_size > 1 && !(tree_ordered(op, sig) && whole_pieces(op, metas, sig, earlier, p, axis)))
+      continue;
     // Bytes moved, plus one per re-laid-out input: a signature needing no boxing at all wins
     // over one whose boxing is merely local (B -> S, S -> P).
     double cost = 0;

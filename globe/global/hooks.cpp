@@ -41,6 +41,7 @@ void install_hooks() {
     ops_hooks.copy_global = copy_global;
     ops_hooks.full_like_global = full_like_global;
     ops_hooks.fill_like_global = fill_like_global;
+    ops_hooks.axis_ranks = [](const Tensor& t, size_t axis) { return t.placement().mesh_shape()[axis]; };
     static GlobalGradRoute route;
     set_grad_route(&route);
     return true;

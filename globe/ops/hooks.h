@@ -33,6 +33,11 @@ struct OpsHooks {
       [](const Tensor&, const std::function<void(const Tensor&, const Shape&)>&) -> Tensor {
     global_layer_missing("fill_like");
   };
+  // How many ranks a global tensor's placement has along mesh axis `axis` (an axis of one rank
+  // lays nothing out in pieces, whatever its sbp says).
+  int64_t (*axis_ranks)(const Tensor& t, size_t axis) = [](const Tensor&, size_t) -> int64_t {
+    global_layer_missing("placement");
+  };
 };
 inline OpsHooks ops_hooks;
 

@@ -2,6 +2,7 @@
 // b stored transposed ([..., m, k]) and an optional bias added inside the GEMM.
 #include "globe/kernels/device_kernels.h"
 #include "globe/kernels/fixed_order_matmul.h"
+#include "globe/ops/hooks.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 #include "globe/ops/sbp_rules.h"
@@ -149,12 +150,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 namespace {
 
-// True where a global operand lays its inner dim (its last) or its value out in pieces of a sum
-// on some mesh axis: a product over it comes out partial.
-bool inner_in_pieces(const Tensor& t) {
+// True where a global operand is laid out in pieces of a sum, or split along dim `inner` (its
+// inner dim; -1: none), on some mesh axis of more than one rank: a product over it comes out
+// partial.
+bool in_pieces(const Tensor& t, int64_t inner) {
   if (!t.is_global()) return false;
-  for (const Sbp& s : t.sbp())
-    if (s.is_partial() || (s.is_split() && s.dim == t.dim() - 1)) return true;
+  const NdSbp& sbp = t.sbp();
+  for (size_t axis = 0; axis < sbp.size(); ++axis)
+    if (detail::ops_hooks.axis_ranks(t, axis) > 1 && (sbp[axis].is_partial() || (sbp[axis].is_split() && sbp[axis].dim == inner)))
+      return true;
   return false;
 }
 
@@ -165,7 +169,8 @@ Tensor matmul_nt(const Tensor& a, const Tensor& b, const Tensor& bias) {
   // partial, that is a separate add after the sum (inside the GEMM the bias would be added to one
   // rank's partial product, out of the sum's fixed order); elsewhere the product's kernel adds it
   // as it stores each sum, the same bits in one pass.
-  if (bias.defined() && deterministic() && (inner_in_pieces(a) || inner_in_pieces(b) || inner_in_pieces(bias)))
+  if (bias.defined() && deterministic() &&
+      (in_pieces(a, a.dim() - 1) || in_pieces(b, b.dim() - 1) || in_pieces(bias, -1)))
     return add(matmul_nt(a, b), bias);
   if (!bias.defined()) return apply_op<Matmul>({a, b}, /*transpose_b=*/true, /*has_bias=*/false);
   return apply_op<Matmul>({a, b, bias}, /*transpose_b=*/true, /*has_bias=*/true);
