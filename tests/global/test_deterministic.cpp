@@ -1,7 +1,7 @@
 // Deterministic mode (docs/design.md §10): on 1, 2 and 4 ranks, a sum over a split dim, a matmul
 // over a split inner dim, products whose rows, columns or batch are split, and a data- and
 // tensor-parallel training step give the single-process bits, not merely close values; a split
-// that cannot keep the order is gathered instead; a product's bits do not depend on the thread
+// that cannot keep the order is gathered instead; an axis of one rank keeps the default layouts; a product's bits do not depend on the thread
 // count; and one rank adding its leaves in another order changes the bits (the negative control).
 #include <cblas.h>
 
@@ -122,6 +122,29 @@ TEST_F(Deterministic, ASplitThatCannotKeepTheOrderIsGatheredAndKeepsTheBits) {
   EXPECT_TRUE(same_bits(sum(from_full(x, p, sbp::split(0)), {0}).to_global(p, sbp::broadcast), sum(x, {0})));
   EXPECT_TRUE(same_bits(matmul(from_full(x, p, sbp::split(0)), from_full(c, p, sbp::broadcast)).to_global(p, sbp::broadcast),
                         matmul(x, c)));  // uneven rows
+}
+
+// A mesh axis of one rank cuts and sums nothing, so the mode keeps every layout the default mode
+// has there: a Linear whose weight and bias are split over that axis (the GPT's data-parallel
+// layouts, a [ranks, 1] mesh) computes where its operands lie, with the bias in the product,
+// rather than moving them, and gives the single-process bits.
+TEST_F(Deterministic, AnAxisOfOneRankKeepsItsLayoutsAndTheBits) {
+  const int n = dist::world_size();
+  std::vector<int> ranks;
+  for (int r = 0; r < n; ++r) ranks.push_back(r);
+  const Placement p("cpu", ranks, {int64_t(n), 1});
+  const Tensor x = values({8 * n, 64}, 21), w = values({48, 64}, 22), bias = values({48}, 23);
+  const Tensor want = linear(x, w, bias);
+  const Sbp B = sbp::broadcast;
+  // (input's, weight's, bias's layout on the one-rank axis; the output's there, as the default
+  // mode lays it out: nothing boxed): column-parallel, row-parallel
+  for (const auto& [xl, wl, bl, out] : {std::tuple{B, sbp::split(0), sbp::split(0), sbp::split(1)},
+                                        std::tuple{sbp::split(1), sbp::split(1), B, sbp::partial_sum}}) {
+    const Tensor got = linear(from_full(x, p, NdSbp({sbp::split(0), xl})), from_full(w, p, NdSbp({B, wl})),
+                              from_full(bias, p, NdSbp({B, bl})));
+    EXPECT_EQ(got.sbp(), NdSbp({sbp::split(0), out})) << "weight " << wl.to_string();
+    EXPECT_TRUE(same_bits(got.to_global(p, NdSbp({B, B})), want)) << "weight " << wl.to_string();
+  }
 }
 
 // The rule every rank applies alike, and the message a split that breaks it gets where a kernel
