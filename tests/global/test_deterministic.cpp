@@ -1,8 +1,9 @@
 // Deterministic mode (docs/design.md §10): on 1, 2 and 4 ranks, a sum over a split dim, a matmul
 // over a split inner dim, products whose rows, columns or batch are split, and a data- and
 // tensor-parallel training step give the single-process bits, not merely close values; a split
-// that cannot keep the order is gathered instead; an axis of one rank keeps the default layouts; a product's bits do not depend on the thread
-// count; and one rank adding its leaves in another order changes the bits (the negative control).
+// that cannot keep the order is gathered instead; an axis of one rank keeps the default layouts;
+// a product's bits do not depend on the thread count; and one rank adding its leaves in another
+// order changes the bits (the negative control).
 #include <cblas.h>
 
 #include <cstring>
