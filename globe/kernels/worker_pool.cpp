@@ -5,13 +5,13 @@
 #include "globe/kernels/worker_pool.h"
 
 #include <immintrin.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
 #include <exception>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 namespace globe::kernels {
 
@@ -21,25 +21,21 @@ namespace {
 // (caller): about the gap between two products of one step.
 constexpr int kSpins = 1 << 14;
 
+// Never destroyed, its helpers detached: at exit they stay parked on memory that outlives them.
+// A forked child inherits the pool but not its threads, so a process other than the one that
+// started them runs every call on its own thread (the same bits) rather than wait for helpers
+// that do not exist there.
 class Pool {
  public:
-  ~Pool() {
-    stop_.store(true);
-    generation_.fetch_add(1);
-    generation_.notify_all();
-    for (auto& t : helpers_) t.join();
-  }
-
   void run(int threads, const std::function<void()>& work) {
     std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
     if (!busy.owns_lock() || threads <= 1) return work();
-    while (int(helpers_.size()) < threads - 1) {
-      const int index = int(helpers_.size());
-      helpers_.emplace_back([this, index] { serve(index); });
-    }
+    if (helpers_ == 0) owner_ = getpid();
+    else if (getpid() != owner_) return work();
+    for (; helpers_ < threads - 1; ++helpers_) std::thread([this, index = helpers_] { serve(index); }).detach();
     work_ = &work;
     wanted_.store(threads - 1);
-    pending_.store(int(helpers_.size()));
+    pending_.store(helpers_);
     generation_.fetch_add(1, std::memory_order_release);
     generation_.notify_all();
     std::exception_ptr failed;
@@ -69,25 +65,24 @@ class Pool {
         continue;
       }
       seen = now;
-      if (stop_.load()) return;
       if (index < wanted_.load()) (*work_)();  // a call may want fewer helpers than are kept
       pending_.fetch_sub(1, std::memory_order_release);
     }
   }
 
   std::mutex busy_;
-  std::vector<std::thread> helpers_;
+  int helpers_ = 0;  // started so far
+  pid_t owner_ = 0;  // the process that started them
   const std::function<void()>* work_ = nullptr;
   std::atomic<int> wanted_{0}, pending_{0};
   std::atomic<uint32_t> generation_{0};
-  std::atomic<bool> stop_{false};
 };
 
 }  // namespace
 
 void run_on_threads(int threads, const std::function<void()>& work) {
-  static Pool pool;
-  pool.run(threads, work);
+  static Pool* pool = new Pool();
+  pool->run(threads, work);
 }
 
 }  // namespace globe::kernels

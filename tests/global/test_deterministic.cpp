@@ -5,6 +5,10 @@
 // a product's bits do not depend on the thread count; and one rank adding its leaves in another
 // order changes the bits (the negative control).
 #include <cblas.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <cstring>
 
@@ -181,6 +185,30 @@ TEST_F(Deterministic, AProductsBitsDoNotDependOnBlasThreads) {
   const Tensor two = matmul(a, b);
   openblas_set_num_threads(before);
   EXPECT_TRUE(same_bits(two, one));
+}
+
+// The product keeps its helper threads between calls (kernels/worker_pool.h); a child forked after
+// they started (a Python data loader's worker, say) has none of them, and its threaded products
+// still finish, with the parent's bits, instead of waiting for helpers that do not exist there.
+TEST_F(Deterministic, AProcessForkedAfterThreadedProductsStillMultiplies) {
+  const Tensor a = values({256, 192}, 18), b = values({192, 160}, 19);
+  const int before = openblas_get_num_threads();
+  openblas_set_num_threads(2);
+  const Tensor parent = matmul(a, b);  // starts the helpers
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(same_bits(matmul(a, b), parent) ? 0 : 1);
+  openblas_set_num_threads(before);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 300 && (done = waitpid(child, &status, WNOHANG)) == 0; ++i) usleep(100000);
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the forked child's product did not finish in 30 s";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's product has other bits";
 }
 
 // The product kernel's AVX-512 and AVX2 register blocks and its scalar code give the same bits,
