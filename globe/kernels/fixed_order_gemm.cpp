@@ -58,6 +58,13 @@ struct Gemm {
   const T* bias;
 };
 
+// A finished sum as stored: plus the column's bias where there is one (no bias adds nothing:
+// adding 0 would turn -0 into +0).
+template <class T>
+T finished(const Gemm<T>& g, T sum, int64_t j) {
+  return g.bias ? sum + g.bias[j] : sum;
+}
+
 // One element the plain way (the edges of the register blocks, and CPUs without FMA vectors).
 template <class T>
 T element(const Gemm<T>& g, int64_t i, int64_t j, T* parts) {
@@ -68,7 +75,7 @@ T element(const Gemm<T>& g, int64_t i, int64_t j, T* parts) {
     parts[slot(l, leaves)] = acc;
   }
   tree(parts, 1, 0, leaves);
-  return g.bias ? parts[0] + g.bias[j] : parts[0];
+  return finished(g, parts[0], j);
 }
 
 // The register blocks, once per vector ISA: each region is compiled for its target, and
