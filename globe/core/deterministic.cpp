@@ -30,13 +30,14 @@ void set_deterministic(bool on) { mode().store(on, std::memory_order_relaxed); }
 
 int64_t leaves_of(int64_t length) {
   if (length <= 0) return 1;
-  int64_t n = std::min(length & -length, kMaxLeaves);  // the largest power of two dividing it, capped
-  while (n > 1 && length / n < kMinLeafLength) n /= 2;
+  if (length % kLeafLength == 0) return length / kLeafLength;
+  int64_t n = std::min(length & -length, kMaxOddLeaves);  // the largest power of two dividing it, capped
+  while (n > 1 && length / n < kLeafLength) n /= 2;
   return n;
 }
 
 bool splits_into_leaves(int64_t length, int64_t parts) {
-  return parts == 1 || (power_of_two(parts) && length % parts == 0 && leaves_of(length) % parts == 0);
+  return parts == 1 || (power_of_two(parts) && leaves_of(length) % parts == 0);
 }
 
 int64_t leaf_length(const char* op, const char* dim, int64_t length, int64_t parts) {
@@ -44,8 +45,8 @@ int64_t leaf_length(const char* op, const char* dim, int64_t length, int64_t par
   GLOBE_CHECK(length == 0 || splits_into_leaves(length, parts), "[", op, "] deterministic mode: the ", dim, " (length ",
               length, ", cut into ", leaves, " leaves of ", length / leaves, ") is split into ", parts,
               " blocks; each block must be a whole subtree of the leaves' sum, so the dim must be split evenly into a "
-              "power of two of blocks dividing ",
-              leaves, " (1 to ", leaves, " ranks along it)");
+              "power of two of blocks dividing its ",
+              leaves, " leaves");
   return length / leaves;
 }
 

@@ -4,8 +4,10 @@
 //
 // The order: a reduced dim of global length L is cut into leaves(L) equal leaves (leaves_of below);
 // a leaf's partial is the kernel's ordinary sum over its L / leaves(L) consecutive indices; the
-// leaves' partials are added in a pairwise tree over leaf index (kernels/tree_sum.h). A rank whose block of the dim is a whole subtree computes that
-// subtree; the boxing that sums partial values adds the ranks' subtrees in the same tree.
+// leaves' partials are added in a fixed binary tree over leaf index (kernels/tree_order.h). A
+// rank whose block of the dim is a whole subtree computes that subtree; the boxing that sums
+// partial values adds the ranks' subtrees in the same tree, and gradients accumulated over
+// micro-batches add in it too (autograd/tree_accumulator.h).
 //
 // A leaf's partial must also be the same code whichever rank computes it: a matmul's leaves run
 // on a kernel whose every element is an exactly specified sum (kernels/fixed_order_matmul.h), as
@@ -21,25 +23,28 @@ namespace globe {
 bool deterministic();
 void set_deterministic(bool on);
 
-// The most leaves a reduced dim is cut into: the most ranks that may share one reduced dim.
-constexpr int64_t kMaxLeaves = 8;
-// The shortest leaf where the dim allows (each leaf's sum is stored and added to the others: with
-// leaves of 16, a 1024 x 128 x 384 product took 1.4x BLAS's time, with 32 1.2x). So a dim
-// shorter than 8 * 32 has fewer leaves, and a layout splitting it over more ranks gathers it.
-constexpr int64_t kMinLeafLength = 32;
+// The leaf length of a reduced dim whose length is a multiple of it: fixed, so that a
+// micro-batch's leaves along a batch-derived dim (the rows a weight's gradient sums) are the
+// batch's own, and its sum a subtree of the batch's. Each leaf's sum is stored and added to the
+// others: with leaves of 16, a 1024 x 128 x 384 product took 1.4x BLAS's time, with 32 1.2x.
+constexpr int64_t kLeafLength = 32;
+// A dim whose length is not a multiple of kLeafLength is cut into at most this many leaves.
+constexpr int64_t kMaxOddLeaves = 8;
 
-// Leaves of a reduced dim of global length `length`: the largest power of two dividing it, at most
-// kMaxLeaves, halved while a leaf would be shorter than kMinLeafLength (1 for a short dim).
+// Leaves of a reduced dim of global length `length`: length / kLeafLength where kLeafLength divides
+// it; else the largest power of two dividing it, at most kMaxOddLeaves, halved while a leaf would
+// be shorter than kLeafLength (1 for a short dim).
 int64_t leaves_of(int64_t length);
 
-// Whether a dim of global length `length` split into `parts` equal blocks gives each block whole
-// leaves: parts is 1, or a power of two dividing both length and leaves_of(length).
+// Whether a dim of global length `length` split into `parts` equal blocks gives each block a
+// whole subtree of its leaves (kernels/tree_order.h): parts is 1, or a power of two dividing
+// leaves_of(length).
 bool splits_into_leaves(int64_t length, int64_t parts);
 
 // The length of one leaf of a reduced dim of global length `length` cut into `parts` equal blocks
 // (the ranks that split it; 1 when unsplit). Throws "[op] deterministic mode: ..." naming the
 // dim, its length, its leaves and the parts when a block would not be a whole subtree (uneven
-// blocks, or a part count that is not a power of two dividing the leaves). Every rank decides
+// blocks, or a part count that is not a power of two dividing the leaf count). Every rank decides
 // alike: the answer depends on the global length and the part count only.
 int64_t leaf_length(const char* op, const char* dim, int64_t length, int64_t parts);
 

@@ -8,11 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define GLOBE_HOST_DEVICE __host__ __device__
-#else
-#define GLOBE_HOST_DEVICE
-#endif
+#include "globe/base/host_device.h"
 
 namespace globe::philox {
 

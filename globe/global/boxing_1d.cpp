@@ -98,7 +98,7 @@ std::vector<int64_t> balanced_counts(int64_t n, int p) {
 
 // Deterministic mode's reduce-scatter (core/deterministic.h): member q receives every member's
 // piece q (counts[q] elements of the flat `packed`, pieces in member order) and adds them in the
-// pairwise tree over member index, member r's partial being the r-th subtree of the sum. The
+// tree of kernels/tree_order.h over member index, member r's partial being the r-th subtree of the sum. The
 // bytes of a reduce-scatter; the adds on the member that owns the piece.
 Tensor tree_reduce_scatter(const Tensor& packed, const std::vector<int64_t>& counts, dist::Communicator& comm) {
   const int p = comm.size();

@@ -29,7 +29,7 @@ Started start_box_axis(const Tensor& local, const Shape& block, dist::Communicat
                        const Sbp& to);
 
 // Deterministic mode's all-reduce (core/deterministic.h): dst (contiguous, src's element count)
-// gets the sum of every member's contiguous src, added in the pairwise tree over member index on
+// gets the sum of every member's contiguous src, added in tree_order.h's tree over member index on
 // the member that owns each balanced piece, then gathered. src and dst may be one tensor.
 void tree_all_reduce(const Tensor& src, const Tensor& dst, dist::Communicator& comm);
 

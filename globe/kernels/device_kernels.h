@@ -46,7 +46,7 @@ struct DeviceKernels {
   // Deterministic mode's products (kernels/fixed_order_matmul.h): out [B, n, m] (contiguous) =
   // a [B, n, k] @ b [B, k, m] (float32 / float64; any strides, 0 for a broadcast entry), every
   // element an exactly specified sum: per leaf of `leaf` consecutive k (k a multiple of it), fused multiply-adds
-  // from 0 in k order, the leaves' sums then added in tree_sum's order. So its bits depend on
+  // from 0 in k order, the leaves' sums then added in tree_order.h's tree. So its bits depend on
   // its operands and `leaf` alone: not on n, m, B, strides, threads, vector width or device.
   // `bias` (undefined, or a contiguous [m] of out's dtype) is added to each finished sum: the
   // bits of the product followed by a separate add, in one pass.

@@ -2,7 +2,7 @@
 // exactly specified sum, so its bits are the same whatever the call's shape, the blocking, the
 // thread count or the vector width. Per leaf of the inner dim, a chain of fused multiply-adds
 // from 0 in k order (std::fma, or an FMA instruction: both round once); the leaves' chains are
-// then added in tree_sum's order. Register blocks of R rows x NV vectors (AVX-512 or AVX2 + FMA,
+// then added in tree_order.h's tree. Register blocks of R rows x NV vectors (AVX-512 or AVX2 + FMA,
 // chosen at run time) and scalar code for the edges compute the same values.
 #include <immintrin.h>
 
@@ -16,32 +16,39 @@
 #include "globe/kernels/blas.h"
 #include "globe/kernels/matmul.h"
 #include "globe/kernels/tiled_transpose.h"
+#include "globe/kernels/tree_order.h"
 #include "globe/kernels/worker_pool.h"
 
 namespace globe::kernels {
 
 namespace {
 
-constexpr int kMaxLeavesHere = 64;  // leaves one call holds (a rank's share of a dim's leaves)
+// The leaf computed at position l of n: l itself, or l + 1 (cyclically) under the test hook that
+// rotates the leaves' order (core/deterministic.h), as tree_sum does.
+inline int64_t leaf_at(int64_t l, int64_t n) { return globe::detail::leaves_rotated_for_test() ? (l + 1) % n : l; }
 
-// parts[lo] = parts[lo] + ... + parts[hi - 1] in tree_sum's order (kernels/tree_sum.h), each part
-// `width` values stored one after the other: a range adds its first power-of-two half (the
-// largest power of two below its length), then the rest.
-template <class T>
-void tree(T* parts, int64_t width, int lo, int hi) {
-  if (hi - lo == 1) return;
-  int half = 1;
-  while (2 * half < hi - lo) half *= 2;
-  tree(parts, width, lo, lo + half);
-  tree(parts, width, lo + half, hi);
-  T* left = parts + lo * width;
-  const T* right = parts + (lo + half) * width;
-  for (int64_t i = 0; i < width; ++i) left[i] = left[i] + right[i];
+// tree_order.h's tree over an element's (or a register block's) leaves, as the loops below run
+// it: step t computes leaf `leaf` in registers, adds it to the `merges` slots below `slot`
+// (slot - 1 first, each the left sibling it completes: slot s becomes slot s plus the running
+// value), and stores the result in slot - merges. These are tree_walk's additions in tree_walk's
+// order, with each right-hand operand kept in registers rather than stored and reloaded; at most
+// one slot per tree level is stored, and the last step's result is the sum.
+struct LeafStep {
+  int64_t leaf;
+  int slot, merges;
+};
+
+std::vector<LeafStep> leaf_steps(int64_t leaves) {
+  std::vector<LeafStep> steps;
+  auto piece = [&](int64_t l, int s) { steps.push_back({leaf_at(l, leaves), s, 0}); };
+  auto add = [&](int s) {
+    LeafStep& last = steps.back();
+    GLOBE_CHECK(s == last.slot - last.merges - 1, "[matmul] fixed-order product: tree step out of order");
+    ++last.merges;
+  };
+  tree_walk(0, leaves, 0, piece, add);
+  return steps;
 }
-
-// Where leaf l's partial goes: l itself, or l - 1 (cyclically) under the test hook that rotates the
-// leaves' order (core/deterministic.h), as tree_sum does.
-inline int slot(int l, int leaves) { return globe::detail::leaves_rotated_for_test() ? (l + leaves - 1) % leaves : l; }
 
 // The operands of one call: c [n, m] = a [n, k] b [k, m] (+ bias [m]), leaves of `leaf` along k.
 // a's element (i, q) is at a[i * lda + q * acs] (any strides); b's rows are ldb apart, its
@@ -49,6 +56,7 @@ inline int slot(int l, int leaves) { return globe::detail::leaves_rotated_for_te
 template <class T>
 struct Gemm {
   int64_t n, m, k, leaf;
+  const std::vector<LeafStep>* steps;  // leaf_steps(k / leaf)
   const T* a;
   int64_t lda, acs;
   const T* b;
@@ -67,20 +75,21 @@ T finished(const Gemm<T>& g, T sum, int64_t j) {
 
 // One element the plain way (the edges of the register blocks, and CPUs without FMA vectors).
 template <class T>
-T element(const Gemm<T>& g, int64_t i, int64_t j, T* parts) {
-  const int leaves = int(g.k / g.leaf);
-  for (int l = 0; l < leaves; ++l) {
-    T acc = 0;
-    for (int64_t q = l * g.leaf; q < (l + 1) * g.leaf; ++q) acc = std::fma(g.a[i * g.lda + q * g.acs], g.b[q * g.ldb + j], acc);
-    parts[slot(l, leaves)] = acc;
+T element(const Gemm<T>& g, int64_t i, int64_t j, T* slots) {
+  T acc = 0;
+  for (const LeafStep& st : *g.steps) {
+    acc = 0;
+    for (int64_t q = st.leaf * g.leaf; q < (st.leaf + 1) * g.leaf; ++q)
+      acc = std::fma(g.a[i * g.lda + q * g.acs], g.b[q * g.ldb + j], acc);
+    for (int d = 1; d <= st.merges; ++d) acc = slots[st.slot - d] + acc;
+    slots[st.slot - st.merges] = acc;
   }
-  tree(parts, 1, 0, leaves);
-  return finished(g, parts[0], j);
+  return finished(g, acc, j);
 }
 
 // The register blocks, once per vector ISA: each region is compiled for its target, and
 // fixed_order_block.inc (block, strips) is compiled in each, on that region's vectors.
-#define GLOBE_VEC(NAME, T, V, LANES, SET0, SET1, LOAD, STORE, FMA)           \
+#define GLOBE_VEC(NAME, T, V, LANES, SET0, SET1, LOAD, STORE, ADD, FMA)      \
   struct NAME {                                                            \
     using type = V;                                                        \
     static constexpr int lanes = LANES;                                    \
@@ -88,14 +97,17 @@ T element(const Gemm<T>& g, int64_t i, int64_t j, T* parts) {
     static V splat(T x) { return SET1(x); }                                \
     static V load(const T* p) { return LOAD(p); }                          \
     static void store(T* p, V v) { STORE(p, v); }                          \
+    static V add(V a, V b) { return ADD(a, b); }                           \
     static V fma(V a, V b, V c) { return FMA(a, b, c); }                   \
   };
 
 #pragma GCC push_options
 #pragma GCC target("avx512f")
 namespace avx512 {
-GLOBE_VEC(F, float, __m512, 16, _mm512_setzero_ps, _mm512_set1_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps)
-GLOBE_VEC(D, double, __m512d, 8, _mm512_setzero_pd, _mm512_set1_pd, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_fmadd_pd)
+GLOBE_VEC(F, float, __m512, 16, _mm512_setzero_ps, _mm512_set1_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_ps,
+          _mm512_fmadd_ps)
+GLOBE_VEC(D, double, __m512d, 8, _mm512_setzero_pd, _mm512_set1_pd, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_add_pd,
+          _mm512_fmadd_pd)
 #include "globe/kernels/fixed_order_block.inc"
 template <class T>
 void run_strips(const Gemm<T>& g, int64_t j0, int64_t j1) {
@@ -108,8 +120,10 @@ void run_strips(const Gemm<T>& g, int64_t j0, int64_t j1) {
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 namespace avx2 {
-GLOBE_VEC(F, float, __m256, 8, _mm256_setzero_ps, _mm256_set1_ps, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps)
-GLOBE_VEC(D, double, __m256d, 4, _mm256_setzero_pd, _mm256_set1_pd, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_fmadd_pd)
+GLOBE_VEC(F, float, __m256, 8, _mm256_setzero_ps, _mm256_set1_ps, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps,
+          _mm256_fmadd_ps)
+GLOBE_VEC(D, double, __m256d, 4, _mm256_setzero_pd, _mm256_set1_pd, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_add_pd,
+          _mm256_fmadd_pd)
 #include "globe/kernels/fixed_order_block.inc"
 template <class T>
 void run_strips(const Gemm<T>& g, int64_t j0, int64_t j1) {
@@ -122,9 +136,9 @@ void run_strips(const Gemm<T>& g, int64_t j0, int64_t j1) {
 
 template <class T>
 void plain(const Gemm<T>& g, int64_t j0, int64_t j1) {
-  std::vector<T> parts(kMaxLeavesHere);
+  std::vector<T> slots(size_t(tree_slots(g.k / g.leaf)));
   for (int64_t i = 0; i < g.n; ++i)
-    for (int64_t j = j0; j < j1; ++j) g.c[i * g.ldc + j] = element(g, i, j, parts.data());
+    for (int64_t j = j0; j < j1; ++j) g.c[i * g.ldc + j] = element(g, i, j, slots.data());
 }
 
 // The code paths by the ISA they need ("plain": any CPU), best first.
@@ -162,6 +176,7 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias
   const T* pb = static_cast<const T*>(b.storage()->data) + b.offset();
   T* pc = static_cast<T*>(out.storage()->data) + out.offset();
   const T* pbias = bias.defined() ? static_cast<const T*>(bias.storage()->data) + bias.offset() : nullptr;
+  const std::vector<LeafStep> steps = leaf_steps(k / leaf);
   // Work items: (entry, strip of 64 columns); any split gives the same bits.
   constexpr int64_t kStrip = 64;
   const int64_t strips_per_entry = (m + kStrip - 1) / kStrip, count = entries * strips_per_entry;
@@ -170,7 +185,7 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias
   // and a transposed b has no adjacent columns to load. a is read where it lies.
   auto item = [&](int64_t t, std::vector<T>& panel) {
     const int64_t e = t / strips_per_entry, j0 = t % strips_per_entry * kStrip, w = std::min(m, j0 + kStrip) - j0;
-    Gemm<T> g{n, m, k, leaf, pa + e * a.strides()[0], a.strides()[1], a.strides()[2], pb + e * b.strides()[0],
+    Gemm<T> g{n, m, k, leaf, &steps, pa + e * a.strides()[0], a.strides()[1], a.strides()[2], pb + e * b.strides()[0],
               b.strides()[1], pc + e * n * m, m, pbias ? pbias + j0 : nullptr};
     const int64_t bcs = b.strides()[2];
     panel.resize(size_t(k * w));
@@ -212,7 +227,7 @@ bool detail::use_fixed_order_code_for_test(const char* name) {
 }
 
 void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias, int64_t leaf) {
-  GLOBE_CHECK(leaf > 0 && a.shape()[2] % leaf == 0 && a.shape()[2] / leaf <= kMaxLeavesHere,
+  GLOBE_CHECK(leaf > 0 && a.shape()[2] % leaf == 0,
               "[matmul] fixed-order product: inner length ", a.shape()[2], " is not whole leaves of ", leaf);
   switch (a.dtype()) {
     case DType::float32: return run<float>(out, a, b, bias, leaf);

@@ -43,7 +43,6 @@ Tensor fixed_order_matmul(const Tensor& a, const Tensor& b, const Shape& out_sha
         fixed_order_matmul(device_convert(a, DType::float32), device_convert(b, DType::float32), out_shape, leaf),
         a.dtype());
   if (numel_of(out_shape) == 0) return Tensor::empty(out_shape, a.dtype(), a.device());
-  const size_t nd = out_shape.size();
   const Shape batch(out_shape.begin(), out_shape.end() - 2);
   Tensor va = batch_of_matrices(a, batch), vb = batch_of_matrices(b, batch);
   int64_t entries = va.shape()[0], n = va.shape()[1];

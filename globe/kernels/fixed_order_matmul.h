@@ -10,7 +10,7 @@ namespace globe::kernels {
 
 // a [..., n, k] @ b [..., k, m] -> a new [batch..., n, m] (`out_shape`, batch dims already
 // broadcast), each element an exactly specified sum (DeviceKernels::fixed_order_gemm): per leaf
-// of `leaf` consecutive k, fused multiply-adds in k order; the leaves added in tree_sum's order.
+// of `leaf` consecutive k, fused multiply-adds in k order; the leaves added in tree_order.h's tree.
 // BLAS gives no such promise: its value for one row can change with the call's row count or
 // its thread split. 16-bit operands are multiplied in float32 and the result rounded once. k > 0.
 // `bias` (optional, broadcastable to out_shape) is then added: the bits of a separate add after

@@ -1,31 +1,24 @@
 #include "globe/kernels/tree_sum.h"
 
-#include <algorithm>
-
 #include "globe/base/error.h"
 #include "globe/core/deterministic.h"
 #include "globe/kernels/device_kernels.h"
+#include "globe/kernels/tree_order.h"
 
 namespace globe::kernels {
 
-namespace {
-
-Tensor tree(const std::vector<Tensor>& p, size_t lo, size_t hi) {
-  if (hi - lo == 1) return p[lo];
-  size_t half = 1;
-  while (2 * half < hi - lo) half *= 2;
-  const Tensor left = tree(p, lo, lo + half), right = tree(p, lo + half, hi);
-  return kernels_for(left).binary(BinaryKind::add, left, right, left.shape());
-}
-
-}  // namespace
-
 Tensor tree_sum(const std::vector<Tensor>& pieces) {
   GLOBE_CHECK(!pieces.empty(), "[tree_sum] no pieces");
-  if (!detail::leaves_rotated_for_test()) return tree(pieces, 0, pieces.size());
-  std::vector<Tensor> rotated = pieces;
-  std::rotate(rotated.begin(), rotated.begin() + 1, rotated.end());
-  return tree(rotated, 0, rotated.size());
+  const int64_t n = int64_t(pieces.size());
+  const int64_t turn = detail::leaves_rotated_for_test() ? 1 : 0;  // the test hook's rotated order
+  std::vector<Tensor> slots(size_t(tree_slots(n)));
+  auto piece = [&](int64_t l, int s) { slots[size_t(s)] = pieces[size_t((l + turn) % n)]; };
+  auto add = [&](int s) {
+    const Tensor &left = slots[size_t(s)], &right = slots[size_t(s) + 1];
+    slots[size_t(s)] = kernels_for(left).binary(BinaryKind::add, left, right, left.shape());
+  };
+  tree_walk(0, n, 0, piece, add);
+  return slots[0];
 }
 
 Tensor leaf_sum(const Tensor& a, int64_t d, int64_t leaf) {

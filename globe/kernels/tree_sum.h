@@ -1,6 +1,5 @@
-// Deterministic mode's one order of addition (core/deterministic.h): consecutive pieces of a sum
-// added in a pairwise tree over piece index. A range of 2^j pieces starting at a multiple of 2^j is
-// one subtree, so whoever holds it (a rank, a leaf loop) computes the same value.
+// Deterministic mode's one order of addition (core/deterministic.h) on tensors: consecutive pieces
+// of a sum added in the tree of kernels/tree_order.h.
 #pragma once
 
 #include <vector>
@@ -9,9 +8,8 @@
 
 namespace globe::kernels {
 
-// pieces[0] + ... + pieces[n-1] (same shape, dtype and device): a range [lo, hi) adds its first
-// half (the largest power of two below hi - lo) and its rest, in that order. One piece is
-// returned as it is.
+// pieces[0] + ... + pieces[n-1] (same shape, dtype and device) in tree_order.h's tree. One piece
+// is returned as it is.
 Tensor tree_sum(const std::vector<Tensor>& pieces);
 
 // `a` summed over dim `d` (kept, as 1) in that order: each leaf of `leaf` consecutive indices

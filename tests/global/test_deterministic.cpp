@@ -155,12 +155,15 @@ TEST_F(Deterministic, AnAxisOfOneRankKeepsItsLayoutsAndTheBits) {
 // The rule every rank applies alike, and the message a split that breaks it gets where a kernel
 // is handed one: it names the op, the dim, its length, its pieces and the block count.
 TEST_F(Deterministic, TheSplitRuleNamesTheDimItsPiecesAndTheBlocks) {
-  EXPECT_EQ(leaves_of(1024), 8);
-  EXPECT_EQ(leaves_of(96), 2);  // 2 leaves of 48: 4 would be 24 long
+  EXPECT_EQ(leaves_of(1024), 32);  // leaves of 32 wherever 32 divides the length
+  EXPECT_EQ(leaves_of(96), 3);
+  EXPECT_EQ(leaves_of(784), 8);  // else a power of two of leaves, at most 8: here 98 long
+  EXPECT_EQ(leaves_of(80), 2);   // 4 would be 20 long
   EXPECT_EQ(leaves_of(24), 1);
-  EXPECT_TRUE(splits_into_leaves(256, 1) && splits_into_leaves(256, 2) && splits_into_leaves(256, 8));
+  EXPECT_TRUE(splits_into_leaves(256, 1) && splits_into_leaves(256, 2) && splits_into_leaves(256, 8) &&
+              splits_into_leaves(768, 8) && splits_into_leaves(784, 8));
   EXPECT_FALSE(splits_into_leaves(256, 16) || splits_into_leaves(64, 4) || splits_into_leaves(3, 2) ||
-               splits_into_leaves(768, 3));
+               splits_into_leaves(768, 3) || splits_into_leaves(768, 16) || splits_into_leaves(96, 2));
   EXPECT_EQ(leaf_length("matmul", "inner dim", 256, 2), 32);
   try {
     (void)leaf_length("matmul", "inner dim", 3, 2);

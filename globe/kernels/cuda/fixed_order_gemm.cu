@@ -1,6 +1,6 @@
 // The CUDA table's fixed_order_gemm (device_kernels.h): one thread per output element, the same
 // exactly specified sum as the CPU's (fixed_order_gemm.cpp): per leaf a chain of fused
-// multiply-adds from 0 in k order, the leaves added in tree_sum's order. So a GPU gives the CPU's
+// multiply-adds from 0 in k order, the leaves added in tree_order.h's tree. So a GPU gives the CPU's
 // bits. Plain and slow (no shared-memory tiles): deterministic mode's first CUDA version.
 //
 // Written and compile-checked on a machine without a GPU: this file has not run yet.
@@ -10,23 +10,13 @@
 #include "globe/device/cuda/cuda_check.h"
 #include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/kernels.h"
+#include "globe/kernels/tree_order.h"
 
 namespace globe::kernels::cuda {
 
 namespace {
 
-constexpr int kMaxLeavesHere = 64;
-
-// parts[lo] = parts[lo] + ... + parts[hi - 1] in tree_sum's order (the first power-of-two half).
-template <class T>
-__device__ void tree(T* parts, int lo, int hi) {
-  if (hi - lo == 1) return;
-  int half = 1;
-  while (2 * half < hi - lo) half *= 2;
-  tree(parts, lo, lo + half);
-  tree(parts, lo + half, hi);
-  parts[lo] = parts[lo] + parts[lo + half];
-}
+constexpr int kSlots = 64;  // tree_slots of any int64_t leaf count
 
 template <class T>
 __global__ void fixed_order_kernel(int64_t entries, int64_t n, int64_t m, int64_t k, int64_t leaf, const T* a,
@@ -37,15 +27,15 @@ __global__ void fixed_order_kernel(int64_t entries, int64_t n, int64_t m, int64_
   const int64_t j = id % m, i = (id / m) % n, e = id / (n * m);
   const T* ar = a + e * sa + i * lda;
   const T* bc = b + e * sb + j * bcs;
-  T parts[kMaxLeavesHere];
-  const int leaves = int(k / leaf);
-  for (int l = 0; l < leaves; ++l) {
+  T slots[kSlots];
+  auto piece = [&](int64_t l, int s) {
     T acc = 0;
     for (int64_t q = l * leaf; q < (l + 1) * leaf; ++q) acc = fma(ar[q * acs], bc[q * ldb], acc);
-    parts[l] = acc;
-  }
-  tree(parts, 0, leaves);
-  c[id] = bias ? parts[0] + bias[j] : parts[0];  // no bias adds nothing (0 would turn -0 into +0)
+    slots[s] = acc;
+  };
+  auto add = [&](int s) { slots[s] = slots[s] + slots[s + 1]; };
+  tree_walk(0, k / leaf, 0, piece, add);
+  c[id] = bias ? slots[0] + bias[j] : slots[0];  // no bias adds nothing (0 would turn -0 into +0)
 }
 
 template <class T>
@@ -63,7 +53,7 @@ void launch(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& b
 }  // namespace
 
 void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias, int64_t leaf) {
-  GLOBE_CHECK(leaf > 0 && a.shape()[2] % leaf == 0 && a.shape()[2] / leaf <= kMaxLeavesHere,
+  GLOBE_CHECK(leaf > 0 && a.shape()[2] % leaf == 0,
               "[matmul] fixed-order product: inner length ", a.shape()[2], " is not whole leaves of ", leaf);
   switch (a.dtype()) {
     case DType::float32: return launch<float>(out, a, b, bias, leaf);
