@@ -3,7 +3,7 @@
 // on 1, 2 or 4 ranks prints the same losses; only the speed and the memory per rank change.
 //
 //   build/bin/globe-launch --nproc_per_node 4 build/bin/pipeline_schedules
-//       [--schedule gpipe|1f1b|interleaved|zb-h1|zbv] [--microbatches 8] [--chunks 2] [--iters N]
+//       [--schedule gpipe|1f1b|interleaved|zb-h1|zbv] [--microbatches 8] [--chunks 2] [--batch 64] [--iters N]
 #include "example_util.h"
 
 namespace nn = globe::nn;
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   const int iters = args.integer("--iters", 20, "training iterations");
   const std::string schedule = args.text("--schedule", "1f1b", "gpipe, 1f1b, interleaved, zb-h1 or zbv");
   const int microbatches = args.integer("--microbatches", 8, "micro-batches per step");
+  const int batch = args.integer("--batch", 64, "rows per step");
   const int chunks = args.integer("--chunks", pp::Schedule::default_chunks(schedule),
                                   "model chunks per rank (interleaved; zbv takes 2)");
   args.done();  // --help lists these flags
@@ -44,10 +45,10 @@ int main(int argc, char** argv) {
   for (const Tensor& p : head.parameters()) params.push_back(p);
   globe::optim::SGD sgd(params, {.lr = 0.05});
 
-  Tensor x = globe::randn({64, 1, 28, 28});
+  Tensor x = globe::randn({batch, 1, 28, 28});
   std::vector<int64_t> classes;
-  for (int64_t i = 0; i < 64; ++i) classes.push_back((i * 7) % 10);
-  Tensor y = globe::from_vector(classes, {64});
+  for (int64_t i = 0; i < batch; ++i) classes.push_back((i * 7) % 10);
+  Tensor y = globe::from_vector(classes, {int64_t(batch)});
   for (int i = 0; i < iters; ++i) {
     pp::StepResult r = pipe.step(x, y, globe::cross_entropy);
     sgd.step();

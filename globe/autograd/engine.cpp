@@ -7,7 +7,9 @@
 #include <unordered_set>
 
 #include "globe/autograd/grad_route.h"
+#include "globe/autograd/tree_accumulator.h"
 #include "globe/base/trace.h"
+#include "globe/core/deterministic.h"
 #include "globe/core/grad_mode.h"
 #include "globe/core/hooks.h"
 #include "globe/core/node.h"
@@ -50,20 +52,38 @@ std::vector<Tensor> apply_in_module(Node& node, const Tensor& grad, const std::v
 
 Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? add(sum, g) : g; }
 
+// Deterministic mode's sum of a leaf's gradient terms, in the tree of autograd/tree_accumulator.h.
+// Terms after the first arrive in the leaf's layout (the first may still be pending: with one
+// term per step, a bucket reduces it during backward), so the additions communicate nothing.
+Tensor tree_accumulated(const Tensor& leaf, const Tensor& g) {
+  TensorImpl& impl = leaf.impl();
+  if (impl.grad_pending && impl.grad) impl.grad = grad_route().to_leaf_layout(Tensor(impl.grad), leaf).impl_ptr();
+  if (!impl.grad_terms) impl.grad_terms = std::make_shared<GradTerms>();
+  GradTerms& t = *impl.grad_terms;
+  if (!impl.grad || t.grad.lock() != impl.grad) {
+    t.terms = TreeAccumulator();
+    if (impl.grad) t.terms.add(Tensor(impl.grad));
+  }
+  t.terms.add(t.terms.count() == 0 ? contiguous(g) : g);
+  return t.terms.value();
+}
+
 void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
   GradRoute& route = grad_route();
   if (leaf.impl().grad && leaf.impl().grad_pending) route.finish(leaf);  // its reduction may be in flight
-  if (!route.may_stay_pending(g, leaf)) g = route.to_leaf_layout(g, leaf);
+  const bool tree = deterministic();
+  if (!route.may_stay_pending(g, leaf) || (tree && leaf.impl().grad)) g = route.to_leaf_layout(g, leaf);
   GLOBE_CHECK(g.shape() == leaf.shape(), "[backward] gradient of shape ", shape_str(g.shape()),
               " does not match its leaf of shape ", shape_str(leaf.shape()));
   if (g.dtype() != leaf.dtype()) g = to_dtype(g, leaf.dtype());
   TensorImpl& impl = leaf.impl();
-  Tensor sum = impl.grad ? add(Tensor(impl.grad), g) : contiguous(g);
+  Tensor sum = tree ? tree_accumulated(leaf, g) : impl.grad ? add(Tensor(impl.grad), g) : contiguous(g);
   // Deferred reduction: a sum that may stay pending keeps its layout until read; otherwise the
   // sum of two gradients may come out in another layout (add picks its cheapest signature).
   impl.grad_pending = route.may_stay_pending(sum, leaf);
   if (!impl.grad_pending) sum = route.to_leaf_layout(sum, leaf);
   impl.grad = sum.impl_ptr();
+  if (tree) impl.grad_terms->grad = impl.grad;
 }
 
 // One backward pass, resumable: it stops before a node that must wait for another placement's

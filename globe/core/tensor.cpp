@@ -284,6 +284,7 @@ void Tensor::rebind(const Tensor& src) const {
   dst.global = from.global;
   dst.grad = nullptr;
   dst.grad_pending = false;
+  dst.grad_terms = nullptr;
   dst.grad_fn = nullptr;
 }
 
@@ -291,6 +292,8 @@ Tensor Tensor::detach() const {
   auto impl = std::make_shared<TensorImpl>(this->impl());
   impl->requires_grad = false;
   impl->grad = nullptr;
+  impl->grad_pending = false;
+  impl->grad_terms = nullptr;
   impl->grad_fn = nullptr;
   return Tensor(std::move(impl));
 }

@@ -18,6 +18,7 @@
 namespace globe {
 
 class Node;         // autograd graph node (globe/core/node.h)
+struct GradTerms;   // deterministic mode's gradient terms (globe/autograd/tree_accumulator.h)
 struct GlobalMeta;  // placement + sbp + local shard (globe/global/global_tensor.h)
 class Placement;    // globe/global/placement.h
 class NdSbp;        // globe/core/sbp.h
@@ -87,6 +88,7 @@ struct TensorImpl {
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;
   bool grad_pending = false;  // grad not yet boxed to this leaf's layout
+  std::shared_ptr<GradTerms> grad_terms;  // deterministic mode: how grad was summed, to add more
   std::shared_ptr<Node> grad_fn;
   // Non-null for a global tensor.
   std::shared_ptr<const GlobalMeta> global;

@@ -7,7 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include "globe/autograd/tree_accumulator.h"
 #include "globe/base/trace.h"
+#include "globe/core/deterministic.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
@@ -44,7 +46,8 @@ Tensor onto(const Tensor& x, const Placement& p) {
 // axis (data parallel) is cut on each rank's own rows when every shard divides evenly, so every
 // data-parallel rank runs its share of every micro-batch without communication (as Megatron cuts
 // each data-parallel rank's batch); the micro-batch holds other rows than a cut of the whole, but
-// the same number, and the batch's mean loss is the same. Any other layout is cut as a whole.
+// the same number, and the batch's mean loss is the same. Any other layout, and any layout in
+// deterministic mode, is cut as a whole.
 Tensor microbatch(const Tensor& t, int m, int k) {
   const int64_t rows = t.shape()[0];
   const Range whole = split_range(rows, m, k);
@@ -60,7 +63,11 @@ Tensor microbatch(const Tensor& t, int m, int k) {
       split_axes = 2;  // another split or a partial sum: cut the whole
     }
   }
-  if (split_axes != 1 || rows % (ways * m) != 0 || t.requires_grad()) return narrow(t, 0, whole.start, whole.length);
+  // Deterministic mode cuts the whole: micro-batch k is then the batch's k-th block of rows on
+  // every layout, a whole subtree of the batch's sums wherever the micro-batch's rows hold whole
+  // leaves (core/deterministic.h), so the micro-batch count changes no bit.
+  if (split_axes != 1 || rows % (ways * m) != 0 || t.requires_grad() || deterministic())
+    return narrow(t, 0, whole.start, whole.length);
   Shape shape = t.shape();
   shape[0] = rows / m;
   const Tensor local = t.to_local();
@@ -316,6 +323,7 @@ StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn
   std::vector<int> alive(size_t(S), 0);
   result.peak_alive.assign(size_t(S), 0);
   Tensor total;
+  TreeAccumulator losses;  // deterministic mode's total (autograd/tree_accumulator.h)
   auto move = [&](const Tensor& t, int from, int to, int mb, bool fwd, const Tensor& like) -> Tensor {
     if (placement_of(from) != placement_of(to)) return transfer(t, from, to, mb, fwd, like);
     const auto key = std::make_pair(fwd ? to : -1 - to, mb);
@@ -363,7 +371,8 @@ StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn
           // batch's mean loss, and so do their gradients.
           l.output = mul(loss_fn(y, microbatch(tgt, m, k)), double(r.length) / double(rows));
           NoGradGuard no_grad;
-          total = total.defined() ? add(total, l.output.detach()) : l.output.detach();
+          if (deterministic()) losses.add(l.output.detach());  // in the gradients' tree
+          else total = total.defined() ? add(total, l.output.detach()) : l.output.detach();
         } else {
           l.output = y;
           move(y, s, s + 1, k, true, Tensor());
@@ -435,6 +444,7 @@ StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn
   const DType loss_dtype = input.dtype() == kInt64 ? kFloat32 : input.dtype();
   // The loss is summed inside the last stage (partial under data parallelism) so that every rank
   // knows its layout: broadcast over the last stage.
+  if (losses.count() > 0) total = losses.value();
   result.loss = total.defined() ? box(total, last, replicated(last.mesh_ndim())) : phantom({}, loss_dtype, last, replicated(last.mesh_ndim()));
   result.busy_seconds -= waited_;
   result.step_seconds = seconds_since(t0);

@@ -117,6 +117,25 @@ TEST(DeterministicExamples, SameLossBitsOnOneToFourRanks) {
   }
 }
 
+// Deterministic mode with 1, 2 and 4 micro-batches: each micro-batch's 128 / m rows are whole
+// leaves of 32 and so a whole subtree of the batch's sums, and the gradients and the losses add
+// over micro-batches in that tree, so the pipeline tutorial prints one process's single-batch
+// bits on 1, 2 and 4 stages whatever the count.
+TEST(DeterministicExamples, SameLossBitsForAnyPowerOfTwoOfMicroBatches) {
+  const int iters = 5;
+  std::vector<std::string> one;
+  for (int nproc : {1, 2, 4})
+    for (int m : {1, 2, 4}) {
+      const auto r = launch_example("pipeline_schedules", nproc, iters,
+                                    {"--batch", "128", "--microbatches", std::to_string(m)}, {"GLOBE_DETERMINISTIC=1"});
+      ASSERT_EQ(r.exit_code, 0) << m << " micro-batches on " << nproc << ":\n" << r.out << r.err;
+      const auto bits = loss_bits(r.out);
+      ASSERT_EQ(int(bits.size()), iters) << r.out;
+      if (one.empty()) one = bits;
+      EXPECT_EQ(bits, one) << m << " micro-batches on " << nproc << " ranks";
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tutorials, Example,
                          ::testing::Values("quickstart", "data_parallel", "model_parallel", "pipeline"));
 

@@ -13,7 +13,10 @@
 #include <cstring>
 
 #include "global_test_util.h"
+#include "globe/autograd/tree_accumulator.h"
 #include "globe/kernels/matmul.h"
+#include "globe/kernels/tree_order.h"
+#include "globe/kernels/tree_sum.h"
 
 namespace globe {
 namespace {
@@ -232,6 +235,44 @@ TEST_F(Deterministic, EveryVectorWidthOfTheProductKernelGivesTheSameBits) {
     kernels::detail::use_fixed_order_code_for_test(nullptr);
     EXPECT_TRUE(same_bits(matmul(a, b), want)) << "the CPU's best code, " << shape_str(s);
     if (ran == 0) std::cout << "[ note ] this CPU runs neither AVX-512 nor AVX2 + FMA: the scalar code only\n";
+  }
+}
+
+// The one tree (kernels/tree_order.h): a range adds its halves where its length is even, else its
+// largest power of two below and the rest; the accumulator of terms whose count is not known in
+// advance gives that tree for a count of 2^j, and otherwise adds its subtrees last to first.
+TEST_F(Deterministic, TermsAddInTheOneTree) {
+  EXPECT_EQ(kernels::tree_left(6), 3);
+  EXPECT_EQ(kernels::tree_left(5), 4);
+  EXPECT_EQ(kernels::tree_left(3), 2);
+  EXPECT_EQ(kernels::tree_slots(1), 1);
+  EXPECT_EQ(kernels::tree_slots(7), 3);
+  std::vector<Tensor> t;
+  for (uint64_t i = 0; i < 6; ++i) t.push_back(values({64}, 30 + i) * double(1 << (4 * i)));  // order shows in the bits
+  EXPECT_TRUE(same_bits(kernels::tree_sum(t), ((t[0] + t[1]) + t[2]) + ((t[3] + t[4]) + t[5])));
+  TreeAccumulator acc;
+  for (size_t i = 0; i < 3; ++i) acc.add(t[i]);
+  EXPECT_TRUE(same_bits(acc.value(), (t[0] + t[1]) + t[2]));
+  acc.add(t[3]);
+  EXPECT_TRUE(same_bits(acc.value(), kernels::tree_sum({t[0], t[1], t[2], t[3]})));
+  EXPECT_FALSE(same_bits(acc.value(), ((t[0] + t[1]) + t[2]) + t[3]));  // the control: sequential order differs
+}
+
+// Gradients accumulated over backward calls add in the tree: a weight's gradient from a batch
+// of 128 rows (4 leaves of 32) taken as 1, 2 or 4 micro-batches of whole leaves has the bits of
+// one backward over the batch, on any rank count.
+TEST_F(Deterministic, AGradientOverPowerOfTwoMicroBatchesHasTheWholeBatchsBits) {
+  const Placement p = Placement::all();
+  const Tensor x = from_full(values({128, 24}, 40), p, sbp::split(0));
+  const Tensor w0 = values({24, 12}, 41);
+  Tensor want;
+  for (int m : {1, 2, 4}) {
+    const Tensor w = from_full(w0, p, sbp::broadcast).set_requires_grad();
+    const int64_t rows = 128 / m;
+    for (int k = 0; k < m; ++k) sum(matmul(narrow(x, 0, k * rows, rows), w)).backward();
+    const Tensor g = w.grad().to_global(p, sbp::broadcast);
+    if (m == 1) want = g;
+    else EXPECT_TRUE(same_bits(g, want)) << m << " micro-batches";
   }
 }
 
