@@ -36,6 +36,14 @@ bool same_bits(const Tensor& got, const Tensor& want) {
   return g.size() == w.size() && std::memcmp(g.data(), w.data(), g.size() * sizeof(float)) == 0;
 }
 
+// The largest |got - want| / (1 + |want|) over the elements.
+double max_relative_gap(const Tensor& got, const Tensor& want) {
+  const std::vector<float> g = got.to_vector<float>(), w = want.to_vector<float>();
+  double gap = g.size() == w.size() ? 0 : 1e30;
+  for (size_t i = 0; i < g.size() && i < w.size(); ++i) gap = std::max(gap, std::abs(double(g[i]) - w[i]) / (1 + std::abs(double(w[i]))));
+  return gap;
+}
+
 Tensor values(const Shape& shape, uint64_t seed) {
   manual_seed(seed);
   return randn(shape);
@@ -234,6 +242,13 @@ TEST_F(Deterministic, EveryVectorWidthOfTheProductKernelGivesTheSameBits) {
     }
     kernels::detail::use_fixed_order_code_for_test(nullptr);
     EXPECT_TRUE(same_bits(matmul(a, b), want)) << "the CPU's best code, " << shape_str(s);
+    // And the values are the product's: BLAS's (the default mode's) to float rounding, with b
+    // read in place and transposed (the panel packing's two paths, edges included).
+    set_deterministic(false);
+    const Tensor blas = matmul(a, b), blas_nt = linear(a, transpose(b, 0, 1) * 1.0);
+    set_deterministic(true);
+    EXPECT_LT(max_relative_gap(want, blas), 1e-5) << shape_str(s);
+    EXPECT_LT(max_relative_gap(want_nt, blas_nt), 1e-5) << "b transposed, " << shape_str(s);
     if (ran == 0) std::cout << "[ note ] this CPU runs neither AVX-512 nor AVX2 + FMA: the scalar code only\n";
   }
 }
