@@ -65,12 +65,14 @@ bool tree_ordered(const Op& op, const SbpSignature& sig) {
 // `earlier` (per input), splits each of the op's piece dims into whole pieces.
 bool whole_pieces(const Op& op, const std::vector<TensorMeta>& metas, const SbpSignature& sig,
                   const std::vector<std::vector<Sbp>>& earlier, const Placement& p, size_t axis) {
-  for (const auto& [i, d] : op.piece_dims(metas)) {
-    if (!(sig.inputs[i].is_split() && sig.inputs[i].dim == d)) continue;
-    int64_t parts = p.mesh_shape()[axis];
+  for (const auto& [i, first, last] : op.piece_dims(metas)) {
+    if (!sig.inputs[i].is_split() || sig.inputs[i].dim < first || sig.inputs[i].dim > last) continue;
+    if (sig.inputs[i].dim != first) return false;  // not a contiguous block of the run's index
+    int64_t parts = p.mesh_shape()[axis], length = 1;
     for (size_t a = 0; a < earlier[i].size(); ++a)
-      if (earlier[i][a].is_split() && earlier[i][a].dim == d) parts *= p.mesh_shape()[a];
-    if (!splits_into_leaves(metas[i].shape[size_t(d)], parts)) return false;
+      if (earlier[i][a].is_split() && earlier[i][a].dim == first) parts *= p.mesh_shape()[a];
+    for (int64_t d = first; d <= last; ++d) length *= metas[i].shape[size_t(d)];
+    if (metas[i].shape[size_t(first)] % parts != 0 || !splits_into_leaves(length, parts)) return false;
   }
   return true;
 }

@@ -21,7 +21,16 @@ Tensor tree_sum(const std::vector<Tensor>& pieces) {
   return slots[0];
 }
 
-Tensor leaf_sum(const Tensor& a, int64_t d, int64_t leaf) {
+Tensor leaf_sum(const Tensor& in, int64_t d, int64_t leaf, int64_t last) {
+  Tensor a = in;
+  if (last > d) {  // dims d..last as one: a dense copy's view with them merged
+    const Tensor dense = device_dense(in);
+    Shape merged(in.shape().begin(), in.shape().begin() + d);
+    merged.push_back(1);
+    for (int64_t i = d; i <= last; ++i) merged.back() *= in.shape()[size_t(i)];
+    merged.insert(merged.end(), in.shape().begin() + last + 1, in.shape().end());
+    a = Tensor::view_of(dense, merged, contiguous_strides(merged), dense.offset());
+  }
   Shape keep = a.shape();
   keep[size_t(d)] = 1;
   const auto& k = kernels_for(a);

@@ -93,9 +93,9 @@ class Matmul final : public Op {
     return {out, in[0].dtype};
   }
   bool tree_partials() const override { return !has_bias_; }
-  std::vector<std::pair<size_t, int64_t>> piece_dims(const std::vector<TensorMeta>& in) const override {
-    const int64_t na = int64_t(in[0].shape.size()), nb = int64_t(in[1].shape.size());
-    return {{0, na - 1}, {1, transpose_b_ ? nb - 1 : nb - 2}};  // the inner dim of a and of b
+  std::vector<PieceDims> piece_dims(const std::vector<TensorMeta>& in) const override {
+    const int64_t na = int64_t(in[0].shape.size()), nb = int64_t(in[1].shape.size()), kb = transpose_b_ ? nb - 1 : nb - 2;
+    return {{0, na - 1, na - 1}, {1, kb, kb}};  // the inner dim of a and of b
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const Tensor b = transpose_b_ ? swap_last_dims(in[1]) : in[1];

@@ -82,9 +82,9 @@ class NormalizeLastBackward final : public Op {
 };
 
 // Layer norm's weight gradient: (g, x) -> sum over rows of g * xhat, [n]. Rows split give
-// partial sums; linear in g. In deterministic mode the rows are summed one leading dim at a
-// time, the last first, each in its leaves' tree (as sum() does), so only a split of dim 0 (the
-// last summed) leaves partial sums that are subtrees of that order.
+// partial sums; linear in g. In deterministic mode the rows (all leading dims, as one flattened
+// index) are summed in their leaves' tree, as sum() sums a run of dims, so only a split of dim 0
+// leaves partial sums that are subtrees of that order.
 class NormalizeLastWeightGrad final : public Op {
  public:
   explicit NormalizeLastWeightGrad(double eps) : eps_(eps) {}
@@ -99,17 +99,20 @@ class NormalizeLastWeightGrad final : public Op {
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override { return {{in[1].shape.back()}, in[1].dtype}; }
   bool tree_partials() const override { return true; }
-  std::vector<std::pair<size_t, int64_t>> piece_dims(const std::vector<TensorMeta>& in) const override {
-    std::vector<std::pair<size_t, int64_t>> d;
-    for (int64_t i = 0; i + 1 < int64_t(in[0].shape.size()); ++i) d.insert(d.end(), {{0, i}, {1, i}});
-    return d;
+  std::vector<PieceDims> piece_dims(const std::vector<TensorMeta>& in) const override {
+    const int64_t rows_last = int64_t(in[0].shape.size()) - 2;
+    if (rows_last < 0) return {};
+    return {{0, 0, rows_last}, {1, 0, rows_last}};
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const auto& k = kernels::kernels_for(in[0]);
     if (!deterministic()) return k.normalize_last_weight_grad(in[0], in[1], eps_);
     Tensor r = k.binary(kernels::BinaryKind::mul, in[0], k.normalize_last(in[1], eps_, Tensor(), Tensor()), in[0].shape());
-    for (int64_t d = r.dim() - 2; d >= 0; --d)
-      if (r.shape()[size_t(d)] > 0) r = kernels::leaf_sum(r, d, args.leaf_length("layer_norm_weight_grad", "summed dim", 0, d, in[0]));
+    const int64_t rows_last = r.dim() - 2;
+    if (rows_last >= 0 && r.numel() > 0)
+      r = kernels::leaf_sum(r, 0, args.leaf_length("layer_norm_weight_grad", "summed rows", 0, 0, in[0], rows_last), rows_last);
+    else if (rows_last >= 0)
+      return Tensor::empty(args.out.shape, r.dtype(), r.device());  // zeros: no rows
     return Tensor::view_of(r, args.out.shape, contiguous_strides(args.out.shape), r.offset());
   }
 

@@ -7,11 +7,13 @@
 // metadata before anything is computed.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "globe/base/error.h"
 #include "globe/core/deterministic.h"
 #include "globe/core/tensor.h"
 #include "globe/core/sbp.h"
@@ -33,10 +35,18 @@ struct ComputeArgs {
   // per dim (the product of the mesh axes splitting it; 1 where unsplit). Empty otherwise.
   std::vector<Shape> in_parts;
 
-  // Deterministic mode: the leaf length of dim `dim` of input `i` (whose shard is `local`) when the
-  // op sums over it: from the dim's global length and its blocks, the same on every rank.
-  int64_t leaf_length(const char* op, const char* what, size_t i, int64_t dim, const Tensor& local) const {
-    return globe::leaf_length(op, what, global_length(i, dim, local), parts(i, dim));
+  // Deterministic mode: the leaf length of dims first..last of input `i` (whose shard is `local`),
+  // summed as one dim of their flattened (row-major) index: from the run's global length and the
+  // blocks of its first dim, the same on every rank (the dispatch splits no later dim of a run).
+  int64_t leaf_length(const char* op, const char* what, size_t i, int64_t first, const Tensor& local,
+                      int64_t last = -1) const {
+    int64_t length = 1;
+    for (int64_t d = first; d <= std::max(first, last); ++d) {
+      GLOBE_CHECK(d == first || parts(i, d) == 1, "[", op, "] deterministic mode: dim ", d, " of a summed run of dims ",
+                  first, "..", last, " is split");
+      length *= global_length(i, d, local);
+    }
+    return globe::leaf_length(op, what, length, parts(i, first));
   }
 
  private:
@@ -102,11 +112,16 @@ class Op : public GraphOp {
   // output on each rank is a whole subtree of the sum). The global dispatch lets only such ops
   // produce partial sums in that mode, and no op read them (docs/design.md §10).
   virtual bool tree_partials() const { return false; }
-  // Deterministic mode: the input dims (input index, dim) that compute sums leaf by leaf. A layout
-  // may split such a dim only into whole subtrees of leaves (core/deterministic.h's
-  // splits_into_leaves), so the global dispatch skips a signature that would split one otherwise
-  // (all-broadcast always remains).
-  virtual std::vector<std::pair<size_t, int64_t>> piece_dims(const std::vector<TensorMeta>&) const { return {}; }
+  // Deterministic mode: the input dims that compute sums leaf by leaf, as runs of consecutive
+  // dims summed as one (their flattened index). A layout may split a run only along its first dim
+  // and only into whole subtrees of its leaves (core/deterministic.h's splits_into_leaves), so the
+  // global dispatch skips a signature that would split one otherwise (all-broadcast always
+  // remains).
+  struct PieceDims {
+    size_t input;
+    int64_t first, last;
+  };
+  virtual std::vector<PieceDims> piece_dims(const std::vector<TensorMeta>&) const { return {}; }
 };
 
 using GraphOpPtr = std::shared_ptr<const GraphOp>;

@@ -65,20 +65,25 @@ class Sum final : public Op {
             in[0].dtype};
   }
   bool tree_partials() const override { return true; }
-  std::vector<std::pair<size_t, int64_t>> piece_dims(const std::vector<TensorMeta>& in) const override {
-    std::vector<std::pair<size_t, int64_t>> d;
-    for (int64_t dim : reduce_dims(dims_, in[0].shape, "sum")) d.push_back({0, dim});
-    return d;
+  std::vector<PieceDims> piece_dims(const std::vector<TensorMeta>& in) const override {
+    std::vector<PieceDims> runs;
+    for (int64_t dim : reduce_dims(dims_, in[0].shape, "sum")) {
+      if (!runs.empty() && runs.back().last + 1 == dim) runs.back().last = dim;
+      else runs.push_back({0, dim, dim});
+    }
+    return runs;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const auto dims = reduce_dims(dims_, in[0].shape(), "sum");
     const Shape keep = keepdim_shape(in[0].shape(), dims);
     const auto& k = kernels::kernels_for(in[0]);
     Tensor r;
-    if (deterministic() && dims.size() == 1 && in[0].shape()[size_t(dims[0])] > 0) {
-      // One sum per leaf of the dim, added in the leaves' tree; sum() hands this mode one dim
-      // at a time.
-      r = kernels::leaf_sum(in[0], dims[0], args.leaf_length("sum", "summed dim", 0, dims[0], in[0]));
+    if (deterministic() && !dims.empty() && dims.back() - dims.front() + 1 == int64_t(dims.size()) && numel_of(keep) > 0 &&
+        in[0].numel() > 0) {
+      // One run of consecutive dims (sum() hands this mode one at a time), summed as one dim of
+      // their flattened index: one sum per leaf, added in the leaves' tree.
+      r = kernels::leaf_sum(in[0], dims.front(), args.leaf_length("sum", "summed dim", 0, dims.front(), in[0], dims.back()),
+                            dims.back());
     } else {
       r = k.sum_to_keepdim(in[0], keep);
     }
@@ -194,10 +199,17 @@ class ScatterAdd final : public Op {
 
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   const auto rd = a.defined() ? reduce_dims(dims, a.shape(), "sum") : dims;
-  if (!deterministic() || rd.size() <= 1) return apply_op<Sum>({a}, dims, keepdim);
-  // Deterministic mode: one dim at a time, the last first, each in its own leaves' tree.
+  if (!deterministic() || rd.empty() || rd.back() - rd.front() + 1 == int64_t(rd.size()))
+    return apply_op<Sum>({a}, dims, keepdim);
+  // Deterministic mode: one run of consecutive dims at a time, the last first, each summed as one
+  // dim of its flattened index in its leaves' tree.
   Tensor s = a;
-  for (size_t i = rd.size(); i-- > 0;) s = apply_op<Sum>({s}, std::vector<int64_t>{rd[i]}, true);
+  for (size_t end = rd.size(); end > 0;) {
+    size_t begin = end - 1;
+    while (begin > 0 && rd[begin - 1] + 1 == rd[begin]) --begin;
+    s = apply_op<Sum>({s}, std::vector<int64_t>(rd.begin() + long(begin), rd.begin() + long(end)), true);
+    end = begin;
+  }
   return keepdim ? s : reshape(s, reduced_shape(a.shape(), rd, false));
 }
 

@@ -253,6 +253,22 @@ TEST_F(Deterministic, EveryVectorWidthOfTheProductKernelGivesTheSameBits) {
   }
 }
 
+// A run of consecutive summed dims is one dim of its flattened index: [16, 64, 8] summed over
+// dims 0 and 1 is 1024 rows in leaves of 32, so a split of dim 0 (16, too short for leaves of
+// its own) keeps partial sums that are whole subtrees rather than gathering, and the two halves'
+// sums added give the whole's bits (a micro-batch of 8 rows of B).
+TEST_F(Deterministic, ARunOfSummedDimsIsOneDimOfLeaves) {
+  const Tensor x = values({16, 64, 8}, 50);
+  const Tensor want = sum(x, {0, 1});
+  EXPECT_TRUE(same_bits(sum(narrow(x, 0, 0, 8), {0, 1}) + sum(narrow(x, 0, 8, 8), {0, 1}), want));
+  EXPECT_FALSE(same_bits(sum(sum(x, {1}), {0}), want));  // the control: one dim at a time
+  const Placement p = Placement::all();
+  const Tensor got = sum(from_full(x, p, sbp::split(0)), {0, 1});
+  if (dist::world_size() > 1) EXPECT_TRUE(got.sbp()[0].is_partial()) << got.sbp().to_string();
+  EXPECT_TRUE(same_bits(got.to_global(p, sbp::broadcast), want));
+  EXPECT_TRUE(same_bits(sum(from_full(x, p, sbp::split(1)), {0, 1}).to_global(p, sbp::broadcast), want));
+}
+
 // The one tree (kernels/tree_order.h): a range adds its halves where its length is even, else its
 // largest power of two below and the rest; the accumulator of terms whose count is not known in
 // advance gives that tree for a count of 2^j, and otherwise adds its subtrees last to first.
