@@ -52,6 +52,11 @@ std::vector<Tensor> apply_in_module(Node& node, const Tensor& grad, const std::v
 
 Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? add(sum, g) : g; }
 
+// The backward pass now delivering gradients to leaves: each pass (a GraphTask, a weight pass, a
+// leaf's own backward) takes the next number; a paused task takes its own again when it resumes.
+uint64_t g_passes = 0, g_pass = 0;
+uint64_t next_pass() { return ++g_passes; }
+
 // Deterministic mode's sum of a leaf's gradient terms, in the tree of autograd/tree_accumulator.h.
 // Terms after the first arrive in the leaf's layout (the first may still be pending: with one
 // term per step, a bucket reduces it during backward), so the additions communicate nothing.
@@ -60,12 +65,19 @@ Tensor tree_accumulated(const Tensor& leaf, const Tensor& g) {
   if (impl.grad_pending && impl.grad) impl.grad = grad_route().to_leaf_layout(Tensor(impl.grad), leaf).impl_ptr();
   if (!impl.grad_terms) impl.grad_terms = std::make_shared<GradTerms>();
   GradTerms& t = *impl.grad_terms;
+  const bool new_pass = t.pass != g_pass;
+  if (new_pass) t.pass = g_pass, t.next_use = 0;
   if (!impl.grad || t.grad.lock() != impl.grad) {
-    t.terms = TreeAccumulator();
-    if (impl.grad) t.terms.add(Tensor(impl.grad));
+    t.uses.clear();
+    if (impl.grad) t.uses.emplace_back().add(Tensor(impl.grad));
+    t.next_use = new_pass ? 0 : t.uses.size();
   }
-  t.terms.add(t.terms.count() == 0 ? contiguous(g) : g);
-  return t.terms.value();
+  if (t.next_use == t.uses.size()) t.uses.emplace_back();
+  TreeAccumulator& use = t.uses[t.next_use++];
+  use.add(use.count() == 0 ? contiguous(g) : g);
+  Tensor sum;
+  for (const TreeAccumulator& u : t.uses) sum = sum.defined() ? add(sum, u.value()) : u.value();
+  return sum;
 }
 
 void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
@@ -111,6 +123,7 @@ class GraphTask {
   // Runs until done (true) or until a node that waits for a peer when `may_pause` (false).
   bool run(bool may_pause) {
     const trace::Span span(trace::Kind::region, "backward");
+    g_pass = pass_;
     for (; next_ < order_.size(); announce_ready(next_++)) {
       const std::shared_ptr<Node>& node = order_[next_];
       auto it = pending_.find(node.get());
@@ -248,6 +261,7 @@ class GraphTask {
   std::unordered_map<Node*, Tensor> pending_;
   std::vector<Tensor> inputs_;
   Mode mode_;
+  uint64_t pass_ = next_pass();
   std::vector<WeightGradWork::Item> deferred_;
   std::vector<Tensor> results_;  // kTargets: the gradient of each of inputs_
 };
@@ -297,6 +311,7 @@ void run_backward(const Tensor& root, const Tensor& grad_seed) {
   NoGradGuard no_grad;
   Tensor seed = checked_seed(root, grad_seed);
   if (root.is_leaf()) {
+    g_pass = next_pass();
     accumulate_into_leaf(root, seed);
     return;
   }
@@ -345,6 +360,7 @@ std::vector<Tensor> gradients(const Tensor& root, const Tensor& grad_seed, const
 void WeightGradWork::run() {
   NoGradGuard no_grad;
   const trace::Span span(trace::Kind::region, "backward (weights)");
+  g_pass = next_pass();
   std::vector<Tensor> leaves;  // in the order their last contribution arrived
   for (Item& item : items_) {
     std::vector<Tensor> grads = apply_in_module(*item.node, item.grad, item.needs);

@@ -30,12 +30,17 @@ class TreeAccumulator {
   int64_t count_ = 0;
 };
 
-// A leaf's gradient terms in deterministic mode (TensorImpl::grad_terms): the accumulator, and
-// the gradient it last produced. When the leaf's gradient is anything else (zeroed, set, boxed
-// to the leaf's layout or reduced in a bucket since), the sum starts again from that gradient
-// as one term.
+// A leaf's gradient terms in deterministic mode (TensorImpl::grad_terms). A leaf used more than
+// once in a forward (a tied weight) gets one term per use in each backward pass, always in the
+// same order: each use keeps its own accumulator, so that every use's terms add in the tree over
+// micro-batches, and the gradient is the uses' sums added in use order (one pass: term after term,
+// as outside the mode). `grad` is the gradient this last produced; when the leaf's gradient is
+// anything else (zeroed, set, boxed to the leaf's layout or reduced in a bucket since), the sum
+// starts again from that gradient as the first use's term.
 struct GradTerms {
-  TreeAccumulator terms;
+  std::vector<TreeAccumulator> uses;
+  uint64_t pass = 0;    // the backward pass (autograd/engine.h) the last term came in
+  size_t next_use = 0;  // the next term's use in that pass
   std::weak_ptr<TensorImpl> grad;
 };
 

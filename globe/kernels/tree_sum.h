@@ -19,4 +19,11 @@ Tensor tree_sum(const std::vector<Tensor>& pieces);
 // has that one dim (of 1) in their place.
 Tensor leaf_sum(const Tensor& a, int64_t d, int64_t leaf, int64_t last = -1);
 
+// The embedding's gradient in that order: grad [..., D], indices [...] -> [vocab, D], the rows
+// (the flattened index of indices, whole leaves of `leaf`) summed per token as if each leaf's
+// embedding_backward (its rows added in order from 0) were added in tree_order.h's tree, a leaf
+// without the token counting as +0. On the CPU a token's tree visits only the leaves holding it
+// (sparse); elsewhere each leaf's dense [vocab, D] gradient is computed and added.
+Tensor embedding_backward_tree(const Tensor& grad, const Tensor& indices, int64_t vocab, int64_t leaf);
+
 }  // namespace globe::kernels

@@ -239,8 +239,20 @@ class EmbeddingBackward final : public Op {
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     return {{vocab_, in[0].shape.back()}, in[0].dtype};
   }
-  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::kernels_for(in[0]).embedding_backward(in[0], in[1], vocab_);
+  // Deterministic mode: the rows (the flattened index of indices) are summed in their leaves'
+  // tree (kernels::embedding_backward_tree), so a split of the rows' first dim gives subtrees.
+  bool tree_partials() const override { return true; }
+  std::vector<PieceDims> piece_dims(const std::vector<TensorMeta>& in) const override {
+    const int64_t last = int64_t(in[1].shape.size()) - 1;
+    if (last < 0) return {};
+    return {{0, 0, last}, {1, 0, last}};
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
+    const int64_t last = in[1].dim() - 1;
+    if (!deterministic() || last < 0 || in[1].numel() == 0)
+      return kernels::kernels_for(in[0]).embedding_backward(in[0], in[1], vocab_);
+    return kernels::embedding_backward_tree(in[0], in[1], vocab_,
+                                            args.leaf_length("embedding_backward", "rows", 1, 0, in[1], last));
   }
 
  private:

@@ -15,6 +15,7 @@
 #include "global_test_util.h"
 #include "globe/autograd/tree_accumulator.h"
 #include "globe/kernels/matmul.h"
+#include "globe/kernels/nn.h"
 #include "globe/kernels/tree_order.h"
 #include "globe/kernels/tree_sum.h"
 
@@ -269,6 +270,32 @@ TEST_F(Deterministic, ARunOfSummedDimsIsOneDimOfLeaves) {
   EXPECT_TRUE(same_bits(sum(from_full(x, p, sbp::split(1)), {0, 1}).to_global(p, sbp::broadcast), want));
 }
 
+// The embedding's gradient sums its rows (the flattened indices, leaves of 32) per token in the
+// tree: the sparse kernel equals each leaf's dense gradient added in the tree, a batch split of
+// the indices gives the single-process bits, and two micro-batches of half the batch add up to
+// the whole batch's bits.
+TEST_F(Deterministic, TheEmbeddingGradientAddsItsRowsInTheTree) {
+  const int64_t vocab = 11, e = 6;
+  std::vector<int64_t> tokens;
+  for (int64_t i = 0; i < 16 * 64; ++i) tokens.push_back((i * 7 + i / 5) % vocab);
+  const Tensor idx = from_vector(tokens, {16, 64}), g = values({16, 64, e}, 61), w0 = values({vocab, e}, 62);
+  std::vector<Tensor> leaves;
+  for (int64_t at = 0; at < 16 * 64; at += 32)
+    leaves.push_back(kernels::embedding_backward(narrow(reshape(g, {16 * 64, e}), 0, at, 32),
+                                                 narrow(reshape(idx, {16 * 64}), 0, at, 32), vocab));
+  const Tensor want = kernels::tree_sum(leaves);
+  EXPECT_TRUE(same_bits(kernels::embedding_backward_tree(g, idx, vocab, 32), want));
+  EXPECT_FALSE(same_bits(kernels::embedding_backward(g, idx, vocab), want));  // the control: rows in order
+  const Placement p = Placement::all();
+  const Tensor gi = from_full(idx, p, sbp::split(0)), gg = from_full(g, p, sbp::split(0));
+  for (int m : {1, 2}) {
+    const Tensor w = from_full(w0, p, sbp::broadcast).set_requires_grad();
+    for (int k = 0; k < m; ++k)
+      sum(embedding(w, narrow(gi, 0, k * 16 / m, 16 / m)) * narrow(gg, 0, k * 16 / m, 16 / m)).backward();
+    EXPECT_TRUE(same_bits(w.grad().to_global(p, sbp::broadcast), want)) << m << " micro-batches";
+  }
+}
+
 // The one tree (kernels/tree_order.h): a range adds its halves where its length is even, else its
 // largest power of two below and the rest; the accumulator of terms whose count is not known in
 // advance gives that tree for a count of 2^j, and otherwise adds its subtrees last to first.
@@ -291,19 +318,26 @@ TEST_F(Deterministic, TermsAddInTheOneTree) {
 
 // Gradients accumulated over backward calls add in the tree: a weight's gradient from a batch
 // of 128 rows (4 leaves of 32) taken as 1, 2 or 4 micro-batches of whole leaves has the bits of
-// one backward over the batch, on any rank count.
+// one backward over the batch, on any rank count; so does a weight used twice in the forward
+// (tied), whose two uses add their micro-batches each in its own tree.
 TEST_F(Deterministic, AGradientOverPowerOfTwoMicroBatchesHasTheWholeBatchsBits) {
   const Placement p = Placement::all();
-  const Tensor x = from_full(values({128, 24}, 40), p, sbp::split(0));
+  const Tensor x = from_full(values({128, 24}, 40), p, sbp::split(0)), z = from_full(values({128, 24}, 42), p, sbp::split(0));
   const Tensor w0 = values({24, 12}, 41);
-  Tensor want;
-  for (int m : {1, 2, 4}) {
-    const Tensor w = from_full(w0, p, sbp::broadcast).set_requires_grad();
-    const int64_t rows = 128 / m;
-    for (int k = 0; k < m; ++k) sum(matmul(narrow(x, 0, k * rows, rows), w)).backward();
-    const Tensor g = w.grad().to_global(p, sbp::broadcast);
-    if (m == 1) want = g;
-    else EXPECT_TRUE(same_bits(g, want)) << m << " micro-batches";
+  for (bool tied : {false, true}) {
+    Tensor want;
+    for (int m : {1, 2, 4}) {
+      const Tensor w = from_full(w0, p, sbp::broadcast).set_requires_grad();
+      const int64_t rows = 128 / m;
+      for (int k = 0; k < m; ++k) {
+        Tensor y = matmul(narrow(x, 0, k * rows, rows), w);
+        if (tied) y = y + matmul(narrow(z, 0, k * rows, rows), w) * 3.0;
+        sum(y).backward();
+      }
+      const Tensor g = w.grad().to_global(p, sbp::broadcast);
+      if (m == 1) want = g;
+      else EXPECT_TRUE(same_bits(g, want)) << m << " micro-batches" << (tied ? ", tied" : "");
+    }
   }
 }
 

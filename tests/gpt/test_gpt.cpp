@@ -91,7 +91,10 @@ TEST(Gpt, EveryLayoutGivesTheSingleProcessLosses) {
 
 // Deterministic mode (GLOBE_DETERMINISTIC=1, docs/design.md §10): every layout, 3 ranks and
 // ZeRO-3 included, prints the single process's losses to the last bit (the JSON holds each float
-// exactly), and so does a run resumed on another world size.
+// exactly), and so does a run resumed on another world size. On a batch of 64 sequences, 2
+// micro-batches give the whole batch's bits too (each holds whole leaves of 32 along every
+// summed batch dim, the position embedding's gradient summing over the sequences alone; the
+// head's weight is the embedding's, tied on one stage and across two).
 TEST(Gpt, DeterministicModeGivesTheSingleProcessBitsOnEveryLayout) {
   TempDir dir;
   auto det_train = [&](int n, const std::vector<std::string>& layout, const std::string& tag,
@@ -114,6 +117,17 @@ TEST(Gpt, DeterministicModeGivesTheSingleProcessBitsOnEveryLayout) {
     std::string name;
     for (const auto& s : layouts[i].second) name += s + " ";
     EXPECT_EQ(det_train(layouts[i].first, layouts[i].second, "layout" + std::to_string(i)), one) << name;
+  }
+  const std::vector<std::string> wide = {"--batch", "64", "--steps", "6"};
+  const auto whole = det_train(1, {}, "whole", wide);
+  ASSERT_EQ(whole.size(), 6u);
+  EXPECT_NE(whole, std::vector<double>(one.begin(), one.begin() + 6));  // another batch: other losses
+  const std::vector<std::pair<int, std::vector<std::string>>> micro = {
+      {1, {"--microbatches", "2"}}, {2, {"--dp", "2", "--microbatches", "2"}}, {4, {"--tp", "2", "--pp", "2", "--microbatches", "2"}}};
+  for (size_t i = 0; i < micro.size(); ++i) {
+    std::string name;
+    for (const auto& s : micro[i].second) name += s + " ";
+    EXPECT_EQ(det_train(micro[i].first, micro[i].second, "micro" + std::to_string(i), wide), whole) << name;
   }
   // Five steps on 2 ranks, then the rest on 3 from the checkpoint.
   const std::string ckpt = dir.path() + "/ckpt";
