@@ -81,6 +81,13 @@ class NormalizeLastBackward final : public Op {
   bool has_weight_;
 };
 
+// Deterministic mode's piece dims (Op::piece_dims) of an op whose two inputs share the row dims
+// 0..last, summed as one run; none where there are no row dims (last < 0).
+std::vector<Op::PieceDims> shared_rows_run(int64_t last) {
+  if (last < 0) return {};
+  return {{0, 0, last}, {1, 0, last}};
+}
+
 // Layer norm's weight gradient: (g, x) -> sum over rows of g * xhat, [n]. Rows split give
 // partial sums; linear in g. In deterministic mode the rows (all leading dims, as one flattened
 // index) are summed in their leaves' tree, as sum() sums a run of dims, so only a split of dim 0
@@ -100,9 +107,7 @@ class NormalizeLastWeightGrad final : public Op {
   TensorMeta infer(const std::vector<TensorMeta>& in) const override { return {{in[1].shape.back()}, in[1].dtype}; }
   bool tree_partials() const override { return true; }
   std::vector<PieceDims> piece_dims(const std::vector<TensorMeta>& in) const override {
-    const int64_t rows_last = int64_t(in[0].shape.size()) - 2;
-    if (rows_last < 0) return {};
-    return {{0, 0, rows_last}, {1, 0, rows_last}};
+    return shared_rows_run(int64_t(in[0].shape.size()) - 2);
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const auto& k = kernels::kernels_for(in[0]);
@@ -243,9 +248,7 @@ class EmbeddingBackward final : public Op {
   // tree (kernels::embedding_backward_tree), so a split of the rows' first dim gives subtrees.
   bool tree_partials() const override { return true; }
   std::vector<PieceDims> piece_dims(const std::vector<TensorMeta>& in) const override {
-    const int64_t last = int64_t(in[1].shape.size()) - 1;
-    if (last < 0) return {};
-    return {{0, 0, last}, {1, 0, last}};
+    return shared_rows_run(int64_t(in[1].shape.size()) - 1);
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const int64_t last = in[1].dim() - 1;
