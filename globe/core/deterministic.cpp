@@ -53,4 +53,6 @@ int64_t leaf_length(const char* op, const char* dim, int64_t length, int64_t par
 void detail::rotate_leaves_for_test(bool on) { rotated = on; }
 bool detail::leaves_rotated_for_test() { return rotated; }
 
+int64_t detail::leaf_in_test_order(int64_t l, int64_t n) { return rotated ? (l + 1) % n : l; }
+
 }  // namespace globe

@@ -53,6 +53,8 @@ namespace detail {
 // tests/global/test_deterministic.cpp: one rank's changed order must change the bits).
 void rotate_leaves_for_test(bool on);
 bool leaves_rotated_for_test();
+// The leaf a sum computes at position l of its n: l, or l + 1 (cyclically) under the hook above.
+int64_t leaf_in_test_order(int64_t l, int64_t n);
 }  // namespace detail
 
 }  // namespace globe

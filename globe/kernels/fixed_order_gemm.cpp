@@ -23,10 +23,6 @@ namespace globe::kernels {
 
 namespace {
 
-// The leaf computed at position l of n: l itself, or l + 1 (cyclically) under the test hook that
-// rotates the leaves' order (core/deterministic.h), as tree_sum does.
-inline int64_t leaf_at(int64_t l, int64_t n) { return globe::detail::leaves_rotated_for_test() ? (l + 1) % n : l; }
-
 // tree_order.h's tree over an element's (or a register block's) leaves, as the loops below run
 // it: step t computes leaf `leaf` in registers, adds it to the `merges` slots below `slot`
 // (slot - 1 first, each the left sibling it completes: slot s becomes slot s plus the running
@@ -40,7 +36,7 @@ struct LeafStep {
 
 std::vector<LeafStep> leaf_steps(int64_t leaves) {
   std::vector<LeafStep> steps;
-  auto piece = [&](int64_t l, int s) { steps.push_back({leaf_at(l, leaves), s, 0}); };
+  auto piece = [&](int64_t l, int s) { steps.push_back({globe::detail::leaf_in_test_order(l, leaves), s, 0}); };
   auto add = [&](int s) {
     LeafStep& last = steps.back();
     GLOBE_CHECK(s == last.slot - last.merges - 1, "[matmul] fixed-order product: tree step out of order");
@@ -193,13 +189,22 @@ void (*strip_code())(const Gemm<T>&, int64_t, int64_t) {
   }
 }
 
+// A strip's panel from a b whose columns are not adjacent: d[q * w + j] = s[q * s_row + j * s_col].
+// float32 b stored transposed (s_row 1) goes through AVX2 8 x 8 transposes where the CPU has them.
+template <class T>
+void pack_transposed_panel(T* d, int64_t w, const T* s, int64_t s_row, int64_t s_col, int64_t k) {
+  static const bool vector_packing = cpu_runs(Code::avx2);
+  if constexpr (std::is_same_v<T, float>)
+    if (s_row == 1 && vector_packing) return avx2::pack_transposed(d, w, s, s_col, k);
+  copy_tiled(d, w, s, s_row, s_col, k, w);
+}
+
 // Below this many multiply-adds, one thread does it all.
 constexpr int64_t kThreadedWork = int64_t(1) << 22;
 
 template <class T>
 void run(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias, int64_t leaf) {
   const auto code = strip_code<T>();
-  static const bool vector_packing = cpu_runs(Code::avx2);
   const int64_t entries = out.shape()[0], n = out.shape()[1], m = out.shape()[2], k = a.shape()[2];
   const T* pa = static_cast<const T*>(a.storage()->data) + a.offset();
   const T* pb = static_cast<const T*>(b.storage()->data) + b.offset();
@@ -220,10 +225,8 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias
     panel.resize(size_t(k * w));
     if (bcs == 1) {
       for (int64_t q = 0; q < k; ++q) std::copy_n(g.b + q * g.ldb + j0, w, panel.data() + q * w);
-    } else if (std::is_same_v<T, float> && g.ldb == 1 && vector_packing) {
-      avx2::pack_transposed(reinterpret_cast<float*>(panel.data()), w, reinterpret_cast<const float*>(g.b) + j0 * bcs, bcs, k);
     } else {
-      copy_tiled(panel.data(), w, g.b + j0 * bcs, g.ldb, bcs, k, w);
+      pack_transposed_panel(panel.data(), w, g.b + j0 * bcs, g.ldb, bcs, k);
     }
     g.b = panel.data();
     g.ldb = w;

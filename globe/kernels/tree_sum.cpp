@@ -12,9 +12,8 @@ namespace globe::kernels {
 Tensor tree_sum(const std::vector<Tensor>& pieces) {
   GLOBE_CHECK(!pieces.empty(), "[tree_sum] no pieces");
   const int64_t n = int64_t(pieces.size());
-  const int64_t turn = detail::leaves_rotated_for_test() ? 1 : 0;  // the test hook's rotated order
   std::vector<Tensor> slots(size_t(tree_slots(n)));
-  auto piece = [&](int64_t l, int s) { slots[size_t(s)] = pieces[size_t((l + turn) % n)]; };
+  auto piece = [&](int64_t l, int s) { slots[size_t(s)] = pieces[size_t(detail::leaf_in_test_order(l, n))]; };
   auto add = [&](int s) {
     const Tensor &left = slots[size_t(s)], &right = slots[size_t(s) + 1];
     slots[size_t(s)] = kernels_for(left).binary(BinaryKind::add, left, right, left.shape());
@@ -31,14 +30,13 @@ namespace {
 template <class T>
 void leaf_tree_cpu(const T* x, int64_t outer, int64_t length, int64_t inner, int64_t leaf, T* out) {
   const int64_t leaves = length / leaf;
-  const int64_t turn = detail::leaves_rotated_for_test() ? 1 : 0;  // tree_sum's test hook
   std::vector<T> slots(size_t(tree_slots(leaves) * inner));
   for (int64_t o = 0; o < outer; ++o) {
     const T* xo = x + o * length * inner;
     auto piece = [&](int64_t l, int s) {
       T* to = slots.data() + s * inner;
       std::fill(to, to + inner, T(0));
-      const int64_t first = (l + turn) % leaves * leaf;
+      const int64_t first = detail::leaf_in_test_order(l, leaves) * leaf;
       for (int64_t q = first; q < first + leaf; ++q)
         for (int64_t i = 0; i < inner; ++i) to[i] += xo[q * inner + i];
     };

@@ -265,7 +265,9 @@ TEST_F(Deterministic, ARunOfSummedDimsIsOneDimOfLeaves) {
   EXPECT_FALSE(same_bits(sum(sum(x, {1}), {0}), want));  // the control: one dim at a time
   const Placement p = Placement::all();
   const Tensor got = sum(from_full(x, p, sbp::split(0)), {0, 1});
-  if (dist::world_size() > 1) EXPECT_TRUE(got.sbp()[0].is_partial()) << got.sbp().to_string();
+  if (dist::world_size() > 1) {
+    EXPECT_TRUE(got.sbp()[0].is_partial()) << got.sbp().to_string();
+  }
   EXPECT_TRUE(same_bits(got.to_global(p, sbp::broadcast), want));
   EXPECT_TRUE(same_bits(sum(from_full(x, p, sbp::split(1)), {0, 1}).to_global(p, sbp::broadcast), want));
 }
