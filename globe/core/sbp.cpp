@@ -1,5 +1,7 @@
 #include "globe/core/sbp.h"
 
+#include <algorithm>
+
 #include "globe/base/error.h"
 
 namespace globe {
@@ -13,21 +15,27 @@ std::string Sbp::to_string() const {
   return "?";
 }
 
+void NdSbp::assign(const Sbp* s, size_t n) {
+  GLOBE_CHECK(n <= kMaxMeshAxes, "[sbp] a layout of ", n, " mesh axes: at most ", kMaxMeshAxes, " are supported");
+  std::copy(s, s + n, v_);
+  n_ = uint8_t(n);
+}
+
 bool NdSbp::all_broadcast() const {
-  for (const Sbp& s : v_)
+  for (const Sbp& s : *this)
     if (!s.is_broadcast()) return false;
   return true;
 }
 
 bool NdSbp::any_partial() const {
-  for (const Sbp& s : v_)
+  for (const Sbp& s : *this)
     if (s.is_partial()) return true;
   return false;
 }
 
 std::string NdSbp::to_string() const {
   std::string s = "(";
-  for (size_t i = 0; i < v_.size(); ++i) s += (i ? ", " : "") + v_[i].to_string();
+  for (size_t i = 0; i < n_; ++i) s += (i ? ", " : "") + v_[i].to_string();
   return s + ")";
 }
 

@@ -32,27 +32,38 @@ inline constexpr Sbp broadcast{Sbp::Kind::broadcast, 0};
 inline constexpr Sbp partial_sum{Sbp::Kind::partial_sum, 0};
 }  // namespace sbp
 
-// One Sbp per mesh axis. A single Sbp converts implicitly (for 1-D meshes).
+// One Sbp per mesh axis. A single Sbp converts implicitly (for 1-D meshes). Held inline, up to
+// kMaxMeshAxes axes: layouts are copied and compared on every op and boxing, and a heap vector
+// cost an allocation each time (bench/RESULTS.md, the 4-byte P -> B).
 class NdSbp {
  public:
-  NdSbp() = default;
-  NdSbp(Sbp s) : v_{s} {}  // NOLINT: implicit on purpose, `to_global(p, sbp::broadcast)`
-  NdSbp(std::initializer_list<Sbp> s) : v_(s) {}
-  explicit NdSbp(std::vector<Sbp> s) : v_(std::move(s)) {}
+  static constexpr size_t kMaxMeshAxes = 8;
 
-  size_t size() const { return v_.size(); }
+  NdSbp() = default;
+  NdSbp(Sbp s) : n_(1) { v_[0] = s; }  // NOLINT: implicit on purpose, `to_global(p, sbp::broadcast)`
+  NdSbp(std::initializer_list<Sbp> s) { assign(s.begin(), s.size()); }
+  explicit NdSbp(const std::vector<Sbp>& s) { assign(s.data(), s.size()); }
+
+  size_t size() const { return n_; }
   const Sbp& operator[](size_t i) const { return v_[i]; }
   Sbp& operator[](size_t i) { return v_[i]; }
-  std::vector<Sbp>::const_iterator begin() const { return v_.begin(); }
-  std::vector<Sbp>::const_iterator end() const { return v_.end(); }
-  bool operator==(const NdSbp& o) const { return v_ == o.v_; }
+  const Sbp* begin() const { return v_; }
+  const Sbp* end() const { return v_ + n_; }
+  bool operator==(const NdSbp& o) const {
+    if (n_ != o.n_) return false;
+    for (size_t i = 0; i < n_; ++i)
+      if (v_[i] != o.v_[i]) return false;
+    return true;
+  }
   bool operator!=(const NdSbp& o) const { return !(*this == o); }
   bool all_broadcast() const;
   bool any_partial() const;
   std::string to_string() const;  // "(S(0), B)"
 
  private:
-  std::vector<Sbp> v_;
+  void assign(const Sbp* s, size_t n);  // checks n <= kMaxMeshAxes
+  Sbp v_[kMaxMeshAxes];
+  uint8_t n_ = 0;
 };
 
 inline std::ostream& operator<<(std::ostream& os, const Sbp& s) { return os << s.to_string(); }

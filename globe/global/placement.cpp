@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "globe/base/error.h"
+#include "globe/core/sbp.h"
 #include "globe/core/shape.h"
 #include "globe/dist/runtime.h"
 
@@ -17,6 +18,8 @@ Placement::Placement(std::string device_type, std::vector<int> members, std::vec
   GLOBE_CHECK(numel_of(mesh_shape()) == int64_t(ranks().size()), "[placement] mesh ", shape_str(mesh_shape()),
               " does not hold the ", ranks().size(), " ranks ", shape_str(std::vector<int64_t>(ranks().begin(), ranks().end())),
               " of placement(", device(), ", ...)");
+  GLOBE_CHECK(mesh_shape().size() <= NdSbp::kMaxMeshAxes, "[placement] ", to_string(), " has a mesh of ",
+              mesh_shape().size(), " axes: at most ", NdSbp::kMaxMeshAxes, " are supported");
   GLOBE_CHECK(device() == "cpu" || device() == "cuda", "[placement] ", to_string(), ": unknown device type '",
               device(), "' (supported: cpu, cuda)");
   if (device() == "cuda") (void)local_device();  // "this build has no CUDA" / "no CUDA device visible", every rank
@@ -40,6 +43,7 @@ Placement::Placement(std::string device_type, std::vector<int> members, std::vec
       full->coords[i][a] = int64_t(rest % size_t(full->mesh[a]));
       rest /= size_t(full->mesh[a]);
     }
+  full->hash = hash_of(*full);
   d_ = full;
   full->axis.assign(n, std::vector<std::vector<int>>(dims));
   for (size_t i = 0; i < n; ++i)
@@ -97,10 +101,10 @@ std::vector<int> Placement::axes_group(int rank, const std::vector<int64_t>& axe
   return out;
 }
 
-size_t Placement::hash() const {
-  size_t h = std::hash<std::string>()(device());
-  for (int r : ranks()) h = h * 1000003u ^ size_t(r);
-  for (int64_t m : mesh_shape()) h = h * 31u ^ size_t(m);
+size_t Placement::hash_of(const Data& d) {
+  size_t h = std::hash<std::string>()(d.device);
+  for (int r : d.ranks) h = h * 1000003u ^ size_t(r);
+  for (int64_t m : d.mesh) h = h * 31u ^ size_t(m);
   return h;
 }
 

@@ -198,6 +198,12 @@ TEST(PlacementErrors, BadMeshShape) {
   const int n = world();
   expect_error([&] { mesh_placement("cpu", {int64_t(n), 2}); }, "[placement]",
                {"rank " + std::to_string(n), "world has " + std::to_string(n)}, "beyond the world");
+  // Layouts are held inline (NdSbp::kMaxMeshAxes): a mesh of more axes is refused by name.
+  EXPECT_NO_THROW(mesh_placement("cpu", Shape(8, 1)));
+  expect_error([] { mesh_placement("cpu", Shape(9, 1)); }, "[placement]",
+               {"has a mesh of 9 axes: at most 8 are supported"}, "nine axes");
+  expect_error([] { NdSbp(std::vector<Sbp>(9, sbp::broadcast)); }, "[sbp]",
+               {"a layout of 9 mesh axes: at most 8 are supported"}, "nine layout axes");
 }
 
 TEST(PlacementErrors, UnknownDevice) {
