@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "globe/base/free_lists.h"
 #include "globe/core/hooks.h"
 #include "globe/device/memory.h"
 #include "globe/core/strided.h"
@@ -102,11 +103,11 @@ TensorImpl::~TensorImpl() {
 namespace {
 Tensor allocate(const Shape& shape, DType dtype, bool zero, const Device& device) {
   for (int64_t d : shape) GLOBE_CHECK(d >= 0, "[empty] negative extent in shape ", shape_str(shape));
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = detail::make_kept<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
   impl->strides = contiguous_strides(shape);
-  impl->storage = std::make_shared<Storage>(numel_of(shape) * itemsize(dtype), zero, device);
+  impl->storage = detail::make_kept<Storage>(numel_of(shape) * itemsize(dtype), zero, device);
   return Tensor(std::move(impl));
 }
 }  // namespace
@@ -121,11 +122,11 @@ Tensor Tensor::uninitialized(const Shape& shape, DType dtype, const Device& devi
 Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner) {
   for (int64_t d : shape) GLOBE_CHECK(d >= 0, "[from_external] negative extent in shape ", shape_str(shape));
   GLOBE_CHECK(owner != nullptr, "[from_external] needs the owner of the memory");
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = detail::make_kept<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
   impl->strides = contiguous_strides(shape);
-  impl->storage = std::make_shared<Storage>(data, numel_of(shape) * itemsize(dtype), std::move(owner));
+  impl->storage = detail::make_kept<Storage>(data, numel_of(shape) * itemsize(dtype), std::move(owner));
   return Tensor(std::move(impl));
 }
 
@@ -136,7 +137,7 @@ Tensor Tensor::narrow_view(const Tensor& base, int64_t d, int64_t start, int64_t
 }
 
 Tensor Tensor::view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = detail::make_kept<TensorImpl>();
   impl->shape = std::move(shape);
   impl->dtype = base.dtype();
   impl->storage = base.storage();
@@ -145,10 +146,7 @@ Tensor Tensor::view_of(const Tensor& base, Shape shape, Shape strides, int64_t o
   return Tensor(std::move(impl));
 }
 
-TensorImpl& Tensor::impl() const {
-  GLOBE_CHECK(impl_ != nullptr, "[tensor] use of an undefined tensor");
-  return *impl_;
-}
+void Tensor::undefined_use() { GLOBE_FAIL("[tensor] use of an undefined tensor"); }
 
 Tensor Tensor::grad() const {
   return detail::core_hooks.resolve_pending_grad(*this);
@@ -200,9 +198,9 @@ Device Tensor::device() const {
 Tensor Tensor::host_view() const {
   const Storage& s = *storage();
   if (s.device.is_cpu()) return *this;
-  auto host = std::make_shared<Storage>(s.nbytes, false);
+  auto host = detail::make_kept<Storage>(s.nbytes, false);
   detail::copy_bytes(kCPU, host->data, s.device, s.data, s.nbytes);
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = detail::make_kept<TensorImpl>();
   impl->shape = shape();
   impl->dtype = dtype();
   impl->storage = std::move(host);
@@ -289,7 +287,7 @@ void Tensor::rebind(const Tensor& src) const {
 }
 
 Tensor Tensor::detach() const {
-  auto impl = std::make_shared<TensorImpl>(this->impl());
+  auto impl = detail::make_kept<TensorImpl>(this->impl());
   impl->requires_grad = false;
   impl->grad = nullptr;
   impl->grad_pending = false;

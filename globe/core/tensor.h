@@ -186,7 +186,10 @@ class Tensor {
   static Tensor view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset);
   // A view of `base` narrowed along dim d to [start, start + length) (no autograd link).
   static Tensor narrow_view(const Tensor& base, int64_t d, int64_t start, int64_t length);
-  TensorImpl& impl() const;
+  TensorImpl& impl() const {  // inline: every accessor goes through it
+    if (impl_ == nullptr) [[unlikely]] undefined_use();
+    return *impl_;
+  }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   // Parameter identity: this handle's TensorImpl takes `src`'s data and layout (shape, dtype,
   // storage, global meta) and drops its own gradient and graph, keeping requires_grad. Every
@@ -195,6 +198,7 @@ class Tensor {
   void rebind(const Tensor& src) const;
 
  private:
+  [[noreturn]] static void undefined_use();
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "globe/base/error.h"
+#include "globe/base/free_lists.h"
 #include "globe/device/cuda_backend.h"
 
 namespace globe {
@@ -102,10 +103,11 @@ void* allocate(const Device& device, size_t nbytes, bool zero) {
   void* data = nullptr;
   if (device.is_cpu()) {
     keep_freed_memory_in_heap();
-    const size_t rounded = std::max<size_t>(64, (nbytes + 63) / 64 * 64);
-    data = std::aligned_alloc(64, rounded);
+    // Small blocks come back from this thread's free lists (base/free_lists.h).
+    data = take_block(BlockSource::aligned64, nbytes);
+    if (data == nullptr) data = std::aligned_alloc(64, kept_block_bytes(nbytes));
     GLOBE_CHECK(data != nullptr, "[alloc] out of memory allocating ", nbytes, " bytes");
-    if (zero) std::memset(data, 0, rounded);
+    if (zero) std::memset(data, 0, kept_block_bytes(nbytes));
   } else {
     check_device_usable(device, "[alloc]");
     data = cuda::allocate(device.index, std::max<size_t>(nbytes, 1));
@@ -118,7 +120,7 @@ void* allocate(const Device& device, size_t nbytes, bool zero) {
 void release(const Device& device, void* p, size_t nbytes) {
   count(device, -int64_t(nbytes));
   if (device.is_cpu()) {
-    std::free(p);
+    if (!keep_block(BlockSource::aligned64, p, nbytes)) std::free(p);
   } else {
     cuda::release(device.index, p);
   }

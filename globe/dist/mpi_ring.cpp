@@ -56,6 +56,25 @@ void MpiCommunicator::ring_reduce_scatter(const Tensor& in, const Tensor& out, c
   }
 }
 
+// A collective's own bytes: inline when they are few (a loss, a norm: no allocation per call),
+// else on the heap. Lives where it was made (the all-reduce below is never moved).
+class Bytes {
+ public:
+  Bytes() = default;
+  Bytes(const Bytes&) = delete;
+  Bytes& operator=(const Bytes&) = delete;
+  void resize(size_t n) {
+    if (n > sizeof(inline_)) heap_.resize(n);
+    data_ = n > sizeof(inline_) ? heap_.data() : inline_;
+  }
+  char* data() { return data_; }
+
+ private:
+  alignas(16) char inline_[64];
+  std::vector<char> heap_;
+  char* data_ = inline_;
+};
+
 // An all-reduce in flight, in one of three forms by size: up to kCodedMaxBytes the data and its
 // fingerprint's sum code are reduced together in a copy (coded); up to kRingMinBytes Open MPI's
 // MPI_Iallreduce runs in place beside a side check; with fingerprints off, up to kCodedMaxBytes
@@ -220,10 +239,10 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
   Kind kind_ = Kind::plain;
   Side side_;
   uint32_t fp_ = 0;
-  std::vector<char> coded_;  // coded: the data, then its fingerprint's sum code
-  char* small_ = nullptr;    // doubling: the buffer reduced in place (data_ or coded_), its
-  int64_t small_n_ = 0;      // elements, and the partner's copy of it as it arrives
-  std::vector<char> small_in_;
+  Bytes coded_;            // coded: the data, then its fingerprint's sum code
+  char* small_ = nullptr;  // doubling: the buffer reduced in place (data_ or coded_), its
+  int64_t small_n_ = 0;    // elements, and the partner's copy of it as it arrives
+  Bytes small_in_;
   MPI_Request reqs_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int step_ = 0, steps_ = 0;
   bool data_done_ = false, done_ = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "globe/base/free_lists.h"
 #include "globe/core/random.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"
@@ -60,10 +61,10 @@ Tensor make_global(const Tensor& local, const Shape& shape, const Placement& pla
   Tensor shard = local;
   if (local.device().type != placement.device_type() && placement.contains(dist::world_rank()))
     shard = kernels::copy_to_device(local, placement.local_device());
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = detail::make_kept<TensorImpl>();
   impl->shape = shape;
   impl->dtype = local.dtype();
-  impl->global = std::make_shared<const GlobalMeta>(GlobalMeta{placement, std::move(norm), std::move(shard)});
+  impl->global = detail::make_kept<GlobalMeta>(GlobalMeta{placement, std::move(norm), std::move(shard)});
   return Tensor(std::move(impl));
 }
 

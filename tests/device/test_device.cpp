@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "device/gpu.h"
+#include "globe/base/free_lists.h"
 #include "globe/globe.h"
 #include "test_util.h"
 
@@ -99,6 +100,57 @@ TEST(Device, CountsCpuMemory) {
   const MemoryStats after = memory_stats(kCPU);
   EXPECT_EQ(after.current_bytes, before.current_bytes);
   EXPECT_GE(after.peak_bytes - before.current_bytes, 8000);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kFreeListsOn = false;  // AddressSanitizer must see every free
+#else
+constexpr bool kFreeListsOn = true;
+#endif
+
+// The per-thread free lists (base/free_lists.h): a block kept is the next one taken of its size
+// class (multiples of 64 bytes), never one of another class or source; at most 16 a class, none
+// over 1 KiB.
+TEST(FreeLists, KeepAndTakeByClass) {
+  if (!kFreeListsOn) GTEST_SKIP() << "the lists are off under AddressSanitizer";
+  using detail::BlockSource;
+  for (size_t bytes : {8, 100, 130})  // what earlier tests left in the classes used here
+    while (void* q = detail::take_block(BlockSource::operator_new, bytes)) ::operator delete(q);
+  void* p = ::operator new(detail::kept_block_bytes(100));
+  ASSERT_TRUE(detail::keep_block(BlockSource::operator_new, p, 100));
+  EXPECT_EQ(detail::take_block(BlockSource::aligned64, 100), nullptr) << "another source";
+  EXPECT_EQ(detail::take_block(BlockSource::operator_new, 130), nullptr) << "class 192, not 128";
+  EXPECT_EQ(detail::take_block(BlockSource::operator_new, 120), p) << "the same class: 128 bytes";
+  EXPECT_EQ(detail::take_block(BlockSource::operator_new, 120), nullptr) << "taken once";
+  EXPECT_FALSE(detail::keep_block(BlockSource::operator_new, p, 2000)) << "over 1 KiB: freed by the caller";
+  std::vector<void*> kept;
+  for (int i = 0; i < 20; ++i) {
+    void* q = ::operator new(detail::kept_block_bytes(8));
+    if (detail::keep_block(BlockSource::operator_new, q, 8)) kept.push_back(q);
+    else ::operator delete(q);
+  }
+  EXPECT_EQ(kept.size(), 16u);
+  for (size_t i = kept.size(); i-- > 0;) EXPECT_EQ(detail::take_block(BlockSource::operator_new, 8), kept[i]);
+  for (void* q : kept) ::operator delete(q);
+  ::operator delete(p);
+}
+
+// A tiny tensor's bytes come back from the lists: freed and made again it gets the same block,
+// counted as held only while a tensor holds it, and empty() zeroes the reused block.
+TEST(FreeLists, ATinyTensorReusesItsBlockAndIsStillCounted) {
+  if (!kFreeListsOn) GTEST_SKIP() << "the lists are off under AddressSanitizer";
+  const int64_t before = memory_stats(kCPU).current_bytes;
+  const void* first = nullptr;
+  {
+    Tensor a = Tensor::uninitialized({3}, kFloat32, kCPU);
+    a.data<float>()[0] = 7.0f;
+    first = a.raw_data();
+  }
+  EXPECT_EQ(memory_stats(kCPU).current_bytes, before);
+  const Tensor b = Tensor::empty({3}, kFloat32, kCPU);
+  EXPECT_EQ(b.raw_data(), first) << "the freed block came back";
+  EXPECT_EQ(b.to_vector<float>(), std::vector<float>(3, 0.0f));
+  EXPECT_EQ(memory_stats(kCPU).current_bytes - before, 12);
 }
 
 // Run by test_device_memory_limit with GLOBE_MEMORY_LIMIT=1M (the limit is read once per process).
