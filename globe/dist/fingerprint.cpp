@@ -5,11 +5,6 @@
 
 namespace globe::dist {
 
-uint32_t mix(uint32_t h, uint64_t v) {
-  for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ uint32_t(v & 0xff)) * 16777619u;
-  return h;
-}
-
 uint32_t mix(uint32_t h, std::string_view s) {
   for (unsigned char c : s) h = (h ^ c) * 16777619u;
   return mix(h, uint64_t(s.size()));

@@ -17,8 +17,14 @@
 
 namespace globe::dist {
 
-// FNV-1a steps over a 32-bit state.
-uint32_t mix(uint32_t h, uint64_t v);
+// Steps of a 32-bit running hash: a word at a time (a multiply-xorshift finaliser of the state
+// and the value, inline: every boxing and op hashes its shapes and layouts), strings FNV-1a. Only
+// ranks of one run compare these values, so they may change between versions.
+inline uint32_t mix(uint32_t h, uint64_t v) {
+  uint64_t x = (v ^ (uint64_t(h) << 32 | h)) * 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull;
+  return uint32_t(x ^ (x >> 32));
+}
 uint32_t mix(uint32_t h, std::string_view s);
 constexpr uint32_t kMixSeed = 2166136261u;
 

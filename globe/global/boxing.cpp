@@ -35,17 +35,45 @@ bool step_is_direct(const NdSbp& cur, size_t f, const Sbp& to) {
   return true;
 }
 
-// One step on mesh axis f, started (detail::start_box_axis). `local` is this rank's shard under `cur`.
-detail::Started start_step(const Tensor& local, const Shape& shape, const Placement& p, NdSbp& cur, size_t f,
-                           const Sbp& to) {
+// What a step on mesh axis f of a placement needs besides its data: the block the axis' group
+// shares (the shard with axis f made whole) and that group's communicator.
+struct StepSite {
+  Shape block;
+  dist::Communicator* comm = nullptr;
+};
+
+// The site of a step, remembered for the last one asked: a boxing repeated on the same shape,
+// placement and layout (a loss or a norm every step) finds it without a look-up.
+const StepSite& step_site(const Shape& shape, const Placement& p, const NdSbp& cur, size_t f) {
+  static struct {
+    Shape shape;
+    Placement placement;
+    NdSbp cur;
+    size_t f = 0;
+    StepSite site;
+  } last;
+  if (last.site.comm != nullptr && last.f == f && last.cur == cur && last.shape == shape && last.placement == p)
+    return last.site;
   const int me = dist::world_rank();
   NdSbp whole_axis = cur;
   whole_axis[f] = sbp::broadcast;
-  const Shape block = local_block(shape, p, whole_axis, me).shape;
-  dist::Communicator& comm = dist::group(p.axis_group(me, int64_t(f)));
+  last.site.comm = nullptr;  // unset while the group is made, which may throw
+  last.site.block = local_block(shape, p, whole_axis, me).shape;
+  last.site.comm = &dist::group(p.axis_group(me, int64_t(f)));
+  last.shape = shape;
+  last.placement = p;
+  last.cur = cur;
+  last.f = f;
+  return last.site;
+}
+
+// One step on mesh axis f, started (detail::start_box_axis). `local` is this rank's shard under `cur`.
+detail::Started start_step(const Tensor& local, const Shape& shape, const Placement& p, NdSbp& cur, size_t f,
+                           const Sbp& to) {
+  const StepSite& site = step_site(shape, p, cur, f);
   trace::Span span(trace::Kind::layout);  // what the step's collective is recorded under
   if (span) span->name = cur[f].to_string() + " -> " + to.to_string() + " on mesh axis " + std::to_string(f);
-  auto out = detail::start_box_axis(local, block, comm, cur[f], to);
+  auto out = detail::start_box_axis(local, site.block, *site.comm, cur[f], to);
   cur[f] = to;
   return out;
 }
@@ -67,10 +95,51 @@ struct Plan {
   NdSbp from;                                 // with every one-rank axis as broadcast
   std::vector<std::pair<size_t, Sbp>> steps;  // mesh axis, its new SBP
   std::string path;                           // as boxing_paths() reports it
+  // Where this path's count for the last asker lives in path_counts() (valid while
+  // counted_epoch is the counts' epoch): a repeated boxing counts itself without two look-ups.
+  mutable std::string counted_for;
+  mutable int64_t* count = nullptr;
+  mutable uint64_t counted_epoch = 0;
 };
 
+// Bumped when path_counts() is cleared, so no plan keeps a pointer into it.
+uint64_t& path_counts_epoch() {
+  static uint64_t epoch = 1;
+  return epoch;
+}
+
+void count_path(const Plan& plan) {
+  if (plan.count == nullptr || plan.counted_epoch != path_counts_epoch() || plan.counted_for != boxing_for()) {
+    plan.count = &path_counts()[boxing_for()][plan.path];
+    plan.counted_for = boxing_for();
+    plan.counted_epoch = path_counts_epoch();
+  }
+  ++*plan.count;
+}
+
+const Plan& plan_of(const Placement& p, const NdSbp& from_in, const NdSbp& to_in);
+
+// plan_of(), the last one asked remembered: a repeated boxing skips building the key.
 const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_in) {
-  // Keyed by numbers, not by the layouts' names: the look-up runs on every boxing.
+  static struct {
+    const Plan* plan = nullptr;
+    Shape mesh;
+    bool det = false;
+    NdSbp from, to;
+  } last;
+  if (last.plan != nullptr && last.det == deterministic() && last.from == from_in && last.to == to_in &&
+      last.mesh == p.mesh_shape())
+    return *last.plan;
+  last.plan = &plan_of(p, from_in, to_in);  // map nodes never move
+  last.mesh = p.mesh_shape();
+  last.det = deterministic();
+  last.from = from_in;
+  last.to = to_in;
+  return *last.plan;
+}
+
+const Plan& plan_of(const Placement& p, const NdSbp& from_in, const NdSbp& to_in) {
+  // Keyed by numbers, not by the layouts' names.
   static std::map<std::vector<int64_t>, Plan> plans;
   static thread_local std::vector<int64_t> key;  // reused: a look-up allocates nothing
   key.assign(p.mesh_shape().begin(), p.mesh_shape().end());
@@ -148,7 +217,7 @@ detail::Started start_same_placement(const Tensor& local, const Shape& shape, co
   Tensor x = local;
   for (size_t i = 0; i + 1 < plan.steps.size(); ++i)
     x = start_step(x, shape, p, cur, plan.steps[i].first, plan.steps[i].second).get();
-  ++path_counts()[boxing_for()][plan.path];
+  count_path(plan);
   return start_step(x, shape, p, cur, plan.steps.back().first, plan.steps.back().second);
 }
 
@@ -282,7 +351,10 @@ std::vector<std::pair<std::string, int64_t>> boxing_paths() {
   return {flat.begin(), flat.end()};
 }
 
-void reset_boxing_paths() { path_counts().clear(); }
+void reset_boxing_paths() {
+  path_counts().clear();
+  ++path_counts_epoch();
+}
 
 BoxingFor::BoxingFor(std::string what) : prev_(std::exchange(boxing_for(), std::move(what))) {}
 BoxingFor::~BoxingFor() { boxing_for() = std::move(prev_); }

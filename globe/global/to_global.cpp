@@ -212,7 +212,7 @@ Tensor Tensor::to_local() const {
   const Tensor& shard = shard_of(*this);
   Tensor out = Tensor::view_of(shard, shard.shape(), shard.strides(), shard.offset());
   static const GraphOpPtr kToLocal = std::make_shared<const ToLocal>();  // stateless: one for all
-  detail::record_node(kToLocal, {*this}, out);
+  detail::record_node(kToLocal, *this, out);
   return out;
 }
 
@@ -221,7 +221,7 @@ Tensor Tensor::to_global(const Placement& p, const NdSbp& sbp) const {
   Tensor out = box(*this, p, sbp);
   if (out.same(*this)) return out;
   static const GraphOpPtr kBoxing = std::make_shared<const Boxing>();  // no grad layout: one for all
-  detail::record_node(kBoxing, {*this}, out);
+  detail::record_node(kBoxing, *this, out);
   return out;
 }
 

@@ -1,3 +1,5 @@
+#include <span>
+
 #include "globe/base/trace.h"
 #include "globe/core/grad_mode.h"
 #include "globe/core/node.h"
@@ -57,7 +59,7 @@ class OpNode final : public Node {
 
 namespace detail {
 
-Tensor fresh_handle(const Tensor& out, const std::vector<Tensor>& inputs);
+Tensor fresh_handle(const Tensor& out, std::span<const Tensor> inputs);
 
 std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs) {
   std::vector<TensorMeta> metas;
@@ -88,6 +90,11 @@ void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor
   out.impl().requires_grad = true;
 }
 
+void record_node(const GraphOpPtr& op, const Tensor& input, Tensor& out) {
+  if (grad_enabled() && op->differentiable() && input.requires_grad()) return record_node(op, {input}, out, {});
+  out = fresh_handle(out, {&input, 1});
+}
+
 }  // namespace detail
 
 Tensor dispatch(const OpPtr& op, const std::vector<Tensor>& inputs) {
@@ -111,7 +118,7 @@ Tensor dispatch(const OpPtr& op, const std::vector<Tensor>& inputs) {
 }
 
 namespace detail {
-Tensor fresh_handle(const Tensor& out, const std::vector<Tensor>& inputs) {
+Tensor fresh_handle(const Tensor& out, std::span<const Tensor> inputs) {
   for (const Tensor& t : inputs)
     if (t.same(out)) return Tensor::view_of(out, out.shape(), out.strides(), out.offset());
   return out;

@@ -148,6 +148,9 @@ namespace detail {
 // is computed from the reduced value and needs no reduction of its own (docs/design.md §6).
 void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor& out,
                  const std::vector<Tensor>& values = {});
+// The same for one input, building no vector of inputs unless a node is recorded: to_local and
+// to_global run it on every call.
+void record_node(const GraphOpPtr& op, const Tensor& input, Tensor& out);
 // Metadata of each input.
 std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs);
 // Checks that local `inputs` share one device; throws "[op] ..." naming the devices otherwise
