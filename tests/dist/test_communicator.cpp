@@ -333,8 +333,11 @@ TEST(Machine, BlasKernelsUseTheCpusVectorIsa) {
   const std::string note = kernels::blas_core_note();
   EXPECT_GE(kernels::blas_core_level(core.c_str()), kernels::blas_best_level()) << core << "; " << note;
   const auto info = dist::machine_info();
-  for (const auto& [k, v] : info)
-    if (k == "blas") EXPECT_NE(v.find("core " + core + (note.empty() ? "" : " (" + note + ")")), std::string::npos) << v;
+  for (const auto& [k, v] : info) {
+    if (k == "blas") {
+      EXPECT_NE(v.find("core " + core + (note.empty() ? "" : " (" + note + ")")), std::string::npos) << v;
+    }
+  }
 }
 
 // What a benchmark's RESULT says of the machine: the six fields, in order, filled from this one.
