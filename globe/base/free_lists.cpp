@@ -2,16 +2,24 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <string_view>
 
 namespace globe::detail {
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kOn = false;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kBuiltOn = false;  // the sanitizer must see every free
 #else
-constexpr bool kOn = true;
+constexpr bool kBuiltOn = true;
 #endif
+
+// GLOBE_FREE_LISTS=0 turns the lists off, so that a memory checker run by hand (valgrind) sees
+// every free too. Read once, at load: before that (another static initialiser) the lists are off.
+const bool g_on = [] {
+  const char* v = std::getenv("GLOBE_FREE_LISTS");
+  return kBuiltOn && !(v != nullptr && std::string_view(v) == "0");
+}();
 
 constexpr size_t kSources = 2, kClasses = kKeptBlockMaxBytes / 64, kKeep = 16;
 
@@ -45,13 +53,13 @@ size_t class_of(size_t bytes) { return kept_block_bytes(bytes) / 64 - 1; }
 }  // namespace
 
 void* take_block(BlockSource source, size_t bytes) {
-  if (!kOn || bytes > kKeptBlockMaxBytes) return nullptr;
+  if (!g_on || bytes > kKeptBlockMaxBytes) return nullptr;
   uint8_t& n = t_lists.count[size_t(source)][class_of(bytes)];
   return n > 0 ? t_lists.blocks[size_t(source)][class_of(bytes)][--n] : nullptr;
 }
 
 bool keep_block(BlockSource source, void* p, size_t bytes) {
-  if (!kOn || bytes > kKeptBlockMaxBytes || t_lists.closed) return false;
+  if (!g_on || bytes > kKeptBlockMaxBytes || t_lists.closed) return false;
   if (!t_lists.opened) {
     (void)&t_closer;  // the first use of a thread_local with a destructor registers it
     t_lists.opened = true;

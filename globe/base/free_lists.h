@@ -3,8 +3,8 @@
 // tensor's bytes, its TensorImpl, Storage and global metadata) then skip malloc and free, about
 // 150 instructions a block (bench/RESULTS.md, "Boxing": the 4-byte P -> B). A block freed on
 // another thread joins that thread's lists; a thread's lists are emptied when it ends, and blocks
-// freed after that go straight back to the heap. Off under AddressSanitizer, which must see each
-// free to find a use after it.
+// freed after that go straight back to the heap. Off under AddressSanitizer and ThreadSanitizer,
+// which must see each free, and with GLOBE_FREE_LISTS=0 (for valgrind).
 #pragma once
 
 #include <cstddef>

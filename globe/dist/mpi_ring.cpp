@@ -56,6 +56,8 @@ void MpiCommunicator::ring_reduce_scatter(const Tensor& in, const Tensor& out, c
   }
 }
 
+namespace {
+
 // A collective's own bytes: inline when they are few (a loss, a norm: no allocation per call),
 // else on the heap. Lives where it was made (the all-reduce below is never moved).
 class Bytes {
@@ -74,6 +76,8 @@ class Bytes {
   std::vector<char> heap_;
   char* data_ = inline_;
 };
+
+}  // namespace
 
 // An all-reduce in flight, in one of three forms by size: up to kCodedMaxBytes the data and its
 // fingerprint's sum code are reduced together in a copy (coded); up to kRingMinBytes Open MPI's

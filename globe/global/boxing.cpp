@@ -57,13 +57,13 @@ const StepSite& step_site(const Shape& shape, const Placement& p, const NdSbp& c
   const int me = dist::world_rank();
   NdSbp whole_axis = cur;
   whole_axis[f] = sbp::broadcast;
-  last.site.comm = nullptr;  // unset while the group is made, which may throw
+  last.site.comm = nullptr;  // unset until the whole entry is written: any step below may throw
   last.site.block = local_block(shape, p, whole_axis, me).shape;
-  last.site.comm = &dist::group(p.axis_group(me, int64_t(f)));
   last.shape = shape;
   last.placement = p;
   last.cur = cur;
   last.f = f;
+  last.site.comm = &dist::group(p.axis_group(me, int64_t(f)));
   return last.site;
 }
 
@@ -110,9 +110,10 @@ uint64_t& path_counts_epoch() {
 
 void count_path(const Plan& plan) {
   if (plan.count == nullptr || plan.counted_epoch != path_counts_epoch() || plan.counted_for != boxing_for()) {
-    plan.count = &path_counts()[boxing_for()][plan.path];
+    plan.count = nullptr;  // unset until the whole entry is written
     plan.counted_for = boxing_for();
     plan.counted_epoch = path_counts_epoch();
+    plan.count = &path_counts()[boxing_for()][plan.path];
   }
   ++*plan.count;
 }
@@ -130,12 +131,14 @@ const Plan& plan_for(const Placement& p, const NdSbp& from_in, const NdSbp& to_i
   if (last.plan != nullptr && last.det == deterministic() && last.from == from_in && last.to == to_in &&
       last.mesh == p.mesh_shape())
     return *last.plan;
-  last.plan = &plan_of(p, from_in, to_in);  // map nodes never move
+  last.plan = nullptr;  // unset until the whole entry is written: any step below may throw
+  const Plan& plan = plan_of(p, from_in, to_in);
   last.mesh = p.mesh_shape();
   last.det = deterministic();
   last.from = from_in;
   last.to = to_in;
-  return *last.plan;
+  last.plan = &plan;  // map nodes never move
+  return plan;
 }
 
 const Plan& plan_of(const Placement& p, const NdSbp& from_in, const NdSbp& to_in) {

@@ -102,10 +102,10 @@ TEST(Device, CountsCpuMemory) {
   EXPECT_GE(after.peak_bytes - before.current_bytes, 8000);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kFreeListsOn = false;  // AddressSanitizer must see every free
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+const bool kFreeListsOn = false;  // the sanitizer must see every free
 #else
-constexpr bool kFreeListsOn = true;
+const bool kFreeListsOn = std::getenv("GLOBE_FREE_LISTS") == nullptr || std::string(std::getenv("GLOBE_FREE_LISTS")) != "0";
 #endif
 
 // The per-thread free lists (base/free_lists.h): a block kept is the next one taken of its size
@@ -114,8 +114,10 @@ constexpr bool kFreeListsOn = true;
 TEST(FreeLists, KeepAndTakeByClass) {
   if (!kFreeListsOn) GTEST_SKIP() << "the lists are off under AddressSanitizer";
   using detail::BlockSource;
-  for (size_t bytes : {8, 100, 130})  // what earlier tests left in the classes used here
+  for (size_t bytes : {8, 100, 130}) {  // what earlier tests left in the classes used here
     while (void* q = detail::take_block(BlockSource::operator_new, bytes)) ::operator delete(q);
+    while (void* q = detail::take_block(BlockSource::aligned64, bytes)) std::free(q);
+  }
   void* p = ::operator new(detail::kept_block_bytes(100));
   ASSERT_TRUE(detail::keep_block(BlockSource::operator_new, p, 100));
   EXPECT_EQ(detail::take_block(BlockSource::aligned64, 100), nullptr) << "another source";
@@ -151,6 +153,17 @@ TEST(FreeLists, ATinyTensorReusesItsBlockAndIsStillCounted) {
   EXPECT_EQ(b.raw_data(), first) << "the freed block came back";
   EXPECT_EQ(b.to_vector<float>(), std::vector<float>(3, 0.0f));
   EXPECT_EQ(memory_stats(kCPU).current_bytes - before, 12);
+}
+
+// Run by test_device_free_lists_off with GLOBE_FREE_LISTS=0: nothing is kept, every block is freed.
+TEST(FreeLists, OffByEnvironment) {
+  const char* v = std::getenv("GLOBE_FREE_LISTS");
+  if (v == nullptr || std::string(v) != "0") GTEST_SKIP() << "runs with GLOBE_FREE_LISTS=0";
+  void* p = ::operator new(64);
+  EXPECT_FALSE(detail::keep_block(detail::BlockSource::operator_new, p, 64));
+  ::operator delete(p);
+  const Tensor a = full({3}, 2.0);
+  EXPECT_EQ(sum(a).item<float>(), 6.0f);
 }
 
 // Run by test_device_memory_limit with GLOBE_MEMORY_LIMIT=1M (the limit is read once per process).
