@@ -154,19 +154,8 @@ Tensor Tensor::grad() const {
 
 int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, shape(), "size")]; }
 
-const Shape& Tensor::strides() const {
-  GLOBE_CHECK(!is_global(), "[strides] a global tensor has no strides; use to_local()");
-  return impl().strides;
-}
-
-int64_t Tensor::offset() const {
-  GLOBE_CHECK(!is_global(), "[offset] a global tensor has no offset; use to_local()");
-  return impl().offset;
-}
-
-const std::shared_ptr<Storage>& Tensor::storage() const {
-  GLOBE_CHECK(!is_global(), "[storage] a global tensor has no storage; use to_local()");
-  return impl().storage;
+void Tensor::global_has_no(const char* what) {
+  GLOBE_FAIL("[", what, "] a global tensor has no ", what, "; use to_local()");
 }
 
 bool Tensor::is_contiguous() const {

@@ -122,11 +122,11 @@ class Tensor {
   // (the placement's device type; cuda:LOCAL_RANK % GPUs for "cuda").
   Device device() const;
 
-  // Local tensors only.
-  const Shape& strides() const;
-  int64_t offset() const;
+  // Local tensors only (inline: kernels and collectives ask on every call).
+  const Shape& strides() const { return local_impl("strides").strides; }
+  int64_t offset() const { return local_impl("offset").offset; }
   bool is_contiguous() const;
-  const std::shared_ptr<Storage>& storage() const;
+  const std::shared_ptr<Storage>& storage() const { return local_impl("storage").storage; }
   // Host pointers to element 0: typed (checks the dtype) and untyped. Both refuse a tensor on a
   // GPU, naming it: host loops must never read device memory.
   template <class T>
@@ -199,6 +199,13 @@ class Tensor {
 
  private:
   [[noreturn]] static void undefined_use();
+  // impl() of a local tensor; a global one throws "[what] a global tensor has no what; ...".
+  TensorImpl& local_impl(const char* what) const {
+    TensorImpl& i = impl();
+    if (i.global != nullptr) [[unlikely]] global_has_no(what);
+    return i;
+  }
+  [[noreturn]] static void global_has_no(const char* what);
   std::shared_ptr<TensorImpl> impl_;
 };
 

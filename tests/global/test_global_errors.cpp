@@ -34,6 +34,15 @@ TEST(GlobalErrors, LocalMixedWithGlobal) {
   EXPECT_THAT(msg, HasSubstr("to_global"));
 }
 
+// A global tensor has no strides, offset or storage of its own: each accessor says so, naming itself.
+TEST(GlobalErrors, LocalAccessorsOfAGlobalTensorNameThemselves) {
+  const Tensor g = randn({4, 3}, Placement::all(), sbp::broadcast);
+  EXPECT_THAT(error_of([&] { (void)g.strides(); }), HasSubstr("[strides] a global tensor has no strides; use to_local()"));
+  EXPECT_THAT(error_of([&] { (void)g.offset(); }), HasSubstr("[offset] a global tensor has no offset; use to_local()"));
+  EXPECT_THAT(error_of([&] { (void)g.storage(); }), HasSubstr("[storage] a global tensor has no storage; use to_local()"));
+  EXPECT_EQ(g.to_local().strides(), (Shape{3, 1}));
+}
+
 TEST(GlobalErrors, ShapesNoOpAccepts) {
   Tensor a = randn({4, 3}, Placement::all(), sbp::split(0));
   Tensor b = randn({4, 3}, Placement::all(), sbp::split(0));
