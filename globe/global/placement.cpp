@@ -43,7 +43,9 @@ Placement::Placement(std::string device_type, std::vector<int> members, std::vec
       full->coords[i][a] = int64_t(rest % size_t(full->mesh[a]));
       rest /= size_t(full->mesh[a]);
     }
-  full->hash = hash_of(*full);
+  full->hash = std::hash<std::string>()(full->device);
+  for (int r : full->ranks) full->hash = full->hash * 1000003u ^ size_t(r);
+  for (int64_t m : full->mesh) full->hash = full->hash * 31u ^ size_t(m);
   d_ = full;
   full->axis.assign(n, std::vector<std::vector<int>>(dims));
   for (size_t i = 0; i < n; ++i)
@@ -99,13 +101,6 @@ std::vector<int> Placement::axes_group(int rank, const std::vector<int64_t>& axe
     out.push_back(ranks()[size_t(idx)]);
   }
   return out;
-}
-
-size_t Placement::hash_of(const Data& d) {
-  size_t h = std::hash<std::string>()(d.device);
-  for (int r : d.ranks) h = h * 1000003u ^ size_t(r);
-  for (int64_t m : d.mesh) h = h * 31u ^ size_t(m);
-  return h;
 }
 
 std::string Placement::to_string() const {

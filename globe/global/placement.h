@@ -54,7 +54,7 @@ class Placement {
     return d_ == o.d_ || (device() == o.device() && mesh_shape() == o.mesh_shape() && ranks() == o.ranks());
   }
   bool operator!=(const Placement& o) const { return !(*this == o); }
-  size_t hash() const { return d_ ? d().hash : hash_of(d()); }  // tabled: asked on every boxing
+  size_t hash() const { return d().hash; }  // tabled: asked on every boxing
   // "placement(cpu, [[0, 1], [2, 3]])".
   std::string to_string() const;
 
@@ -67,9 +67,8 @@ class Placement {
     std::vector<int64_t> mesh;
     std::vector<std::vector<int64_t>> coords;         // [index]: mesh coordinate
     std::vector<std::vector<std::vector<int>>> axis;  // [index][axis]: axis_group
-    size_t hash = 0;
+    size_t hash = 0;  // of the device, ranks and mesh; 0 for the default (empty) placement
   };
-  static size_t hash_of(const Data& d);
   const Data& d() const {
     static const Data none;
     return d_ ? *d_ : none;
