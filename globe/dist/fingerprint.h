@@ -1,8 +1,9 @@
 // Divergence fingerprints (docs/design.md §9): every collective carries a 32-bit fingerprint of
 // what the ranks must agree on — the global ops each ran on the placement so far (a running hash
-// of names, shapes and layouts) and the collective's sequence number on its communicator. It
-// rides inside the collective's own data (small tensors) or in a small reduction that runs beside
-// it (large ones), so ranks that diverged fail on every rank instead of reading mixed numbers.
+// of names, shapes and layouts) and the collective's sequence number on its communicator. Every
+// member sends it to every other member in a stamp, which carries a small collective's data and
+// travels beside a large one's, so ranks that diverged fail on every rank instead of reading mixed
+// numbers.
 //
 // The global layer keeps one OpHistory per placement and records each op in it; a StampScope
 // names the history whose op is issuing collectives now. The communicator does the rest.
@@ -13,7 +14,6 @@
 #include <string_view>
 #include <vector>
 
-#include "globe/core/dtype.h"
 
 namespace globe::dist {
 
@@ -75,18 +75,5 @@ class StampScope {
 const OpHistory* current_history();
 // The fingerprint of collective number `seq` issued now.
 uint32_t collective_fingerprint(uint64_t seq);
-
-// Codes that carry a fingerprint inside a collective's data, as elements of its dtype.
-//
-// Sum code, for reductions: the 32 bits in pieces of w bits, then the pieces' squares. Summed over
-// p ranks, each piece sums to p·piece and each square to p·piece² exactly when every rank carried
-// the same piece (equal mean and mean square leave no spread). w is the widest piece whose sums
-// stay exact in the dtype (float32: 8 bits up to 258 ranks).
-int sum_code_len(DType dt, int ranks);
-void write_sum_code(uint32_t fp, DType dt, int ranks, void* dst);
-bool sum_code_agrees(uint32_t fp, DType dt, int ranks, const void* summed);
-// Raw code, for data that is moved, not added: one element holding the 32 bits.
-void write_raw_code(uint32_t fp, DType dt, void* dst);
-bool raw_code_agrees(uint32_t fp, const void* at);
 
 }  // namespace globe::dist

@@ -1,5 +1,5 @@
 // The MPI communicator's plain collectives, point-to-point transfers, barrier and consistency
-// checks. Large all-reduces and reduce-scatters: mpi_ring.cpp; fingerprints: mpi_coded.cpp.
+// checks. Large all-reduces and reduce-scatters: mpi_ring.cpp; fingerprints: mpi_stamps.cpp.
 #include "globe/dist/mpi_communicator.h"
 
 #include <algorithm>
@@ -140,14 +140,14 @@ void MpiCommunicator::wait_both(MPI_Request (&reqs)[2], const char* op, uint64_t
   }
 }
 
-// Open MPI's MPI_Iallgatherv beside a side check of the fingerprints. test() moves it on; wait()
-// finishes the side check first: with a rank in another collective the gather never ends. Both
+// Open MPI's MPI_Iallgatherv beside its stamps. test() moves it on; wait() finishes the stamps
+// first: with a rank in another collective the gather never ends. Both
 // finish under the op history it started under, which a divergence names, wherever they run.
 class MpiCommunicator::AllGather final : public Request::Impl {
  public:
   AllGather(MpiCommunicator& c, const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts)
       : c_(c), local_(local), out_(out), seq_(c.seq_), history_(current_history()), layout_(layout(counts, "all_gather")) {
-    side_ = c.start_side(fingerprints());
+    c.start_side(side_, fingerprints(), "all_gather");
     check_mpi(MPI_Iallgatherv(ptr(local, "all_gather"), layout_.counts[size_t(c.rank_)], mpi_type(local.dtype()),
                               ptr(out, "all_gather"), layout_.counts.data(), layout_.displs.data(), mpi_type(out.dtype()),
                               c.comm_, &req_),
@@ -160,18 +160,17 @@ class MpiCommunicator::AllGather final : public Request::Impl {
   }
   bool test() override {
     if (done_) return true;
-    int data = 0, side = 1;
+    int data = 0;
     MPI_Test(&req_, &data, MPI_STATUS_IGNORE);
-    if (!side_.code.empty()) MPI_Test(&side_.req, &side, MPI_STATUS_IGNORE);
-    if (!data || !side) return false;
+    if (!side_.test() || !data) return false;
     const StampScope scope(history_);
-    c_.finish_side(side_, "all_gather", false, seq_);
+    side_.finish(false);
     return done_ = true;
   }
   void wait() override {
     if (done_) return;
     const StampScope scope(history_);
-    c_.finish_side(side_, "all_gather", true, seq_);
+    side_.finish(true);
     c_.wait(req_, "all_gather", seq_);
     done_ = true;
   }
@@ -182,7 +181,7 @@ class MpiCommunicator::AllGather final : public Request::Impl {
   const uint64_t seq_;
   const OpHistory* history_;
   Layout layout_;
-  Side side_;
+  Stamps side_;
   MPI_Request req_ = MPI_REQUEST_NULL;
   bool done_ = false;
 };
@@ -195,9 +194,9 @@ Request MpiCommunicator::start_all_gather_v(const Tensor& local, const Tensor& o
   ++seq_;
   GLOBE_CHECK(int(counts.size()) == size() && local.numel() == counts[rank_], "[all_gather] counts do not ",
               "match: local ", describe(local), " for ", counts.size(), " members");
-  // A small one carries its fingerprint inside its data, done at once.
-  if (fingerprints() && raw_code_fits(out.dtype()) && out.numel() * int64_t(itemsize(out.dtype())) <= kCodedMaxBytes) {
-    all_gather_coded(local, out, counts);
+  // A small one travels in its stamps, done at once.
+  if (fingerprints() && out.numel() * int64_t(itemsize(out.dtype())) <= kStampedMaxBytes) {
+    all_gather_stamped(local, out, counts);
     return Request();
   }
   return Request(std::make_shared<AllGather>(*this, local, out, counts));
@@ -208,8 +207,9 @@ void MpiCommunicator::reduce_scatter_v(const Tensor& in, const Tensor& out, cons
   GLOBE_CHECK(int(counts.size()) == size() && out.numel() == counts[rank_], "[reduce_scatter] counts do not ",
               "match: out ", describe(out), " for ", counts.size(), " members");
   const int64_t bytes = in.numel() * int64_t(itemsize(in.dtype()));
-  if (fingerprints() && bytes <= kCodedMaxBytes) return reduce_scatter_coded(in, out, counts);
-  Side side = start_side(fingerprints());
+  if (fingerprints() && bytes <= kStampedMaxBytes) return reduce_scatter_stamped(in, out, counts);
+  Stamps side;
+  start_side(side, fingerprints(), "reduce_scatter");
   if (bytes >= kRingMinBytes) {
     ring_reduce_scatter(in, out, counts);
   } else {
@@ -218,36 +218,38 @@ void MpiCommunicator::reduce_scatter_v(const Tensor& in, const Tensor& out, cons
     check_mpi(MPI_Ireduce_scatter(ptr(in, "reduce_scatter"), ptr(out, "reduce_scatter"), l.counts.data(),
                                   mpi_type(in.dtype()), mpi_sum(in.dtype()), comm_, &req),
               "reduce_scatter");
-    finish_side(side, "reduce_scatter", true);
+    side.finish(true);
     wait(req, "reduce_scatter");
   }
-  finish_side(side, "reduce_scatter", false);  // the ring's, or nothing left
+  side.finish(false);  // the ring's, or nothing left
 }
 
 void MpiCommunicator::all_to_all_v(const Tensor& send, const std::vector<int64_t>& send_counts,
                                    const Tensor& recv, const std::vector<int64_t>& recv_counts) {
   ++seq_;
   const int64_t bytes = std::max(send.numel(), recv.numel()) * int64_t(itemsize(send.dtype()));
-  if (fingerprints() && raw_code_fits(send.dtype()) && bytes <= kCodedMaxBytes) return all_to_all_coded(send, send_counts, recv, recv_counts);
-  Side side = start_side(fingerprints());
+  if (fingerprints() && bytes <= kStampedMaxBytes) return all_to_all_stamped(send, send_counts, recv, recv_counts);
+  Stamps side;
+  start_side(side, fingerprints(), "all_to_all");
   Layout s = layout(send_counts, "all_to_all"), r = layout(recv_counts, "all_to_all");
   MPI_Request req;
   check_mpi(MPI_Ialltoallv(ptr(send, "all_to_all"), s.counts.data(), s.displs.data(), mpi_type(send.dtype()),
                            ptr(recv, "all_to_all"), r.counts.data(), r.displs.data(), mpi_type(recv.dtype()),
                            comm_, &req),
             "all_to_all");
-  finish_side(side, "all_to_all", true);  // first: with a rank in another collective this one never ends
+  side.finish(true);  // first: with a rank in another collective this one never ends
   wait(req, "all_to_all");
 }
 
 // Point-to-point on the ring communicator, tagged by the collective's number (as the ring
-// all-reduce), beside a side check; each receive checks its count.
+// all-reduce), beside its stamps; each receive checks its count.
 void MpiCommunicator::exchange(const std::vector<Tensor>& send, const std::vector<Tensor>& recv) {
   ++seq_;
   const int p = size();
   GLOBE_CHECK(int(send.size()) == p && int(recv.size()) == p, "[exchange] ", send.size(), " send and ", recv.size(),
               " receive tensors for ", p, " members");
-  Side side = start_side(fingerprints());
+  Stamps side;
+  start_side(side, fingerprints(), "exchange");
   const int tag = kExchangeTagBase + int(seq_ % kRingTags);
   std::vector<MPI_Request> reqs(size_t(2 * p), MPI_REQUEST_NULL);
   for (int s = 0; s < p; ++s) {
@@ -264,7 +266,7 @@ void MpiCommunicator::exchange(const std::vector<Tensor>& send, const std::vecto
                         &reqs[size_t(2 * s + 1)]),
               "exchange");
   }
-  // A piece of the wrong size is reported after the exchange and its side check completed, so
+  // A piece of the wrong size is reported after the exchange and its stamps completed, so
   // that every member leaves the collective and the communicator stays usable.
   std::string wrong;
   try {
@@ -289,18 +291,19 @@ void MpiCommunicator::exchange(const std::vector<Tensor>& send, const std::vecto
     cancel_pending(reqs.data(), reqs.size());
     throw;
   }
-  finish_side(side, "exchange", false);
+  side.finish(false);
   GLOBE_CHECK(wrong.empty(), wrong);
 }
 
 void MpiCommunicator::broadcast(const Tensor& t, int root) {
   ++seq_;
-  Side side = start_side(fingerprints());
+  Stamps side;
+  start_side(side, fingerprints(), "broadcast");
   MPI_Request req;
   check_mpi(MPI_Ibcast(ptr(t, "broadcast"), as_count(t.numel(), "broadcast"), mpi_type(t.dtype()), root,
                        comm_, &req),
             "broadcast");
-  finish_side(side, "broadcast", true);  // first: with a rank in another collective this one never ends
+  side.finish(true);  // first: with a rank in another collective this one never ends
   wait(req, "broadcast");
 }
 
@@ -320,9 +323,10 @@ Request MpiCommunicator::irecv(const Tensor& t, int peer, int tag) {
 
 void MpiCommunicator::barrier() {
   ++seq_;
-  if (fingerprints()) {  // the side check, a reduction, is itself a barrier
-    Side side = start_side(true);
-    finish_side(side, "barrier", false);
+  if (fingerprints()) {  // the stamps, from every member to every member, are a barrier
+    Stamps side;
+    start_side(side, true, "barrier");
+    side.finish(false);
     return;
   }
   MPI_Request req;

@@ -6,9 +6,11 @@
 #include <mpi.h>
 
 #include <climits>
+#include <cstring>
 #include <vector>
 
 #include "globe/core/tensor.h"
+#include "globe/kernels/elementwise.h"
 
 namespace globe::dist::mpi {
 
@@ -27,10 +29,6 @@ inline MPI_Datatype mpi_type(DType t) {
 // Globe's own operation, each sum taken in float32 and rounded once (mpi_communicator.cpp).
 MPI_Op mpi_sum(DType t);
 
-// Whether a gather of `t` can carry its fingerprint inside its data: the raw code takes 4 bytes
-// in one element's place.
-inline bool raw_code_fits(DType t) { return itemsize(t) >= 4; }
-
 inline int as_count(int64_t n, const char* op) {
   GLOBE_CHECK(n >= 0 && n <= INT_MAX, "[", op, "] ", n, " elements exceed MPI's int count");
   return int(n);
@@ -40,6 +38,38 @@ inline void* ptr(const Tensor& t, const char* op) {
   GLOBE_CHECK(!t.is_global() && t.is_contiguous(), "[", op, "] needs a contiguous local tensor, got ",
               describe(t));
   return t.raw_data();
+}
+
+// A run of T that lives where it was made (MPI holds its address while a transfer is in flight):
+// inline up to N elements (a collective of a few members and bytes allocates nothing), else on the
+// heap. resize() keeps nothing and initialises nothing.
+template <class T, size_t N>
+class Small {
+ public:
+  Small() = default;
+  Small(const Small&) = delete;
+  Small& operator=(const Small&) = delete;
+  void resize(size_t n) {
+    if (n > N) heap_.resize(n);
+    data_ = n > N ? heap_.data() : inline_;
+  }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  alignas(16) T inline_[N];
+  std::vector<T> heap_;
+  T* data_ = inline_;
+};
+
+// dst = term(0) + term(1) + ... + term(p - 1) over n elements, added in that order on every member,
+// so that every member's sum has the same bits. term(0) may be dst itself.
+template <class Term>
+void sum_in_member_order(DType dt, void* dst, int p, int64_t n, Term term) {
+  if (term(0) != dst) std::memcpy(dst, term(0), size_t(n) * itemsize(dt));
+  for (int k = 1; k < p; ++k) kernels::accumulate_array(dt, dst, term(k), n);
 }
 
 // Counts and displacements in MPI's int form.
@@ -60,12 +90,14 @@ inline Layout layout(const std::vector<int64_t>& counts, const char* op) {
 constexpr int kCheckBytes = 256;   // a consistency check's message: seq (8) + text
 constexpr int kRingTag = 0x51;
 constexpr int kDivergeTag = 0x5d;  // on the check context: "my op history", after fingerprints disagreed
-// Up to this many bytes a collective carries its fingerprint inside its data (copying the data
-// costs less than a second, concurrent collective); above, a side check reduces it beside.
-constexpr int64_t kCodedMaxBytes = 64 << 10;
+// Up to this many bytes (fingerprints on) a collective's data travels in its stamps, to each member
+// the piece it needs (copying the data costs less than a second exchange beside it); above, the
+// stamps travel beside the collective.
+constexpr int64_t kStampedMaxBytes = 64 << 10;
 constexpr int64_t kRingMinBytes = 256 << 10;  // below this Open MPI's all-reduce is as fast
 // Point-to-point collectives on the ring context tag their messages by sequence number, in two
-// ranges: ring all-reduce steps and exchanges.
+// ranges: ring all-reduce steps and exchanges. Stamps, on their own context, by sequence number
+// alone.
 constexpr int kRingTags = 8192;  // MPI_TAG_UB is at least 32767
 constexpr int kRingTagBase = 1024, kExchangeTagBase = kRingTagBase + kRingTags;
 

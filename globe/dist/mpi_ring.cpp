@@ -1,6 +1,6 @@
 // The MPI communicator's collectives for large tensors: a ring all-reduce and reduce-scatter
 // (point-to-point steps with the neighbours, at point-to-point speed), and the all-reduce that
-// chooses its form by size (coded, Open MPI's, or the ring).
+// chooses its form by size (in its stamps, Open MPI's, or the ring).
 #include <algorithm>
 #include <cstring>
 
@@ -56,43 +56,21 @@ void MpiCommunicator::ring_reduce_scatter(const Tensor& in, const Tensor& out, c
   }
 }
 
-namespace {
-
-// A collective's own bytes: inline when they are few (a loss, a norm: no allocation per call),
-// else on the heap. Lives where it was made (the all-reduce below is never moved).
-class Bytes {
- public:
-  Bytes() = default;
-  Bytes(const Bytes&) = delete;
-  Bytes& operator=(const Bytes&) = delete;
-  void resize(size_t n) {
-    if (n > sizeof(inline_)) heap_.resize(n);
-    data_ = n > sizeof(inline_) ? heap_.data() : inline_;
-  }
-  char* data() { return data_; }
-
- private:
-  alignas(16) char inline_[64];
-  std::vector<char> heap_;
-  char* data_ = inline_;
-};
-
-}  // namespace
-
-// An all-reduce in flight, in one of three forms by size: up to kCodedMaxBytes the data and its
-// fingerprint's sum code are reduced together in a copy (coded); up to kRingMinBytes Open MPI's
-// MPI_Iallreduce runs in place beside a side check; with fingerprints off, up to kCodedMaxBytes
+// An all-reduce in flight, in one of three forms by size. With fingerprints on, up to
+// kStampedMaxBytes the data travels in the collective's stamps (mpi_stamps.cpp) to every member,
+// and each member adds the members' terms in member order. Up to kRingMinBytes, Open MPI's
+// MPI_Iallreduce runs in place beside the stamps; with fingerprints off, up to kStampedMaxBytes
 // over a power-of-two number of members, by recursive doubling instead: log2(p) exchanges with the
 // partner rank ^ 2^k, each adding what arrives (libnbc builds a schedule per call, ~4,000
 // instructions of a 4-byte all-reduce's ~6,500; every member adds the same pairs, so all get the
-// same bits). Above kRingMinBytes, a ring (reduce-scatter, then
-// all-gather, around the members) beside a side check: on these machines Open MPI's own large
-// all-reduce reaches a fraction of point-to-point bandwidth (docs/design.md, Platform notes),
-// while the ring moves 2 (p-1)/p of the bytes at point-to-point speed. Ring chunks follow the
-// balanced split, so any element count works. Each ring step is one non-blocking exchange with
-// the neighbours, tagged by the collective's sequence number so that several all-reduces (a
-// bucket in flight, a blocking one beside it) never take each other's messages. test() finishes
-// whatever steps have arrived and posts the next; wait() runs them to the end under the deadline.
+// same bits). Above kRingMinBytes, a ring (reduce-scatter, then all-gather, around the members)
+// beside the stamps: on these machines Open MPI's own large all-reduce reaches a fraction of
+// point-to-point bandwidth (docs/design.md, Platform notes), while the ring moves 2 (p-1)/p of the
+// bytes at point-to-point speed. Ring chunks follow the balanced split, so any element count
+// works. Each ring step is one non-blocking exchange with the neighbours, tagged by the
+// collective's sequence number so that several all-reduces (a bucket in flight, a blocking one
+// beside it) never take each other's messages. test() finishes whatever steps have arrived and
+// posts the next; wait() runs them to the end under the deadline.
 class MpiCommunicator::AllReduce final : public Request::Impl {
  public:
   AllReduce(MpiCommunicator& c, const Tensor& t) : c_(c), t_(t), seq_(++c.seq_) {
@@ -100,41 +78,34 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
     const int64_t bytes = t.numel() * int64_t(itemsize(t.dtype()));
     if (bytes >= kRingMinBytes && t.numel() >= c.size()) {
       kind_ = Kind::ring;
-      side_ = c.start_side(fingerprints());
+      c.start_side(stamps_, fingerprints(), "all_reduce");
       scratch_ = Tensor::uninitialized({split_range(t.numel(), c.size(), 0).length}, t.dtype());
       steps_ = 2 * (c.size() - 1);
       post_ring_step();
-    } else if (fingerprints() && bytes <= kCodedMaxBytes) {
-      kind_ = Kind::coded;
-      fp_ = collective_fingerprint(seq_);
-      const size_t n = size_t(t.numel()), len = size_t(sum_code_len(t.dtype(), c.size()));
-      coded_.resize((n + len) * itemsize(t.dtype()));
-      std::memcpy(coded_.data(), data_, size_t(bytes));
-      write_sum_code(fp_, t.dtype(), c.size(), coded_.data() + bytes);
-      // Open MPI's collective, not doubling: a member that runs another collective here instead
-      // meets this one on the same communicator, and the codes disagree at once; point-to-point
-      // steps would wait for it until the deadline.
-      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, coded_.data(), as_count(int64_t(n + len), "all_reduce"),
-                               mpi_type(t.dtype()), mpi_sum(t.dtype()), c.comm_, &reqs_[0]),
-                "all_reduce");
+    } else if (fingerprints() && bytes <= kStampedMaxBytes) {
+      kind_ = Kind::stamped;
+      const int64_t item = int64_t(itemsize(t.dtype()));
+      stamps_.lay_out(c, "all_reduce", seq_, {t.numel(), nullptr, item}, {t.numel(), nullptr, item});
+      std::memcpy(stamps_.to(0), data_, size_t(bytes));
+      stamps_.post();
     } else {
       kind_ = Kind::plain;
-      side_ = c.start_side(fingerprints());
+      c.start_side(stamps_, fingerprints(), "all_reduce");
       start_small(data_, t.numel());
     }
   }
   ~AllReduce() override {
     if (done_) return;
-    // Abandoned while unwinding an error: point-to-point steps are cancelled; a collective cannot
-    // be, so MPI must not be finalised with one pending.
+    // Abandoned while unwinding an error: point-to-point steps are cancelled (stamps cancel their
+    // own); Open MPI's collective cannot be, so MPI must not be finalised with one pending.
     if (stepwise()) cancel_pending(reqs_, 2);
-    if ((!stepwise() && !data_done_) || !side_.code.empty()) mark_broken("an all-reduce in flight was abandoned");
+    else if (kind_ == Kind::plain && !data_done_) mark_broken("an all-reduce in flight was abandoned");
   }
   bool test() override { return advance(false); }
   void wait() override { advance(true); }
 
  private:
-  enum class Kind { coded, plain, ring };
+  enum class Kind { stamped, plain, ring };
 
   Range chunk(int c) const { return split_range(t_.numel(), c_.size(), (c % c_.size() + c_.size()) % c_.size()); }
 
@@ -145,7 +116,7 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
   void start_small(char* buf, int64_t n) {
     const int p = c_.size();
     const int64_t bytes = n * int64_t(itemsize(t_.dtype()));
-    if (p > 1 && (p & (p - 1)) == 0 && bytes <= kCodedMaxBytes) {
+    if (p > 1 && (p & (p - 1)) == 0 && bytes <= kStampedMaxBytes) {
       small_ = buf;
       small_n_ = n;
       small_in_.resize(size_t(bytes));
@@ -191,8 +162,9 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
 
   // Whether the exchange in flight (the MPI all-reduce, or the ring's step) has arrived.
   bool arrived(bool block) {
+    if (kind_ == Kind::stamped) return block || stamps_.test();  // advance() finishes them
     if (block) {
-      if (kind_ == Kind::plain) c_.finish_side(side_, "all_reduce", true, seq_);  // first: see all_gather_v
+      if (kind_ == Kind::plain) stamps_.finish(true);  // first: with a member in another collective this one never ends
       c_.wait_both(reqs_, "all_reduce", seq_);
       return true;
     }
@@ -220,18 +192,13 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
       data_done_ = true;
     }
     if (done_) return true;
-    if (!block && !side_.code.empty()) {
-      int done = 0;
-      MPI_Test(&side_.req, &done, MPI_STATUS_IGNORE);
-      if (!done) return false;
-    }
+    if (!block && !stamps_.test()) return false;
     done_ = true;
-    if (kind_ == Kind::coded) {
-      const size_t bytes = size_t(t_.numel()) * itemsize(t_.dtype());
-      if (!sum_code_agrees(fp_, t_.dtype(), c_.size(), coded_.data() + bytes)) c_.diverged("all_reduce", false, seq_);
-      std::memcpy(data_, coded_.data(), bytes);
-    } else {
-      c_.finish_side(side_, "all_reduce", false, seq_);
+    stamps_.finish(false);
+    if (kind_ == Kind::stamped) {
+      const int me = c_.rank_;
+      sum_in_member_order(t_.dtype(), data_, c_.size(), t_.numel(),
+                          [&](int k) { return k == 0 && me == 0 ? data_ : stamps_.from(k); });
     }
     return true;
   }
@@ -241,12 +208,10 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
   const uint64_t seq_;
   char* data_ = nullptr;
   Kind kind_ = Kind::plain;
-  Side side_;
-  uint32_t fp_ = 0;
-  Bytes coded_;            // coded: the data, then its fingerprint's sum code
-  char* small_ = nullptr;  // doubling: the buffer reduced in place (data_ or coded_), its
-  int64_t small_n_ = 0;    // elements, and the partner's copy of it as it arrives
-  Bytes small_in_;
+  Stamps stamps_;          // beside the data (ring, Open MPI's), or carrying it (stamped)
+  char* small_ = nullptr;  // doubling: the buffer reduced in place, its elements, and the
+  int64_t small_n_ = 0;    // partner's copy of it as it arrives
+  Small<char, 64> small_in_;
   MPI_Request reqs_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int step_ = 0, steps_ = 0;
   bool data_done_ = false, done_ = false;

@@ -1,9 +1,10 @@
-// Divergence fingerprints (globe/dist/fingerprint.h, docs/design.md §9), always on, consistency
-// mode off. The codes and the history comparison on exact values in one process; then, under
-// globe-launch, ranks whose global ops differ before a collective of each kind and size (the data
-// carrying the code, or a side check beside it): every rank must throw the divergence error, none
-// may return a value. Each such case leaves its placement's histories apart, so CTest runs each
-// in a process of its own (--gtest_filter); the cases where nothing diverges run together.
+// Divergence fingerprints (globe/dist/fingerprint.h, docs/design.md §13.1), always on, consistency
+// mode off. The history comparison on exact values in one process; then, under globe-launch, ranks
+// whose global ops differ before a collective of each kind and size (the data travelling in the
+// stamps, or the stamps beside it), and ranks that issue collectives of different kinds at once:
+// every rank must throw the divergence error, none may return a value or wait for GLOBE_TIMEOUT.
+// Each such case leaves its placement's histories apart, so CTest runs each in a process of its
+// own (--gtest_filter); the cases where nothing diverges run together.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -21,63 +22,6 @@ int world() { return dist::world_size(); }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // ---- one process --------------------------------------------------------------------------
-
-// Every rank's code, summed as the reduction would: agrees on each rank iff all fingerprints are equal.
-template <class T>
-void check_sum_code(int ranks) {
-  const DType dt = dtype_of<T>();
-  const int len = dist::sum_code_len(dt, ranks);
-  auto summed = [&](const std::vector<uint32_t>& fps) {
-    std::vector<T> total(size_t(len), T(0)), one(size_t(len), T(0));
-    for (uint32_t fp : fps) {
-      dist::write_sum_code(fp, dt, ranks, one.data());
-      for (int i = 0; i < len; ++i) total[size_t(i)] += one[size_t(i)];
-    }
-    return total;
-  };
-  const uint32_t a = 0xdeadbeef, b = 0xdeadbeee, c = 0x12345678;
-  std::vector<uint32_t> same(size_t(ranks), a);
-  EXPECT_TRUE(dist::sum_code_agrees(a, dt, ranks, summed(same).data())) << dtype_name(dt) << " " << ranks;
-  for (int odd : {0, ranks - 1}) {
-    if (ranks == 1) break;
-    std::vector<uint32_t> fps = same;
-    fps[size_t(odd)] = b;  // one bit apart
-    EXPECT_FALSE(dist::sum_code_agrees(a, dt, ranks, summed(fps).data())) << dtype_name(dt) << " " << ranks;
-    EXPECT_FALSE(dist::sum_code_agrees(b, dt, ranks, summed(fps).data())) << dtype_name(dt) << " " << ranks;
-  }
-  if (ranks >= 4) {
-    // Pieces that cancel in the sum (x + 1 and x - 1 around x) are told apart by the squares.
-    const uint32_t up = a + 1, down = a - 1;
-    std::vector<uint32_t> fps = same;
-    fps[0] = up;
-    fps[1] = down;
-    EXPECT_FALSE(dist::sum_code_agrees(a, dt, ranks, summed(fps).data())) << dtype_name(dt) << " " << ranks;
-  }
-  std::vector<uint32_t> mixed(size_t(ranks), c);
-  mixed[0] = a;
-  EXPECT_FALSE(dist::sum_code_agrees(c, dt, ranks, summed(mixed).data()));
-}
-
-TEST(FingerprintCodes, SumCodeAgreesOnlyWhenEveryRankCarriesTheSameFingerprint) {
-  for (int ranks : {1, 2, 3, 4, 8, 256, 300, 5000}) {
-    check_sum_code<float>(ranks);
-    check_sum_code<double>(ranks);
-    check_sum_code<int64_t>(ranks);
-  }
-  // float32 pieces shrink as ranks grow, so the sums stay exact (below 2^24).
-  EXPECT_EQ(dist::sum_code_len(kFloat32, 2), 8);
-  EXPECT_EQ(dist::sum_code_len(kFloat32, 300), 16);
-  EXPECT_EQ(dist::sum_code_len(kFloat64, 2), 4);
-}
-
-TEST(FingerprintCodes, RawCode) {
-  for (DType dt : {kFloat32, kFloat64, kInt64}) {
-    std::vector<char> at(itemsize(dt), 'x');
-    dist::write_raw_code(0xabcdef01u, dt, at.data());
-    EXPECT_TRUE(dist::raw_code_agrees(0xabcdef01u, at.data()));
-    EXPECT_FALSE(dist::raw_code_agrees(0xabcdef00u, at.data()));
-  }
-}
 
 TEST(OpHistory, FirstDifferenceNamesTheOpsLikeConsistencyMode) {
   dist::OpHistory a("placement(cpu, [0, 1])"), b("placement(cpu, [0, 1])");
@@ -179,6 +123,19 @@ TEST_F(Fingerprints, AllToAllLarge) {
 }
 TEST_F(Fingerprints, BroadcastFromLocal) {
   expect_every_rank_fails(kAll, [] { return ones(kLarge).to_global(kAll, sbp::broadcast); });
+}
+// Rank 0 all-reduces while the others all-gather: the stamps of the two kinds meet (their sizes or
+// their op names differ), so every rank throws at once instead of waiting for GLOBE_TIMEOUT.
+TEST_F(Fingerprints, DifferentKindsSmall) {
+  expect_every_rank_fails(kAll, [] {
+    return me() == 0 ? partial(kSmall).to_global(sbp::broadcast) : randn(kSmall, kAll, sbp::split(0)).to_global(sbp::broadcast);
+  });
+}
+// The same with the all-gather large: its stamps travel beside Open MPI's collective.
+TEST_F(Fingerprints, DifferentKindsLarge) {
+  expect_every_rank_fails(kAll, [] {
+    return me() == 0 ? partial(kSmall).to_global(sbp::broadcast) : randn(kLarge, kAll, sbp::split(0)).to_global(sbp::broadcast);
+  });
 }
 TEST_F(Fingerprints, OneRankOfFourDiffers) {
   if (world() != 4) GTEST_SKIP() << "4 ranks";

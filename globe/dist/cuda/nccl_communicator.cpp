@@ -377,8 +377,9 @@ std::shared_ptr<DoneEvent> NcclCommunicator::run(const char* op, std::vector<Ten
   reap();
   const uint64_t seq = mpi_->begin_collective();
   // The fingerprint first: ranks that diverged throw before any kernel is queued.
-  MpiCommunicator::Side side = mpi_->start_side(fingerprints());
-  mpi_->finish_side(side, op, /*collective_pending=*/false, seq);
+  MpiCommunicator::Stamps side;
+  mpi_->start_side(side, fingerprints(), op);
+  side.finish(/*pending=*/false);
   const cudaStream_t compute = static_cast<cudaStream_t>(compute_stream(device_).handle);  // device_ current
   DoneEvent ready;
   GLOBE_CUDA_CHECK(cudaEventRecord(ready.get(), compute), op);
