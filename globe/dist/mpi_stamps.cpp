@@ -29,7 +29,11 @@ void MpiCommunicator::Stamps::lay_out(MpiCommunicator& c, const char* op, uint64
   op_ = op;
   seq_ = seq;
   stamp_[0] = collective_fingerprint(seq);
-  stamp_[1] = mix(kMixSeed, std::string_view(op));  // collectives of two kinds never agree
+  // Collectives of two kinds never agree. `op` is a literal: the last one's code is remembered.
+  thread_local const char* last_op = nullptr;
+  thread_local uint32_t last_code = 0;
+  if (op != last_op) last_code = mix(kMixSeed, std::string_view(op)), last_op = op;
+  stamp_[1] = last_code;
   const int p = p_ = c.size(), me = c.rank_;
   at_.resize(size_t(4 * p));
   int64_t end = 0;

@@ -1,8 +1,11 @@
 #include "globe/global/placement.h"
 
+#include <algorithm>
 #include <climits>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "globe/base/error.h"
 #include "globe/core/sbp.h"
@@ -11,8 +14,27 @@
 
 namespace globe {
 
+namespace {
+
+// Every placement made, by hash: equal placements share one Data, so comparing two is comparing
+// pointers. A program makes a handful; they live to its end.
+struct Interned {
+  std::mutex mu;
+  std::unordered_multimap<size_t, std::shared_ptr<const void>> by_hash;
+};
+Interned& interned() {
+  static Interned* table = new Interned;  // never destroyed: placements outlive static destructors
+  return *table;
+}
+
+// The device type as named, before the check that names a wrong one (which needs no type).
+DeviceType named_type(const std::string& device) { return device == "cuda" ? DeviceType::cuda : DeviceType::cpu; }
+
+}  // namespace
+
 Placement::Placement(std::string device_type, std::vector<int> members, std::vector<int64_t> mesh)
-    : d_(std::make_shared<const Data>(Data{std::move(device_type), std::move(members), std::move(mesh)})) {
+    : d_(std::make_shared<const Data>(
+          Data{device_type, std::move(members), std::move(mesh), named_type(device_type), {}, {}, {}, 0})) {
   // Every message names the placement; the checks that make to_string() safe come first.
   GLOBE_CHECK(!ranks().empty(), "[placement] ", to_string(), " is empty: a placement needs at least one rank");
   GLOBE_CHECK(numel_of(mesh_shape()) == int64_t(ranks().size()), "[placement] mesh ", shape_str(mesh_shape()),
@@ -34,8 +56,24 @@ Placement::Placement(std::string device_type, std::vector<int> members, std::vec
                              "`globe-launch --nproc_per_node N PROGRAM`)"
                            : "");
   }
-  // The tables coord_of and axis_group answer from, made once the layout is known to be valid.
+  size_t hash = std::hash<std::string>()(device());
+  for (int r : ranks()) hash = hash * 1000003u ^ size_t(r);
+  for (int64_t m : mesh_shape()) hash = hash * 31u ^ size_t(m);
+  Interned& table = interned();
+  const std::lock_guard<std::mutex> lock(table.mu);
+  for (auto [it, end] = table.by_hash.equal_range(hash); it != end; ++it) {
+    auto same = std::static_pointer_cast<const Data>(it->second);
+    if (same->device == device() && same->ranks == ranks() && same->mesh == mesh_shape()) {
+      d_ = std::move(same);
+      return;
+    }
+  }
+  // The tables coord_of, axis_group and index_of answer from, made once the layout is known to be
+  // valid.
   auto full = std::make_shared<Data>(*d_);
+  full->hash = hash;
+  full->index.assign(size_t(*std::max_element(full->ranks.begin(), full->ranks.end())) + 1, -1);
+  for (size_t i = 0; i < full->ranks.size(); ++i) full->index[size_t(full->ranks[i])] = int(i);
   const size_t n = full->ranks.size(), dims = full->mesh.size();
   full->coords.assign(n, std::vector<int64_t>(dims));
   for (size_t i = 0; i < n; ++i)
@@ -43,13 +81,11 @@ Placement::Placement(std::string device_type, std::vector<int> members, std::vec
       full->coords[i][a] = int64_t(rest % size_t(full->mesh[a]));
       rest /= size_t(full->mesh[a]);
     }
-  full->hash = std::hash<std::string>()(full->device);
-  for (int r : full->ranks) full->hash = full->hash * 1000003u ^ size_t(r);
-  for (int64_t m : full->mesh) full->hash = full->hash * 31u ^ size_t(m);
   d_ = full;
   full->axis.assign(n, std::vector<std::vector<int>>(dims));
   for (size_t i = 0; i < n; ++i)
     for (size_t a = 0; a < dims; ++a) full->axis[i][a] = axes_group(full->ranks[i], {int64_t(a)});
+  table.by_hash.emplace(hash, full);
 }
 
 Device Placement::local_device() const {
@@ -64,12 +100,6 @@ Placement Placement::all(const std::string& device) {
   std::vector<int> ranks(dist::world_size());
   for (int i = 0; i < int(ranks.size()); ++i) ranks[i] = i;
   return Placement(device, ranks, {int64_t(ranks.size())});
-}
-
-int Placement::index_of(int rank) const {
-  for (size_t i = 0; i < ranks().size(); ++i)
-    if (ranks()[i] == rank) return int(i);
-  return -1;
 }
 
 const std::vector<int64_t>& Placement::coord_of(int index) const {

@@ -27,7 +27,7 @@ class Placement {
 
   // The device type's name, "cpu" or "cuda", as written.
   const std::string& device() const { return d().device; }
-  DeviceType device_type() const { return parse_device_type(d().device); }
+  DeviceType device_type() const { return d().type; }
   // Where this rank's shards of tensors on this placement live: the CPU, or for "cuda" GPU
   // local_rank % GPUs (OneFlow's rule; several ranks may share one GPU).
   Device local_device() const;
@@ -37,7 +37,10 @@ class Placement {
   int size() const { return int(d().ranks.size()); }
   bool contains(int rank) const { return index_of(rank) >= 0; }
   // Position of `rank` in ranks() (row-major mesh index), or -1.
-  int index_of(int rank) const;
+  int index_of(int rank) const {
+    const std::vector<int>& index = d().index;
+    return rank >= 0 && size_t(rank) < index.size() ? index[size_t(rank)] : -1;
+  }
   // Mesh coordinate of the member at row-major `index` (tabled when the placement is made: boxing
   // asks on every call).
   const std::vector<int64_t>& coord_of(int index) const;
@@ -50,9 +53,8 @@ class Placement {
   // The first rank (mesh coordinate 0, 0, ...).
   int first() const { return d().ranks.front(); }
 
-  bool operator==(const Placement& o) const {
-    return d_ == o.d_ || (device() == o.device() && mesh_shape() == o.mesh_shape() && ranks() == o.ranks());
-  }
+  // Placements are interned (equal ones share their tables), so equality is identity.
+  bool operator==(const Placement& o) const { return d_ == o.d_; }
   bool operator!=(const Placement& o) const { return !(*this == o); }
   size_t hash() const { return d().hash; }  // tabled: asked on every boxing
   // "placement(cpu, [[0, 1], [2, 3]])".
@@ -60,11 +62,14 @@ class Placement {
 
  private:
   // Immutable once made and shared by copies: a placement travels with every global tensor and
-  // every boxing, and a copy is then a reference count, not three allocations.
+  // every boxing, and a copy is then a reference count, not three allocations. Equal placements
+  // share one (placement.cpp interns them).
   struct Data {
     std::string device;
     std::vector<int> ranks;
     std::vector<int64_t> mesh;
+    DeviceType type = DeviceType::cpu;
+    std::vector<int> index;                           // [rank]: index_of, -1 for non-members
     std::vector<std::vector<int64_t>> coords;         // [index]: mesh coordinate
     std::vector<std::vector<std::vector<int>>> axis;  // [index][axis]: axis_group
     size_t hash = 0;  // of the device, ranks and mesh; 0 for the default (empty) placement

@@ -50,6 +50,7 @@ TEST(Placement, SingleRankProperties) {
   EXPECT_FALSE(p.contains(1));
   EXPECT_EQ(p.index_of(0), 0);
   EXPECT_EQ(p.index_of(5), -1);
+  EXPECT_EQ(p.index_of(-1), -1);
   EXPECT_EQ(p.first(), 0);
   EXPECT_EQ(p.to_string(), "placement(cpu, [0])");
   EXPECT_EQ(p, placement("cpu", std::vector<int>{0}));
