@@ -9,7 +9,11 @@ namespace globe {
 
 using Shape = std::vector<int64_t>;
 
-int64_t numel_of(const Shape& shape);
+inline int64_t numel_of(const Shape& shape) {  // inline: every op and collective asks it
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
 // Row-major strides of a contiguous tensor of `shape`.
 Shape contiguous_strides(const Shape& shape);
 // "[2, 3]".

@@ -6,8 +6,15 @@
 namespace globe::dist {
 
 uint32_t mix(uint32_t h, std::string_view s) {
-  for (unsigned char c : s) h = (h ^ c) * 16777619u;
-  return mix(h, uint64_t(s.size()));
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {  // a word at a time, then the tail with the length
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = mix(h, w);
+  }
+  uint64_t tail = 0;
+  for (size_t k = 0; i + k < s.size(); ++k) tail |= uint64_t(uint8_t(s[i + k])) << (8 * k);
+  return mix(mix(h, tail), uint64_t(s.size()));
 }
 
 void OpHistory::record(std::string_view name, uint32_t detail) {

@@ -18,7 +18,8 @@
 namespace globe::dist {
 
 // Steps of a 32-bit running hash: a word at a time (a multiply-xorshift finaliser of the state
-// and the value, inline: every boxing and op hashes its shapes and layouts), strings FNV-1a. Only
+// and the value, inline: every boxing and op hashes its shapes and layouts), strings in 8-byte
+// words, then the tail and the length. Only
 // ranks of one run compare these values, so they may change between versions.
 inline uint32_t mix(uint32_t h, uint64_t v) {
   uint64_t x = (v ^ (uint64_t(h) << 32 | h)) * 0x9e3779b97f4a7c15ull;

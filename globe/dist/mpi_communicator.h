@@ -49,7 +49,7 @@ class MpiCommunicator final : public Communicator {
   // for that member, if any — and receives theirs. A small collective's data travels in its stamps;
   // a large one's stamps travel beside it (a side check), waited first. Every collective of every
   // kind and size exchanges stamps with every member, so a member that issues another collective
-  // meets these messages: a stamp or a size differs, and every member sees it at once.
+  // meets these messages: a stamp or a size differs, and the members that see it throw at once.
   class Stamps {
    public:
     // Bytes per member: `each[k] * unit`, or `all * unit` for every member (sent from one copy).
@@ -62,7 +62,7 @@ class MpiCommunicator final : public Communicator {
     Stamps() = default;  // nothing in flight
     Stamps(const Stamps&) = delete;
     Stamps& operator=(const Stamps&) = delete;
-    ~Stamps();  // an error unwinding: cancels what is pending
+    ~Stamps();  // abandoned while an error unwinds: abandon()
     // Lays out collective #seq's exchange for `op` (a string literal): after the stamp, `send`
     // bytes to each member and `recv` bytes from each. Then to(k) says where member k's bytes go.
     void lay_out(MpiCommunicator& c, const char* op, uint64_t seq, Pieces send, Pieces recv);
@@ -79,13 +79,14 @@ class MpiCommunicator final : public Communicator {
    private:
     static constexpr int64_t kStampBytes = 8;
     void settle(int rc, const MPI_Status* statuses);
+    void abandon() noexcept;
 
     MpiCommunicator* c_ = nullptr;
     const char* op_ = "";
     uint64_t seq_ = 0;
     uint32_t stamp_[2] = {0, 0};
     int p_ = 0;
-    bool arrived_ = false, agree_ = true;
+    bool posted_ = false, arrived_ = false, agree_ = true;
     mpi::Small<char, 96> buf_;          // the piece for member k at at_[k], what k sent at at_[p + k]
     mpi::Small<int64_t, 32> at_;        // those offsets, then the bytes of each piece sent and received
     mpi::Small<MPI_Request, 16> reqs_;  // receives (member order, without this one), then sends

@@ -1,12 +1,14 @@
-// What the MPI communicator's source files share (mpi_communicator.cpp, mpi_coded.cpp,
-// mpi_ring.cpp): MPI's names for Globe's types and counts, and the sizes that choose a
-// collective's form. Not a public header.
+// What the MPI communicator's sources share (mpi_communicator.{h,cpp}, mpi_stamps.cpp,
+// mpi_ring.cpp, and the NCCL communicator through mpi_communicator.h): MPI's names for Globe's
+// types and counts, the sizes that choose a collective's form, small inline buffers. Not part of
+// the installed API.
 #pragma once
 
 #include <mpi.h>
 
 #include <climits>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "globe/core/tensor.h"
@@ -42,7 +44,7 @@ inline void* ptr(const Tensor& t, const char* op) {
 
 // A run of T that lives where it was made (MPI holds its address while a transfer is in flight):
 // inline up to N elements (a collective of a few members and bytes allocates nothing), else on the
-// heap. resize() keeps nothing and initialises nothing.
+// heap. resize() keeps nothing and initialises nothing inline.
 template <class T, size_t N>
 class Small {
  public:
@@ -55,6 +57,16 @@ class Small {
   }
   T* data() { return data_; }
   const T* data() const { return data_; }
+  // Gives up a heap block without freeing it: MPI may still read it (a send abandoned in flight).
+  // Kept reachable, so that leak checkers do not report it.
+  void abandon_heap() {
+    if (data_ == inline_) return;
+    static std::mutex mu;
+    static auto* abandoned = new std::vector<std::vector<T>>;
+    const std::lock_guard<std::mutex> lock(mu);
+    abandoned->push_back(std::move(heap_));
+    data_ = inline_;
+  }
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
 
@@ -64,10 +76,16 @@ class Small {
   T* data_ = inline_;
 };
 
+// memcpy that accepts what an empty tensor has (a null pointer with no bytes).
+inline void copy_bytes(void* dst, const void* src, int64_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, size_t(bytes));
+}
+
 // dst = term(0) + term(1) + ... + term(p - 1) over n elements, added in that order on every member,
 // so that every member's sum has the same bits. term(0) may be dst itself.
 template <class Term>
 void sum_in_member_order(DType dt, void* dst, int p, int64_t n, Term term) {
+  if (n == 0) return;
   if (term(0) != dst) std::memcpy(dst, term(0), size_t(n) * itemsize(dt));
   for (int k = 1; k < p; ++k) kernels::accumulate_array(dt, dst, term(k), n);
 }

@@ -56,11 +56,11 @@ void MpiCommunicator::ring_reduce_scatter(const Tensor& in, const Tensor& out, c
   }
 }
 
-// An all-reduce in flight, in one of three forms by size. With fingerprints on, up to
-// kStampedMaxBytes the data travels in the collective's stamps (mpi_stamps.cpp) to every member,
-// and each member adds the members' terms in member order. Up to kRingMinBytes, Open MPI's
-// MPI_Iallreduce runs in place beside the stamps; with fingerprints off, up to kStampedMaxBytes
-// over a power-of-two number of members, by recursive doubling instead: log2(p) exchanges with the
+// An all-reduce in flight, in one of three forms by size. With fingerprints on, while the data
+// sent to every other member stays within kStampedMaxBytes, it travels in the collective's stamps
+// (mpi_stamps.cpp), and each member adds the members' terms in member order. Up to kRingMinBytes, Open MPI's
+// MPI_Iallreduce runs in place beside the stamps; up to kStampedMaxBytes over a power-of-two
+// number of members, recursive doubling instead: log2(p) exchanges with the
 // partner rank ^ 2^k, each adding what arrives (libnbc builds a schedule per call, ~4,000
 // instructions of a 4-byte all-reduce's ~6,500; every member adds the same pairs, so all get the
 // same bits). Above kRingMinBytes, a ring (reduce-scatter, then all-gather, around the members)
@@ -73,25 +73,24 @@ void MpiCommunicator::ring_reduce_scatter(const Tensor& in, const Tensor& out, c
 // posts the next; wait() runs them to the end under the deadline.
 class MpiCommunicator::AllReduce final : public Request::Impl {
  public:
-  AllReduce(MpiCommunicator& c, const Tensor& t) : c_(c), t_(t), seq_(++c.seq_) {
+  AllReduce(MpiCommunicator& c, const Tensor& t) : c_(c), t_(t), seq_(++c.seq_), n_(t.numel()) {
     data_ = static_cast<char*>(ptr(t, "all_reduce"));
-    const int64_t bytes = t.numel() * int64_t(itemsize(t.dtype()));
-    if (bytes >= kRingMinBytes && t.numel() >= c.size()) {
+    const int64_t item = int64_t(itemsize(t.dtype())), bytes = n_ * item;
+    if (bytes >= kRingMinBytes && n_ >= c.size()) {
       kind_ = Kind::ring;
       c.start_side(stamps_, fingerprints(), "all_reduce");
       scratch_ = Tensor::uninitialized({split_range(t.numel(), c.size(), 0).length}, t.dtype());
       steps_ = 2 * (c.size() - 1);
       post_ring_step();
-    } else if (fingerprints() && bytes <= kStampedMaxBytes) {
+    } else if (fingerprints() && bytes * (c.size() - 1) <= kStampedMaxBytes) {  // sent to every member
       kind_ = Kind::stamped;
-      const int64_t item = int64_t(itemsize(t.dtype()));
-      stamps_.lay_out(c, "all_reduce", seq_, {t.numel(), nullptr, item}, {t.numel(), nullptr, item});
-      std::memcpy(stamps_.to(0), data_, size_t(bytes));
+      stamps_.lay_out(c, "all_reduce", seq_, {n_, nullptr, item}, {n_, nullptr, item});
+      copy_bytes(stamps_.to(0), data_, bytes);
       stamps_.post();
     } else {
       kind_ = Kind::plain;
       c.start_side(stamps_, fingerprints(), "all_reduce");
-      start_small(data_, t.numel());
+      start_small(data_, n_);
     }
   }
   ~AllReduce() override {
@@ -107,7 +106,7 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
  private:
   enum class Kind { stamped, plain, ring };
 
-  Range chunk(int c) const { return split_range(t_.numel(), c_.size(), (c % c_.size() + c_.size()) % c_.size()); }
+  Range chunk(int c) const { return split_range(n_, c_.size(), (c % c_.size() + c_.size()) % c_.size()); }
 
   // Ring or doubling: point-to-point steps, posted one after another.
   bool stepwise() const { return kind_ == Kind::ring || small_ != nullptr; }
@@ -164,7 +163,7 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
   bool arrived(bool block) {
     if (kind_ == Kind::stamped) return block || stamps_.test();  // advance() finishes them
     if (block) {
-      if (kind_ == Kind::plain) stamps_.finish(true);  // first: with a member in another collective this one never ends
+      stamps_.finish(true);  // first: with a member in another collective the data never arrives
       c_.wait_both(reqs_, "all_reduce", seq_);
       return true;
     }
@@ -197,7 +196,7 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
     stamps_.finish(false);
     if (kind_ == Kind::stamped) {
       const int me = c_.rank_;
-      sum_in_member_order(t_.dtype(), data_, c_.size(), t_.numel(),
+      sum_in_member_order(t_.dtype(), data_, c_.size(), n_,
                           [&](int k) { return k == 0 && me == 0 ? data_ : stamps_.from(k); });
     }
     return true;
@@ -206,6 +205,7 @@ class MpiCommunicator::AllReduce final : public Request::Impl {
   MpiCommunicator& c_;
   Tensor t_, scratch_;
   const uint64_t seq_;
+  const int64_t n_;  // elements
   char* data_ = nullptr;
   Kind kind_ = Kind::plain;
   Stamps stamps_;          // beside the data (ring, Open MPI's), or carrying it (stamped)

@@ -3,6 +3,8 @@
 // collective's number. Small collectives send their data in them (one exchange, no collective of
 // Open MPI's); larger ones exchange them beside their data. Disagreeing stamps end in diverged(),
 // where the members compare their op histories.
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "globe/dist/fingerprint.h"
@@ -21,11 +23,26 @@ constexpr int64_t round16(int64_t n) { return (n + 15) & ~int64_t(15); }
 }  // namespace
 
 MpiCommunicator::Stamps::~Stamps() {
-  if (c_ != nullptr && !arrived_) cancel_pending(reqs_.data(), size_t(2 * (p_ - 1)));
+  if (posted_ && !arrived_) abandon();
+}
+
+// Abandoned with messages in flight (an error unwinds past a collective that was started). What
+// the members already matched finishes within a second (they are in this collective too); then
+// the receives are cancelled, and the buffer of a send still pending is kept: a member that arrives
+// later may still read it (a message past the eager size is read from here; the inline buffer is
+// below every eager size, its sends copied out when posted). The communicator is then broken (§9).
+void MpiCommunicator::Stamps::abandon() noexcept {
+  try {
+    const Clock::time_point until = std::min(grace_from_now(), Clock::now() + std::chrono::seconds(1));
+    if (poll([this] { return test(); }, until)) return;
+  } catch (...) {  // an MPI error while testing: abandoned all the same
+  }
+  cancel_pending(reqs_.data(), size_t(2 * (p_ - 1)));
+  buf_.abandon_heap();
+  mark_broken("a collective's stamps in flight were abandoned");
 }
 
 void MpiCommunicator::Stamps::lay_out(MpiCommunicator& c, const char* op, uint64_t seq, Pieces send, Pieces recv) {
-  c_ = &c;
   op_ = op;
   seq_ = seq;
   stamp_[0] = collective_fingerprint(seq);
@@ -51,12 +68,16 @@ void MpiCommunicator::Stamps::lay_out(MpiCommunicator& c, const char* op, uint64
   buf_.resize(size_t(end));
   reqs_.resize(size_t(2 * (p - 1)));
   for (int i = 0; i < 2 * (p - 1); ++i) reqs_[size_t(i)] = MPI_REQUEST_NULL;
+  c_ = &c;  // last: until here nothing is in flight
 }
 
 void MpiCommunicator::Stamps::post() {
   const int p = p_, me = c_->rank_, tag = int(seq_ % kRingTags);
   char* buf = buf_.data();
   MPI_Request* req = reqs_.data();
+  for (int k = 0; k < p; ++k)  // every piece stamped before the first send (one may serve all)
+    if (k != me) std::memcpy(buf + at_[size_t(k)], stamp_, kStampBytes);
+  posted_ = true;
   for (int k = 0; k < p; ++k) {
     if (k == me) continue;
     check_mpi(MPI_Irecv(buf + at_[size_t(p + k)], int(kStampBytes + at_[size_t(3 * p + k)]), MPI_BYTE, k, tag,
@@ -66,7 +87,6 @@ void MpiCommunicator::Stamps::post() {
   for (int i = 1; i < p; ++i) {  // member rank+1 first, so that not every member sends to member 0 first
     const int k = (me + i) % p;
     char* piece = buf + at_[size_t(k)];
-    std::memcpy(piece, stamp_, kStampBytes);
     check_mpi(MPI_Isend(piece, int(kStampBytes + at_[size_t(2 * p + k)]), MPI_BYTE, k, tag, c_->fp_comm_, req++), op_);
   }
 }
@@ -97,9 +117,9 @@ void MpiCommunicator::Stamps::settle(int rc, const MPI_Status* statuses) {
              std::memcmp(buf_.data() + at_[size_t(p + k)], stamp_, kStampBytes) == 0;
   }
   if (rc != MPI_SUCCESS) {
-    if (rc != MPI_ERR_IN_STATUS) check_mpi(rc, op_);
     agree_ = false;
     cancel_pending(reqs_.data(), size_t(2 * (p - 1)));  // frees the requests that failed
+    if (rc != MPI_ERR_IN_STATUS) check_mpi(rc, op_);
   }
 }
 
@@ -147,14 +167,14 @@ void MpiCommunicator::diverged(const char* op, bool pending, uint64_t seq) {
 void MpiCommunicator::all_gather_stamped(const Tensor& local, const Tensor& out, const std::vector<int64_t>& counts) {
   const int64_t item = int64_t(itemsize(out.dtype()));
   const Layout l = layout(counts, "all_gather");
+  const char* src = static_cast<const char*>(ptr(local, "all_gather"));  // checked before entering
+  char* dst = static_cast<char*>(ptr(out, "all_gather"));
   Stamps s;
   s.lay_out(*this, "all_gather", seq_, {counts[size_t(rank_)], nullptr, item}, {0, counts.data(), item});
-  std::memcpy(s.to(0), ptr(local, "all_gather"), size_t(counts[size_t(rank_)] * item));
+  copy_bytes(s.to(0), src, counts[size_t(rank_)] * item);
   s.post();
   s.finish(false);
-  char* dst = static_cast<char*>(ptr(out, "all_gather"));
-  for (int k = 0; k < size(); ++k)
-    std::memcpy(dst + l.displs[size_t(k)] * item, s.from(k), size_t(counts[size_t(k)] * item));
+  for (int k = 0; k < size(); ++k) copy_bytes(dst + l.displs[size_t(k)] * item, s.from(k), counts[size_t(k)] * item);
 }
 
 // Chunk k to member k; this member's chunk is summed in member order, so every member's sum of
@@ -164,15 +184,16 @@ void MpiCommunicator::reduce_scatter_stamped(const Tensor& in, const Tensor& out
   GLOBE_CHECK(out.dtype() == dt, "[reduce_scatter] dtypes differ: ", describe(in), " into ", describe(out));
   const int64_t item = int64_t(itemsize(dt)), mine = counts[size_t(rank_)];
   const Layout l = layout(counts, "reduce_scatter");
-  const char* src = static_cast<const char*>(ptr(in, "reduce_scatter"));
+  const char* src = static_cast<const char*>(ptr(in, "reduce_scatter"));  // checked before entering
+  void* dst = ptr(out, "reduce_scatter");
   Stamps s;
   s.lay_out(*this, "reduce_scatter", seq_, {0, counts.data(), item}, {mine, nullptr, item});
   for (int k = 0; k < size(); ++k)
-    if (k != rank_) std::memcpy(s.to(k), src + l.displs[size_t(k)] * item, size_t(counts[size_t(k)] * item));
+    if (k != rank_) copy_bytes(s.to(k), src + l.displs[size_t(k)] * item, counts[size_t(k)] * item);
   s.post();
   s.finish(false);
   auto term = [&](int k) { return k == rank_ ? src + l.displs[size_t(rank_)] * item : s.from(k); };
-  sum_in_member_order(dt, ptr(out, "reduce_scatter"), size(), mine, term);
+  sum_in_member_order(dt, dst, size(), mine, term);
 }
 
 // Chunk k to member k, in place of MPI's all-to-all.
@@ -185,12 +206,12 @@ void MpiCommunicator::all_to_all_stamped(const Tensor& send, const std::vector<i
   Stamps s;
   s.lay_out(*this, "all_to_all", seq_, {0, send_counts.data(), item}, {0, recv_counts.data(), item});
   for (int k = 0; k < size(); ++k)
-    if (k != rank_) std::memcpy(s.to(k), src + sl.displs[size_t(k)] * item, size_t(send_counts[size_t(k)] * item));
+    if (k != rank_) copy_bytes(s.to(k), src + sl.displs[size_t(k)] * item, send_counts[size_t(k)] * item);
   s.post();
   s.finish(false);
   for (int k = 0; k < size(); ++k) {
     const char* piece = k == rank_ ? src + sl.displs[size_t(k)] * item : s.from(k);
-    std::memcpy(dst + rl.displs[size_t(k)] * item, piece, size_t(recv_counts[size_t(k)] * item));
+    copy_bytes(dst + rl.displs[size_t(k)] * item, piece, recv_counts[size_t(k)] * item);
   }
 }
 

@@ -294,11 +294,14 @@ namespace {
 detail::Started start(const Tensor& x, const Placement& placement, const NdSbp& sbp, int move_tag) {
   GLOBE_CHECK(x.is_global(), "[to_global] box() needs a global tensor");
   const NdSbp to = normalize_sbp(sbp, x.dim(), placement.mesh_ndim(), "to_global");
-  if (x.placement() == placement && x.sbp() == to) return {x, nullptr};
+  const Placement& from_p = x.placement();
+  const NdSbp& from_sbp = x.sbp();
+  const bool same_placement = from_p == placement;
+  if (same_placement && from_sbp == to) return {x, nullptr};
   // Consistency mode compares the ranks' op sequences; tagged moves (a pipeline's) are posted in
   // different orders on the two sides by design and carry their own header and size checks.
   if (dist::consistency_checks() && move_tag == kMoveTag) {
-    std::vector<int> members = union_ranks(x.placement(), placement);
+    std::vector<int> members = union_ranks(from_p, placement);
     if (std::count(members.begin(), members.end(), dist::world_rank()))
       dist::group(members).check_consistency("to_global " + describe(x) + " -> " + placement.to_string() + " " +
                                              to.to_string());
@@ -307,13 +310,13 @@ detail::Started start(const Tensor& x, const Placement& placement, const NdSbp& 
   std::optional<RecordOp> from, into;
   if (move_tag == kMoveTag) {
     const uint32_t detail = hash_layout(x.shape(), x.dtype(), to,
-                                        hash_layout(x.shape(), x.dtype(), x.sbp(), dist::mix(dist::kMixSeed, placement.hash())));
-    if (x.placement() != placement) from.emplace(x.placement(), "to_global", detail);
+                                        hash_layout(x.shape(), x.dtype(), from_sbp, dist::mix(dist::kMixSeed, placement.hash())));
+    if (!same_placement) from.emplace(from_p, "to_global", detail);
     into.emplace(placement, "to_global", detail);
   }
   detail::Started local;
-  if (x.placement() != placement) local.value = box_across(x, placement, to, move_tag);
-  else if (placement.contains(dist::world_rank())) local = start_same_placement(shard_of(x), x.shape(), placement, x.sbp(), to);
+  if (!same_placement) local.value = box_across(x, placement, to, move_tag);
+  else if (placement.contains(dist::world_rank())) local = start_same_placement(shard_of(x), x.shape(), placement, from_sbp, to);
   else local.value = shard_of(x);
   if (!local.finish) return {make_global(local.value, x.shape(), placement, to), nullptr};
   return {Tensor(), [finish = std::move(local.finish), shape = x.shape(), placement, to] {

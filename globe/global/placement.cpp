@@ -35,6 +35,18 @@ DeviceType named_type(const std::string& device) { return device == "cuda" ? Dev
 Placement::Placement(std::string device_type, std::vector<int> members, std::vector<int64_t> mesh)
     : d_(std::make_shared<const Data>(
           Data{device_type, std::move(members), std::move(mesh), named_type(device_type), {}, {}, {}, 0})) {
+  size_t hash = std::hash<std::string>()(device());
+  for (int r : ranks()) hash = hash * 1000003u ^ size_t(r);
+  for (int64_t m : mesh_shape()) hash = hash * 31u ^ size_t(m);
+  Interned& table = interned();
+  const std::lock_guard<std::mutex> lock(table.mu);
+  for (auto [it, end] = table.by_hash.equal_range(hash); it != end; ++it) {
+    auto same = std::static_pointer_cast<const Data>(it->second);
+    if (same->device == device() && same->ranks == ranks() && same->mesh == mesh_shape()) {
+      d_ = std::move(same);  // made and checked before
+      return;
+    }
+  }
   // Every message names the placement; the checks that make to_string() safe come first.
   GLOBE_CHECK(!ranks().empty(), "[placement] ", to_string(), " is empty: a placement needs at least one rank");
   GLOBE_CHECK(numel_of(mesh_shape()) == int64_t(ranks().size()), "[placement] mesh ", shape_str(mesh_shape()),
@@ -55,18 +67,6 @@ Placement::Placement(std::string device_type, std::vector<int> members, std::vec
                 world == 1 ? " (this program was started directly; to run N ranks use "
                              "`globe-launch --nproc_per_node N PROGRAM`)"
                            : "");
-  }
-  size_t hash = std::hash<std::string>()(device());
-  for (int r : ranks()) hash = hash * 1000003u ^ size_t(r);
-  for (int64_t m : mesh_shape()) hash = hash * 31u ^ size_t(m);
-  Interned& table = interned();
-  const std::lock_guard<std::mutex> lock(table.mu);
-  for (auto [it, end] = table.by_hash.equal_range(hash); it != end; ++it) {
-    auto same = std::static_pointer_cast<const Data>(it->second);
-    if (same->device == device() && same->ranks == ranks() && same->mesh == mesh_shape()) {
-      d_ = std::move(same);
-      return;
-    }
   }
   // The tables coord_of, axis_group and index_of answer from, made once the layout is known to be
   // valid.

@@ -7,6 +7,7 @@
 // own (--gtest_filter); the cases where nothing diverges run together.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <iostream>
 
@@ -151,7 +152,9 @@ TEST_F(Fingerprints, AgreeingRanksGetTheirValues) {
   Tensor solo = ones({3}, mine, sbp::broadcast);
   for (int i = 0; i <= me(); ++i) solo = mul(solo, 2.0);
   EXPECT_EQ(solo.to_vector<float>()[0], float(1 << (me() + 1)));
-  for (const Shape& s : {kSmall, kMid, kLarge, Shape{7, 5}}) {
+  // {128, 64} (32 KiB): stamped on 2 ranks, by doubling beside the stamps on 4 (its copies to every
+  // member would pass 64 KiB).
+  for (const Shape& s : {kSmall, kMid, kLarge, Shape{7, 5}, Shape{128, 64}}) {
     const int64_t numel = s[0] * s[1];
     // Rank r holds r + 1 everywhere: the value is 1 + 2 + ... + n.
     const double each = double(n * (n + 1) / 2);
@@ -161,6 +164,17 @@ TEST_F(Fingerprints, AgreeingRanksGetTheirValues) {
     Tensor x = arange(numel, kAll, sbp::split(0), kFloat64);
     Tensor y = reshape(x, s).to_global(sbp::split(1)).to_global(sbp::broadcast);
     EXPECT_EQ(sum(y).item<double>(), double(numel) * double(numel - 1) / 2) << shape_str(s);
+  }
+  // Each rank's own random term, summed: every rank's broadcast copy has the same bits (the
+  // members add the terms in one order).
+  for (const Shape& s : {kSmall, Shape{128, 64}}) {
+    manual_seed(uint64_t(100 + me()));
+    const Tensor copy = randn(s).to_global(kAll, sbp::partial_sum).to_global(sbp::broadcast).to_local();
+    const int64_t numel = s[0] * s[1];
+    const std::vector<float> rows =
+        reshape(copy, {1, numel}).to_global(kAll, sbp::split(0)).to_global(sbp::broadcast).to_local().to_vector<float>();
+    for (int r = 1; r < n; ++r)
+      EXPECT_EQ(std::memcmp(rows.data(), rows.data() + r * numel, size_t(numel) * 4), 0) << "rank " << r << " " << shape_str(s);
   }
   Tensor b = full({5}, double(me() + 1)).to_global(kAll, sbp::broadcast);  // rank 0's value
   EXPECT_EQ(b.to_vector<float>(), std::vector<float>(5, 1.0f));
