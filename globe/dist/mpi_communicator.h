@@ -115,7 +115,7 @@ class MpiCommunicator final : public Communicator {
                           const std::vector<int64_t>& recv_counts);
   // The stamps of collective #seq (default the latest) disagreed: the members compare their op histories and
   // every one throws, naming the first op where they differ. `pending`: the collective itself is
-  // still in flight (its side check failed first).
+  // still in flight (its stamps failed first).
   [[noreturn]] void diverged(const char* op, bool pending = false, uint64_t seq = 0);
 
   MPI_Comm comm_;

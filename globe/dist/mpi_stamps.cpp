@@ -144,7 +144,7 @@ void MpiCommunicator::diverged(const char* op, bool pending, uint64_t seq) {
   const OpHistory* h = current_history();
   const std::vector<char> mine = (h ? h : &none)->serialize();
   const RollCall call = watch_.roll_call(kDivergeTag, mine, grace_from_now());
-  // Abandoned: sends to members that did not answer, or the collective itself when its side check
+  // Abandoned: sends to members that did not answer, or the collective itself when its stamps
   // failed first. MPI could not finalise with them pending.
   if (!call.missing.empty() || pending) mark_broken("a collective of ranks that diverged was abandoned");
   const std::vector<int>& ranks = watch_.world_ranks();

@@ -212,7 +212,7 @@ TEST(Communicator, LargeReductionsOnTheRing) {
   });
 }
 
-// All-reduces started without waiting, of every size (coded, Open MPI's, the ring), run beside
+// All-reduces started without waiting, of every size (stamped, Open MPI's, the ring), run beside
 // blocking collectives on the same communicator and each other, moved on by test() in any
 // interleaving, and all come out right: the ring's steps are tagged by their collective.
 TEST(Communicator, StartedAllReducesBesideBlockingOnes) {
@@ -292,7 +292,7 @@ TEST(Communicator, SmallAllReducesWithoutFingerprintsAgreeToTheBit) {
   dist::set_fingerprints(true);
 }
 
-// Started all-gathers (ZeRO-3's prefetch): small (coded, done at once) and large (in flight), with
+// Started all-gathers (ZeRO-3's prefetch): small (stamped, done at once) and large (in flight), with
 // blocking collectives issued in between, test() now and then, finished in reverse order.
 TEST(Communicator, StartedAllGathersBesideBlockingOnes) {
   for_each_group([](Communicator& c, const std::string& g) {

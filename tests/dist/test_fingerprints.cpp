@@ -92,8 +92,8 @@ void expect_every_rank_fails(const Placement& p, const std::function<Tensor()>& 
 }
 
 const Placement kAll = Placement::all();
-// Sizes for each path: the code inside the data (<= 64 KiB), a side check beside an MPI
-// collective (64-256 KiB), and beside a ring (>= 256 KiB).
+// Sizes for each path: the data inside the stamps (<= 64 KiB), stamps beside an MPI collective
+// (64-256 KiB), and beside a ring (>= 256 KiB).
 const Shape kSmall{8, 6}, kMid{256, 128}, kLarge{512, 512};
 
 Tensor partial(const Shape& s, DType dt = kFloat32) { return ones(s, kAll, sbp::broadcast, dt).to_global(sbp::partial_sum); }
