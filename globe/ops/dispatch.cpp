@@ -59,7 +59,7 @@ class OpNode final : public Node {
 
 namespace detail {
 
-Tensor fresh_handle(const Tensor& out, std::span<const Tensor> inputs);
+void fresh_handle(Tensor& out, std::span<const Tensor> inputs);
 
 std::vector<TensorMeta> metas_of(const std::vector<Tensor>& inputs) {
   std::vector<TensorMeta> metas;
@@ -81,7 +81,7 @@ void check_devices(const Op& op, const std::vector<Tensor>& inputs) {
 
 void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor& out,
                  const std::vector<Tensor>& values) {
-  out = fresh_handle(out, inputs);
+  fresh_handle(out, inputs);
   if (!grad_enabled() || !op->differentiable()) return;
   bool any = false;
   for (const Tensor& t : inputs) any |= t.requires_grad();
@@ -92,7 +92,7 @@ void record_node(const GraphOpPtr& op, const std::vector<Tensor>& inputs, Tensor
 
 void record_node(const GraphOpPtr& op, const Tensor& input, Tensor& out) {
   if (grad_enabled() && op->differentiable() && input.requires_grad()) return record_node(op, {input}, out, {});
-  out = fresh_handle(out, {&input, 1});
+  fresh_handle(out, {&input, 1});
 }
 
 }  // namespace detail
@@ -118,10 +118,13 @@ Tensor dispatch(const OpPtr& op, const std::vector<Tensor>& inputs) {
 }
 
 namespace detail {
-Tensor fresh_handle(const Tensor& out, std::span<const Tensor> inputs) {
+// `out` made a view of itself when it is one of the inputs; else left alone (no copy of the handle).
+void fresh_handle(Tensor& out, std::span<const Tensor> inputs) {
   for (const Tensor& t : inputs)
-    if (t.same(out)) return Tensor::view_of(out, out.shape(), out.strides(), out.offset());
-  return out;
+    if (t.same(out)) {
+      out = Tensor::view_of(out, out.shape(), out.strides(), out.offset());
+      return;
+    }
 }
 }  // namespace detail
 
