@@ -49,6 +49,11 @@ def same_blas_kernels_as_globe():
         level -= 1  # a build without that kernel set
     if _CORE_LEVEL.get(lib.openblas_get_corename().decode().lower(), 0) >= level:
         return
+    # OpenBLAS's memory initialised first: its threads, starting, then no longer run the selection,
+    # which would race this one (globe/kernels/blas_core.cpp says how that crashed).
+    lib.blas_memory_alloc.restype = ctypes.c_void_p
+    lib.blas_memory_free.argtypes = [ctypes.c_void_p]
+    lib.blas_memory_free(lib.blas_memory_alloc(0))
     os.environ["OPENBLAS_CORETYPE"] = _BEST_CORE[level]
     lib.gotoblas_dynamic_quit()
     lib.gotoblas_dynamic_init()

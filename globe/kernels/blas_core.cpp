@@ -53,15 +53,27 @@ int best_level() {
 // Runs OpenBLAS's selection again with OPENBLAS_CORETYPE set where its first choice uses less of
 // the CPU than a kernel set the library holds. Only a DYNAMIC_ARCH build exports the selection
 // (gotoblas_dynamic_init / _quit), so they are looked up, not linked. At load, before any BLAS call.
+//
+// OpenBLAS's own threads run by then (started as it loaded), and each, as it starts, allocates its
+// buffer; the first allocation of the process runs the selection too (blas_memory_alloc calls
+// gotoblas_dynamic_init while its memory is not yet initialised), which picks again whenever it
+// finds no kernel table. A thread that started late, in the moment between quit and init here,
+// put its own pick in, and the check below then emptied the table under its call: SIGSEGV at
+// start-up, about once in 700 starts on a busy machine. So the memory is initialised first (one
+// buffer taken and given back, under OpenBLAS's own lock): from then on no thread enters the
+// selection, and the table is empty only while this thread, alone, chooses.
 std::string choose() {
   const char* keep = std::getenv("GLOBE_BLAS_CORE");
   if (std::getenv("OPENBLAS_CORETYPE") || (keep && std::string(keep) == "keep")) return "";
   using Fn = void (*)();
   const auto init = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
   const auto quit = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  const auto alloc = reinterpret_cast<void* (*)(int)>(dlsym(RTLD_DEFAULT, "blas_memory_alloc"));
+  const auto release = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "blas_memory_free"));
   const std::string picked = openblas_get_corename();
   const int level = best_level();
-  if (!init || !quit || level_of_core(picked.c_str()) >= level) return "";
+  if (!init || !quit || !alloc || !release || level_of_core(picked.c_str()) >= level) return "";
+  release(alloc(0));  // OpenBLAS's memory initialised: its threads no longer run the selection
   const char* name = best_core(level).first;
   setenv("OPENBLAS_CORETYPE", name, 1);
   quit();
