@@ -1,7 +1,8 @@
 // Element types. float32 is the working type, float64 serves gradient checks, int64 holds indices,
-// bfloat16 and float16 are storage types for mixed precision: kernels widen them to float32,
-// compute and accumulate there, and round the result once (kernels/via_float32.h; docs/design.md
-// §17).
+// bool holds the results of comparisons (one byte, 0 or 1: masks for where and masked_fill, counts
+// after a cast), bfloat16 and float16 are storage types for mixed precision: kernels widen them to
+// float32, compute and accumulate there, and round the result once (kernels/via_float32.h;
+// docs/design.md §17).
 #pragma once
 
 #include <bit>
@@ -15,23 +16,25 @@
 
 namespace globe {
 
-enum class DType : uint8_t { float32, float64, int64, bfloat16, float16 };
+enum class DType : uint8_t { float32, float64, int64, bfloat16, float16, boolean };
 
 inline constexpr DType kFloat32 = DType::float32;
 inline constexpr DType kFloat64 = DType::float64;
 inline constexpr DType kInt64 = DType::int64;
 inline constexpr DType kBFloat16 = DType::bfloat16;
 inline constexpr DType kFloat16 = DType::float16;
+inline constexpr DType kBool = DType::boolean;
 
 inline size_t itemsize(DType t) {
   switch (t) {
     case DType::float32: return 4;
     case DType::bfloat16:
     case DType::float16: return 2;
+    case DType::boolean: return 1;
     default: return 8;
   }
 }
-inline bool is_floating(DType t) { return t != DType::int64; }
+inline bool is_floating(DType t) { return t != DType::int64 && t != DType::boolean; }
 // A storage-only floating type: no kernel computes in it; kernels widen it to float32.
 inline bool is_reduced_precision(DType t) { return t == DType::bfloat16 || t == DType::float16; }
 
@@ -42,6 +45,7 @@ inline const char* dtype_name(DType t) {
     case DType::int64: return "int64";
     case DType::bfloat16: return "bfloat16";
     case DType::float16: return "float16";
+    case DType::boolean: return "bool";
   }
   return "?";
 }
@@ -123,6 +127,8 @@ template <>
 constexpr DType dtype_of<bfloat16>() { return DType::bfloat16; }
 template <>
 constexpr DType dtype_of<float16>() { return DType::float16; }
+template <>
+constexpr DType dtype_of<bool>() { return DType::boolean; }
 
 // Calls fn(T{}) with T the C++ type of `t`, for code that computes in T: float32, float64, int64.
 // A bfloat16 tensor that reaches one is an op without a bfloat16 kernel: an error naming `op`.
@@ -138,13 +144,21 @@ decltype(auto) visit_dtype(DType t, Fn&& fn, const char* op = "dtype") {
              "to(float32) first, or run it under mixed precision, whose kernels widen 16-bit floats");
 }
 
-// Every dtype, the 16-bit ones included, for code that only moves or converts values (copies,
-// fills, transfers): the one place dtypes become types.
+// visit_dtype's types and bool, for code that compares, selects or converts values but does no
+// arithmetic in them (comparisons' inputs, where's operands, casts).
+template <class Fn>
+decltype(auto) visit_with_bool(DType t, Fn&& fn, const char* op = "dtype") {
+  if (t == DType::boolean) return fn(bool{});
+  return visit_dtype(t, fn, op);
+}
+
+// Every dtype, the 16-bit ones and bool included, for code that only moves or converts values
+// (copies, fills, transfers): the one place dtypes become types.
 template <class Fn>
 decltype(auto) visit_stored(DType t, Fn&& fn) {
   if (t == DType::bfloat16) return fn(bfloat16{});
   if (t == DType::float16) return fn(float16{});
-  return visit_dtype(t, fn);
+  return visit_with_bool(t, fn);
 }
 
 // Same as visit_dtype, floating types only; `op` names the caller in the error.

@@ -248,6 +248,7 @@ GLOBE_INSTANTIATE(float)
 GLOBE_INSTANTIATE(double)
 GLOBE_INSTANTIATE(int64_t)
 #undef GLOBE_INSTANTIATE
+template bool* Tensor::data<bool>() const;  // a bool tensor's values are read as int64 or double
 
 Tensor& Tensor::set_requires_grad(bool on) {
   GLOBE_CHECK(!on || is_floating(dtype()), "[requires_grad] only floating tensors can require grad, got ",
@@ -295,8 +296,10 @@ std::string describe(const Tensor& t) {
 
 namespace {
 
-void print_value(std::ostream& os, double x, bool integral) {
-  if (integral) os << static_cast<int64_t>(x);
+// As torch prints: integers whole, bools as True / False, floats to 5 significant digits.
+void print_value(std::ostream& os, double x, DType dtype) {
+  if (dtype == DType::int64) os << static_cast<int64_t>(x);
+  else if (dtype == DType::boolean) os << (x != 0 ? "True" : "False");
   else os << std::setprecision(5) << x;
 }
 
@@ -306,9 +309,9 @@ constexpr int64_t kSummaryThreshold = 1000;
 constexpr int64_t kEdge = 3;
 
 void print_values(std::ostream& os, const std::vector<double>& v, const Shape& shape, size_t dim,
-                  int64_t& pos, bool integral, bool summarize, int indent) {
+                  int64_t& pos, DType dtype, bool summarize, int indent) {
   if (shape.empty()) {
-    print_value(os, v[0], integral);
+    print_value(os, v[0], dtype);
     return;
   }
   os << "[";
@@ -323,9 +326,9 @@ void print_values(std::ostream& os, const std::vector<double>& v, const Shape& s
       continue;
     }
     if (dim + 1 == shape.size()) {
-      print_value(os, v[pos++], integral);
+      print_value(os, v[pos++], dtype);
     } else {
-      print_values(os, v, shape, dim + 1, pos, integral, summarize, indent + 1);
+      print_values(os, v, shape, dim + 1, pos, dtype, summarize, indent + 1);
     }
     if (i + 1 < n) os << (dim + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' '));
   }
@@ -340,7 +343,7 @@ std::string Tensor::to_string() const {
   std::vector<double> v = to_vector<double>();
   int64_t pos = 0;
   os << "tensor(";
-  print_values(os, v, shape(), 0, pos, dtype() == DType::int64, numel() > kSummaryThreshold, 7);
+  print_values(os, v, shape(), 0, pos, dtype(), numel() > kSummaryThreshold, 7);
   os << ", shape=" << shape_str(shape()) << ", dtype=" << dtype_name(dtype());
   if (is_global()) os << ", " << detail::core_hooks.describe_layout(*this);
   if (requires_grad()) os << ", requires_grad";

@@ -23,6 +23,7 @@ inline MPI_Datatype mpi_type(DType t) {
     case DType::int64: return MPI_INT64_T;
     case DType::bfloat16:
     case DType::float16: return MPI_UINT16_T;
+    case DType::boolean: return MPI_UINT8_T;  // moved, never summed (a bool tensor is never partial)
   }
   return MPI_BYTE;
 }

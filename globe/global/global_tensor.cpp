@@ -55,6 +55,8 @@ Tensor make_global(const Tensor& local, const Shape& shape, const Placement& pla
               describe(local), " does not match the block ",
               shape_str(local_shape(shape, placement, norm, dist::world_rank())), " of ", shape_str(shape), " under ",
               placement.to_string(), " ", norm.to_string());
+  GLOBE_CHECK(local.dtype() != kBool || !norm.any_partial(), "[to_global] a bool tensor cannot be partial_sum ",
+              norm.to_string(), ": a sum of truth values is a count; convert it to int64 first");
   // A shard held on another device than the placement's (host data for a "cuda" placement) is
   // copied there, as to_global copies a local tensor: ops on the global tensor find every shard
   // on its placement's device.

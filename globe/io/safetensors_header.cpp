@@ -29,7 +29,7 @@ const DtypeInfo kDtypes[kNumDtypes] = {
     {"F32", 4, DType::float32},
     {"F64", 8, DType::float64},
     {"I64", 8, DType::int64},
-    {"BOOL", 1, {}},
+    {"BOOL", 1, DType::boolean},
     {"U8", 1, {}},
     {"I8", 1, {}},
     {"F8_E5M2", 1, {}},
@@ -111,6 +111,8 @@ const char* safetensors_dtype(DType dtype) {
       return "BF16";
     case DType::float16:
       return "F16";
+    case DType::boolean:
+      return "BOOL";
   }
   GLOBE_FAIL("[safetensors] unknown dtype ", int(dtype));
 }

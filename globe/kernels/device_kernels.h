@@ -22,12 +22,18 @@ struct DeviceKernels {
   Tensor (*binary)(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& out);
   // A new contiguous tensor f(a, s) (floating dtypes).
   Tensor (*scalar)(ScalarKind kind, const Tensor& a, double s);
-  // Per element, between a tensor's value and a bound or a fill (floating dtypes; lo / hi are
-  // -inf / inf where absent): clamp (the min bound first, as torch), its gradient (g where
-  // lo <= x <= hi, else 0), and masked_fill (value where the int64 mask, of x's shape, is non-zero).
+  // A new contiguous bool tensor of shape `out`: a <kind> b per element, a and b broadcast to it
+  // (one dtype, bool included; NaN compares unequal to everything, as IEEE says).
+  Tensor (*compare)(CompareKind kind, const Tensor& a, const Tensor& b, const Shape& out);
+  // Per element, between a tensor's value and a bound (floating dtypes; lo / hi are -inf / inf
+  // where absent): clamp (the min bound first, as torch) and its gradient (g where lo <= x <= hi,
+  // else 0).
   Tensor (*clamp)(const Tensor& a, double lo, double hi);
   Tensor (*clamp_backward)(const Tensor& g, const Tensor& x, double lo, double hi);
-  Tensor (*masked_fill)(const Tensor& x, const Tensor& mask, double value);
+  // A new contiguous tensor of shape `out`: a where `cond` (bool, or int64 read as non-zero) holds,
+  // else b; all three broadcast to it, a and b of one dtype (bool included). masked_fill is where
+  // with a one-element fill.
+  Tensor (*where)(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& out);
   // dst = src elementwise, converting the dtype; same shape, any strides on both sides.
   void (*copy_into)(const Tensor& dst, const Tensor& src);
   // Every element of `dst` (any strides) set to `value` converted to its dtype.

@@ -31,18 +31,18 @@ Tensor map_unary(const Tensor& a, F f) {
   return out;
 }
 
-// out = f(a, b) with a and b broadcast to `shape`.
-template <class T, class F>
+// out = f(a, b) with a and b (of type T) broadcast to `shape`; out of type TOut.
+template <class T, class TOut = T, class F>
 Tensor map_binary(const Tensor& a, const Tensor& b, const Shape& shape, F f) {
-  Tensor out = Tensor::uninitialized(shape, dtype_of<T>());
+  Tensor out = Tensor::uninitialized(shape, dtype_of<TOut>());
   const T* pa = static_cast<const T*>(a.storage()->data);
   const T* pb = static_cast<const T*>(b.storage()->data);
-  T* dst = out.data<T>();
+  TOut* dst = out.data<TOut>();
   if (a.is_contiguous() && b.is_contiguous() && a.shape() == shape && b.shape() == shape) {
     // The common case as one flat loop over unaliased pointers, which the compiler vectorises.
     const T* __restrict x = pa + a.offset();
     const T* __restrict y = pb + b.offset();
-    T* __restrict o = dst;
+    TOut* __restrict o = dst;
     const int64_t n = out.numel();
     for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
     return out;

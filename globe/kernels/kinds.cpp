@@ -43,6 +43,18 @@ const char* scalar_name(ScalarKind k) {
   GLOBE_FAIL("[scalar] unknown kind ", int(k));
 }
 
+const char* compare_name(CompareKind k) {
+  switch (k) {
+    case CompareKind::eq: return "eq";
+    case CompareKind::ne: return "ne";
+    case CompareKind::lt: return "lt";
+    case CompareKind::le: return "le";
+    case CompareKind::gt: return "gt";
+    case CompareKind::ge: return "ge";
+  }
+  GLOBE_FAIL("[compare] unknown kind ", int(k));
+}
+
 const char* random_name(RandomKind k) {
   switch (k) {
     case RandomKind::normal: return "randn";

@@ -11,6 +11,9 @@ enum class UnaryKind { neg, exp, log, sqrt, relu, gelu, tanh, sigmoid, gelu_tanh
 // The *_grad kinds are the backward kernels of unary ops: f(grad, saved input or output).
 enum class BinaryKind { add, sub, mul, div, relu_grad, gelu_grad, tanh_grad, sigmoid_grad, gelu_tanh_grad };
 
+// Elementwise comparisons: a == b, a != b, a < b, a <= b, a > b, a >= b, each giving a bool.
+enum class CompareKind { eq, ne, lt, le, gt, ge };
+
 // x + s, x * s, x ^ s with a scalar s.
 enum class ScalarKind { add, mul, pow };
 
@@ -45,6 +48,7 @@ struct AdamStep {
 const char* unary_name(UnaryKind k);
 const char* binary_name(BinaryKind k);
 const char* scalar_name(ScalarKind k);
+const char* compare_name(CompareKind k);
 // The op a random kind serves, for errors: randn, rand, randint, dropout.
 const char* random_name(RandomKind k);
 

@@ -1,5 +1,5 @@
-// Ops that pick, per element, between a tensor's value and a bound or a fill: clamp, masked_fill,
-// and abs (built from relu), with torch's gradients.
+// Ops that pick, per element, between a tensor's value and a bound: clamp and abs (built from
+// relu), with torch's gradients (masked_fill is where's, ops/compare.cpp).
 #include <limits>
 #include <optional>
 
@@ -65,41 +65,11 @@ class Clamp final : public Op {
   std::optional<double> lo_, hi_;
 };
 
-class MaskedFill final : public Op {
- public:
-  explicit MaskedFill(double value) : value_(value) {}
-  std::string name() const override { return "masked_fill"; }
-  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    GLOBE_CHECK(in[1].dtype == DType::int64, "[masked_fill] the mask must be int64 (0 keeps, 1 fills), got ",
-                dtype_name(in[1].dtype), shape_str(in[1].shape));
-    GLOBE_CHECK(in[0].shape == in[1].shape, "[masked_fill] the mask's shape ", shape_str(in[1].shape),
-                " differs from the input's ", shape_str(in[0].shape), " (expand it first)");
-    return in[0];
-  }
-  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
-    return pointwise_signatures(2, int64_t(in[0].shape.size()));
-  }
-  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::kernels_for(in[0]).masked_fill(in[0], in[1], value_);
-  }
-  std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
-                          const std::vector<bool>&) const override {
-    return {masked_fill(g, in[1].detach(), 0.0), Tensor()};
-  }
-
- private:
-  double value_;
-};
-
 }  // namespace
 
 Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max) {
   GLOBE_CHECK(min || max, "[clamp] needs min, max or both");
   return apply_op<Clamp>({a}, min, max);
-}
-
-Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
-  return apply_op<MaskedFill>({a, mask}, value);
 }
 
 // |x| = relu(x) + relu(-x): exact (one term is 0), and its gradient is torch's sign(x), 0 at 0.

@@ -63,11 +63,53 @@ Tensor to_dtype(const Tensor& a, DType dtype);
 // placement (to_global).
 Tensor to(const Tensor& a, const Device& device);
 // torch.clamp: each value limited to [min, max] (either bound may be left out); the gradient passes
-// where min <= x <= max. abs: |x|, gradient sign(x) (0 at 0). masked_fill: `value` where the int64
-// mask (same shape) is non-zero, the input elsewhere; no gradient where filled.
+// where min <= x <= max. abs: |x|, gradient sign(x) (0 at 0).
 Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max);
 Tensor abs(const Tensor& a);
+// Elementwise comparisons, torch's: a bool tensor of the broadcast shape (a tensor's operands
+// promoted to one dtype as torch does: floating over int64 over bool; an integer tensor against a
+// fractional scalar compares in float64). No gradient. Every layout but partial sums passes through.
+// The operators are these too: `a == b` is eq(a, b), never identity (Tensor::same is).
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, double s);
+Tensor ne(const Tensor& a, double s);
+Tensor lt(const Tensor& a, double s);
+Tensor le(const Tensor& a, double s);
+Tensor gt(const Tensor& a, double s);
+Tensor ge(const Tensor& a, double s);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, double s);
+Tensor operator!=(const Tensor& a, double s);
+Tensor operator<(const Tensor& a, double s);
+Tensor operator<=(const Tensor& a, double s);
+Tensor operator>(const Tensor& a, double s);
+Tensor operator>=(const Tensor& a, double s);
+// torch.where: a where `cond` (bool, or int64 read as non-zero) holds, else b, all broadcast
+// together; a and b of one dtype, either may be a scalar. The gradient goes to the chosen side.
+// masked_fill: `value` where the mask (bool or int64, broadcast to a's shape) holds, a elsewhere;
+// no gradient where filled. The logical ops read any dtype as non-zero = true and give bool.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, double b);
+Tensor where(const Tensor& cond, double a, const Tensor& b);
 Tensor masked_fill(const Tensor& a, const Tensor& mask, double value);
+Tensor logical_not(const Tensor& a);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+// torch.equal: the same shape and every element equal. torch.allclose: |a - b| <= atol + rtol |b|
+// everywhere (in float64; NaNs equal each other only with equal_nan). Whole-tensor answers, so
+// collective for global tensors (as item()).
+bool equal(const Tensor& a, const Tensor& b);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 // The identity whose gradient is scaled by `factor` (data parallelism over local losses: the
 // average of the ranks' gradients, as DDP takes it). A copy, so the result is a tensor of its own.
 Tensor scale_grad(const Tensor& a, double factor);

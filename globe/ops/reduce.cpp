@@ -198,6 +198,8 @@ class ScatterAdd final : public Op {
 }  // namespace
 
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  // A bool tensor counts its true elements in int64, as torch's sum does.
+  if (a.defined() && a.dtype() == kBool) return sum(to_dtype(a, kInt64), dims, keepdim);
   const auto rd = a.defined() ? reduce_dims(dims, a.shape(), "sum") : dims;
   if (!deterministic() || rd.empty() || rd.back() - rd.front() + 1 == int64_t(rd.size()))
     return apply_op<Sum>({a}, dims, keepdim);
@@ -214,6 +216,8 @@ Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 }
 
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  GLOBE_CHECK(!a.defined() || is_floating(a.dtype()), "[mean] expects a floating tensor, got ", describe(a),
+              ": cast it first (to_dtype(t, kFloat32); Python t.float())");
   int64_t count = 1;
   for (int64_t d : reduce_dims(dims, a.shape(), "mean")) count *= a.shape()[d];
   GLOBE_CHECK(count > 0, "[mean] over an empty extent of shape ", shape_str(a.shape()));

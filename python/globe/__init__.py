@@ -9,17 +9,18 @@ Run several ranks with `python3 -m globe.launch --nproc_per_node 2 script.py` (o
 `globe-launch --nproc_per_node 2 python3 script.py`). Errors from the core arrive as globe.Error
 with the core's message.
 """
+import builtins as _builtins
 import sys as _sys
 
 import numpy as _np
 
 from . import _globe
-from ._globe import (Error, Placement, Tensor, abs, add, arange, argmax, boxing_paths, cat, causal_attention, causal_fill,
-                     causal_softmax, clamp, contiguous, cross_entropy, describe, div, dropout, embedding, exp, expand, flatten, from_full, from_numpy,
-                     gather, gelu, gelu_tanh, layer_norm, linear, local_block, log, log_softmax, manual_seed, matmul, matmul_nt,
-                     max, mean, mse_loss, mul, narrow, neg, ones_like, permute, pick, pow, relu, reset_boxing_paths, reshape,
+from ._globe import (Error, Placement, Tensor, abs, add, allclose, arange, argmax, boxing_paths, cat, causal_attention, causal_fill,
+                     causal_softmax, clamp, contiguous, cross_entropy, describe, div, dropout, embedding, eq, equal, exp, expand, flatten,
+                     from_full, from_numpy, gather, ge, gelu, gelu_tanh, gt, layer_norm, le, linear, local_block, log, log_softmax, logical_and, logical_not,
+                     logical_or, lt, manual_seed, matmul, matmul_nt, max, mean, mse_loss, mul, narrow, ne, neg, ones_like, permute, pick, pow, relu, reset_boxing_paths, reshape,
                      scatter_add, sigmoid, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype,
-                     transpose, uniform, unsqueeze, view, visualize, zeros_like)
+                     transpose, uniform, unsqueeze, view, visualize, where, zeros_like)
 from . import amp, env, nn, optim, pipeline, sbp, tensor_methods, trace  # noqa: E402  (after _globe: they use it)
 from .trace import CommTrace, Timeline  # noqa: E402
 from .tensor_methods import masked_fill, norm  # noqa: E402  (torch's mask and norm arguments)
@@ -36,6 +37,7 @@ half = float16
 float = float32  # noqa: A001  (OneFlow / PyTorch spelling)
 double = float64
 long = int64
+bool = _globe.dtype.bool  # noqa: A001  (torch.bool; the builtin is _builtins.bool here)
 
 
 def _excepthook(kind, value, traceback, _previous=_sys.excepthook):
@@ -53,7 +55,7 @@ def use_deterministic_algorithms(mode):
     """torch.use_deterministic_algorithms's name for Globe's deterministic mode: with True, every sum
     that a layout may spread over ranks is taken in one order fixed by the global shapes, so the
     program gives the same bits on any number of ranks (docs/design.md §10). Every rank must agree."""
-    _globe.set_deterministic(bool(mode))
+    _globe.set_deterministic(_builtins.bool(mode))
 
 
 def are_deterministic_algorithms_enabled():
@@ -61,7 +63,7 @@ def are_deterministic_algorithms_enabled():
 
 
 __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_global", "randn", "zeros", "ones", "full", "save", "load",
-           "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half"]
+           "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half", "bool"]
 
 
 class device:  # noqa: N801  (torch.device / flow.device)
@@ -189,7 +191,7 @@ def tensor(data, dtype=None, requires_grad=False, placement=None, sbp=None, devi
         data = data.numpy()
     a = _np.array(data)  # a copy, as torch.tensor makes (from_numpy shares)
     if dtype is not None:
-        a = a.astype({float32: _np.float32, float64: _np.float64, int64: _np.int64}[dtype])
+        a = a.astype({float32: _np.float32, float64: _np.float64, int64: _np.int64, bool: _np.bool_}[dtype])
     elif a.dtype == _np.float64 and not isinstance(data, _np.ndarray):
         a = a.astype(_np.float32)  # Python floats make float32 tensors, as in PyTorch
     t = from_numpy(a)

@@ -137,8 +137,9 @@ def to(self, *args, **kwargs):
 
 def _index(self, key):
     """Basic indexing: ints (the dim removed), slices with step 1, None (a new dim) and Ellipsis;
-    a 1-D int64 tensor (or list) on the first dim selects rows. Other steps and boolean masks (whose
-    result's shape depends on the values) are refused."""
+    as the only index, an integer array (a list, a numpy array or an int64 tensor) selects rows of
+    the first dim, and a boolean mask (a bool tensor, numpy array or list) of the leading dims
+    selects the elements (or rows) where it holds (_take). Other steps are refused."""
     if not isinstance(key, tuple):
         key = (key,)
     if builtins.sum(k is Ellipsis for k in key) > 1:
@@ -164,17 +165,61 @@ def _index(self, key):
                 raise Error(f"[index] slice step {step}: only step 1 is supported")
             out = _globe.narrow(out, d, start, builtins.max(stop - start, 0))
             d += 1
-        elif isinstance(k, (Tensor, list)) and d == 0 and len(key) == 1:
-            idx = k if isinstance(k, Tensor) else _globe.from_numpy(_np.array(k, dtype=_np.int64))
-            if idx.dtype != _globe.dtype.int64:
-                raise Error("[index] indexing by a boolean or floating tensor is not supported (its result's "
-                            "shape depends on the values); use an int64 index tensor, or masked arithmetic")
-            rows = _globe.reshape(out, [out.shape[0], -1])
-            picked = _globe.embedding(rows, idx)
-            return _globe.reshape(picked, list(idx.shape) + list(out.shape[1:]))
+        elif isinstance(k, (Tensor, list, _np.ndarray)) and len(key) == 1:
+            return _take(out, k)
         else:
-            raise Error(f"[index] unsupported index {k!r}: use ints, slices, None, ... or one int64 tensor")
+            raise Error(f"[index] unsupported index {k!r}: use ints, slices, None, ..., or one integer array "
+                        "or boolean mask")
     return out
+
+
+def _take(self, key):
+    """self[key] for an integer array or a boolean mask `key` (a list, a numpy array or a tensor),
+    as numpy and torch index. A global tensor is indexed as one whole: a local key (every rank's
+    the same; from_full checks it) becomes a broadcast index on its placement. A mask's result has
+    as many rows as the mask has true elements, so every rank must know them: the mask is read
+    whole on every rank (collective for a global mask, as .numpy() is), its true positions found
+    there, and they index as integers do. The rows are gathered by embedding, so gradients flow
+    back to the selected rows (summed where one is selected twice)."""
+    index = None
+    if isinstance(key, Tensor):
+        if key.dtype == _globe.dtype.bool:
+            mask = key.numpy()  # whole on every rank
+        elif key.dtype == _globe.dtype.int64 and key.is_global:
+            mask, index = None, key  # taken as it is: non-negative
+        elif key.dtype == _globe.dtype.int64:
+            mask, a = None, key.numpy()
+        else:
+            raise IndexError(f"tensors used as indices must be int64 or bool, got {key.dtype}")
+    else:
+        a = _np.asarray(key)
+        if a.dtype == _np.bool_:
+            mask = a
+        elif a.size == 0 or _np.issubdtype(a.dtype, _np.integer):
+            mask, a = None, a.astype(_np.int64)
+        else:
+            raise IndexError(f"arrays used as indices must be integer or boolean, got {a.dtype}")
+    shape = list(self.shape)
+    if mask is not None:
+        lead = mask.ndim
+        if list(mask.shape) != shape[:lead]:
+            raise IndexError(f"the mask of shape {list(mask.shape)} does not match the first {lead} dims of "
+                             f"the indexed tensor's shape {shape}")
+        a = _np.flatnonzero(mask).astype(_np.int64)
+        shape = [int(_np.prod(shape[:lead], dtype=_np.int64))] + shape[lead:]
+    if not shape:
+        raise IndexError("a 0-dim tensor cannot be indexed by an array")
+    if index is None:
+        n = shape[0]
+        if a.size and not (-n <= a.min() and a.max() < n):
+            bad = a[(a < -n) | (a >= n)][0]
+            raise IndexError(f"index {bad} is out of bounds for dim 0 with size {n}")
+        index = _globe.from_numpy(_np.ascontiguousarray(a % n if n else a))
+    if self.is_global and not index.is_global:
+        index = _globe.from_full(index, self.placement, [_globe.broadcast] * len(self.sbp))
+    rows = _globe.reshape(self, [shape[0], -1])
+    picked = _globe.embedding(rows, index)
+    return _globe.reshape(picked, list(index.shape) + shape[1:])
 
 
 def _inplace(name, compute):
@@ -193,15 +238,22 @@ def _inplace(name, compute):
 
 
 def masked_fill(self, mask, value):
-    """`value` where `mask` is non-zero (an int64 or floating 0/1 tensor of this shape or one that
-    broadcasts to it), the tensor's value elsewhere; no gradient where filled."""
+    """`value` where `mask` holds (a bool tensor, or an int64 or floating one read as non-zero, of
+    this shape or one that broadcasts to it), the tensor's value elsewhere; no gradient where filled."""
     if not isinstance(mask, Tensor):
         raise TypeError(f"masked_fill: mask must be a tensor, got {type(mask).__name__}")
-    if mask.dtype != _globe.dtype.int64:
-        mask = _globe.to_dtype(mask, _globe.dtype.int64)
-    if list(mask.shape) != list(self.shape):
-        mask = _globe.expand(mask, list(self.shape))
+    if mask.dtype not in (_globe.dtype.bool, _globe.dtype.int64):
+        mask = _globe.ne(mask, 0.0)
     return _globe.masked_fill(self, mask, float(value))
+
+
+def _truth(self):
+    """bool(t): the value of a one-element tensor (collective for a global one, as item()); more
+    elements are ambiguous, as in torch, rather than true because the tensor is not empty."""
+    if self.numel() != 1:
+        raise RuntimeError(f"Boolean value of Tensor with {self.numel()} values is ambiguous: "
+                           "use .all() or .any(), or compare a one-element tensor")
+    return builtins.bool(self.item())
 
 
 def norm(self, p="fro", dim=None, keepdim=False):
@@ -244,6 +296,7 @@ METHODS = {
     "float": lambda self: to(self, _globe.dtype.float32),
     "double": lambda self: to(self, _globe.dtype.float64),
     "long": lambda self: to(self, _globe.dtype.int64),
+    "bool": lambda self: to(self, _globe.dtype.bool),
     "bfloat16": lambda self: to(self, _globe.dtype.bfloat16),
     "half": lambda self: to(self, _globe.dtype.float16),
     "type_as": lambda self, other: to(self, other.dtype),
@@ -277,7 +330,25 @@ METHODS = {
     "clamp": lambda self, min=None, max=None: _globe.clamp(self, min, max),  # noqa: A002
     "clip": lambda self, min=None, max=None: _globe.clamp(self, min, max),  # noqa: A002
     "masked_fill": masked_fill,
+    "where": lambda self, condition, other: _globe.where(condition, self, other),
     "norm": norm,
+    # comparisons (the operators ==, !=, <, <=, >, >= are these too; ~, &, | the logical ops)
+    "eq": lambda self, other: _globe.eq(self, other),
+    "ne": lambda self, other: _globe.ne(self, other),
+    "lt": lambda self, other: _globe.lt(self, other),
+    "le": lambda self, other: _globe.le(self, other),
+    "gt": lambda self, other: _globe.gt(self, other),
+    "ge": lambda self, other: _globe.ge(self, other),
+    "equal": lambda self, other: _globe.equal(self, other),
+    "allclose": lambda self, other, rtol=1e-5, atol=1e-8, equal_nan=False: _globe.allclose(self, other, rtol, atol,
+                                                                                           equal_nan),
+    "logical_not": lambda self: _globe.logical_not(self),
+    "logical_and": lambda self, other: _globe.logical_and(self, other),
+    "logical_or": lambda self, other: _globe.logical_or(self, other),
+    "all": lambda self: _globe.sum(_globe.logical_not(self)) == 0,
+    "any": lambda self: _globe.sum(_globe.ne(self, 0.0)) > 0,
+    "__bool__": _truth,
+    "__hash__": object.__hash__,  # identity, as torch's: == is elementwise
     # in place
     "clamp_": _inplace("clamp_", lambda self, min=None, max=None: _globe.clamp(self, min, max)),  # noqa: A002
     "masked_fill_": _inplace("masked_fill_", masked_fill),

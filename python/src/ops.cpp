@@ -117,6 +117,30 @@ void bind_ops(pyb::module_& m) {
   m.def("clamp", &clamp, pyb::arg("input"), pyb::arg("min") = pyb::none(), pyb::arg("max") = pyb::none());
   m.def("abs", &globe::abs, pyb::arg("input"));
   m.def("masked_fill", &masked_fill, pyb::arg("input"), pyb::arg("mask"), pyb::arg("value"));
+  // Comparisons (a tensor or a number on the right), where (either operand a number), the logical
+  // ops, and torch's whole-tensor equal / allclose.
+  auto compare = [&m](const char* name, Tensor (*tt)(const Tensor&, const Tensor&), Tensor (*ts)(const Tensor&, double)) {
+    m.def(name, tt, pyb::arg("input"), pyb::arg("other"));
+    m.def(name, ts, pyb::arg("input"), pyb::arg("other"));
+  };
+  compare("eq", &eq, &eq);
+  compare("ne", &ne, &ne);
+  compare("lt", &lt, &lt);
+  compare("le", &le, &le);
+  compare("gt", &gt, &gt);
+  compare("ge", &ge, &ge);
+  m.def("where", pyb::overload_cast<const Tensor&, const Tensor&, const Tensor&>(&where), pyb::arg("condition"),
+        pyb::arg("input"), pyb::arg("other"));
+  m.def("where", pyb::overload_cast<const Tensor&, const Tensor&, double>(&where), pyb::arg("condition"),
+        pyb::arg("input"), pyb::arg("other"));
+  m.def("where", pyb::overload_cast<const Tensor&, double, const Tensor&>(&where), pyb::arg("condition"),
+        pyb::arg("input"), pyb::arg("other"));
+  m.def("logical_not", &logical_not, pyb::arg("input"));
+  m.def("logical_and", &logical_and, pyb::arg("input"), pyb::arg("other"));
+  m.def("logical_or", &logical_or, pyb::arg("input"), pyb::arg("other"));
+  m.def("equal", &equal, pyb::arg("input"), pyb::arg("other"));
+  m.def("allclose", &allclose, pyb::arg("input"), pyb::arg("other"), pyb::arg("rtol") = 1e-5,
+        pyb::arg("atol") = 1e-8, pyb::arg("equal_nan") = false);
   m.def("scale_grad", &scale_grad, pyb::arg("input"), pyb::arg("factor"));
   m.def("narrow", &narrow, pyb::arg("input"), pyb::arg("dim"), pyb::arg("start"), pyb::arg("length"));
   m.def("slice", &slice, pyb::arg("input"), pyb::arg("dim"), pyb::arg("start"), pyb::arg("end"));
@@ -177,6 +201,23 @@ void bind_ops(pyb::module_& m) {
       .def("__neg__", [](const Tensor& a) { return -a; })
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); })
       .def("__pow__", [](const Tensor& a, double e) { return pow(a, e); })
+      // Elementwise comparisons, never identity (Tensor.same is); anything else compared with a
+      // tensor gets NotImplemented, so `t == None` is False as in torch.
+      .def("__eq__", [](const Tensor& a, const Tensor& b) { return a == b; }, pyb::is_operator())
+      .def("__eq__", [](const Tensor& a, double s) { return a == s; }, pyb::is_operator())
+      .def("__ne__", [](const Tensor& a, const Tensor& b) { return a != b; }, pyb::is_operator())
+      .def("__ne__", [](const Tensor& a, double s) { return a != s; }, pyb::is_operator())
+      .def("__lt__", [](const Tensor& a, const Tensor& b) { return a < b; }, pyb::is_operator())
+      .def("__lt__", [](const Tensor& a, double s) { return a < s; }, pyb::is_operator())
+      .def("__le__", [](const Tensor& a, const Tensor& b) { return a <= b; }, pyb::is_operator())
+      .def("__le__", [](const Tensor& a, double s) { return a <= s; }, pyb::is_operator())
+      .def("__gt__", [](const Tensor& a, const Tensor& b) { return a > b; }, pyb::is_operator())
+      .def("__gt__", [](const Tensor& a, double s) { return a > s; }, pyb::is_operator())
+      .def("__ge__", [](const Tensor& a, const Tensor& b) { return a >= b; }, pyb::is_operator())
+      .def("__ge__", [](const Tensor& a, double s) { return a >= s; }, pyb::is_operator())
+      .def("__invert__", [](const Tensor& a) { return logical_not(a); })
+      .def("__and__", [](const Tensor& a, const Tensor& b) { return logical_and(a, b); }, pyb::is_operator())
+      .def("__or__", [](const Tensor& a, const Tensor& b) { return logical_or(a, b); }, pyb::is_operator())
       .def("sum", [](const Tensor& a) { return sum(a); })
       .def("mean", [](const Tensor& a) { return mean(a); })
       .def("reshape", [](const Tensor& a, const pyb::args& s) {

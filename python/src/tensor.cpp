@@ -13,9 +13,10 @@ DType dtype_of_numpy(const pyb::dtype& dt) {
     if (dt.kind() == 'f' && dt.itemsize() == 8) return kFloat64;
     if (dt.kind() == 'f' && dt.itemsize() == 2) return kFloat16;
     if (dt.kind() == 'i' && dt.itemsize() == 8) return kInt64;
+    if (dt.kind() == 'b' && dt.itemsize() == 1) return kBool;
   }
   throw Error("[tensor] numpy dtype " + std::string(pyb::str(static_cast<pyb::handle>(dt))) +
-              " is not supported: use float32, float64 or int64");
+              " is not supported: use float32, float64, float16, int64 or bool");
 }
 
 pyb::dtype numpy_dtype(DType t) {
@@ -24,6 +25,7 @@ pyb::dtype numpy_dtype(DType t) {
     case DType::float64: return pyb::dtype::of<double>();
     case DType::int64: return pyb::dtype::of<int64_t>();
     case DType::float16: return pyb::dtype("float16");
+    case DType::boolean: return pyb::dtype::of<bool>();
     case DType::bfloat16: break;
   }
   throw pyb::type_error("[numpy] " + std::string(dtype_name(t)) + " has no numpy dtype: convert with .float() first");
@@ -40,7 +42,7 @@ pyb::array local_array(const Tensor& t) {
   return pyb::array(numpy_dtype(t.dtype()), shape, strides, t.raw_data(), owner);
 }
 
-// A numpy array as a local tensor. A writeable C-contiguous float32, float64 or int64 array is
+// A numpy array as a local tensor. A writeable C-contiguous float32, float64, int64 or bool array is
 // shared, not copied (torch.from_numpy): the tensor keeps the array alive, and writes through
 // either are seen by the other. Anything else (other dtypes numpy can cast to ours, strided or
 // read-only arrays) is copied once into a new array first.
@@ -48,7 +50,7 @@ Tensor from_numpy(const pyb::array& a_in) {
   pyb::array a = a_in;
   const pyb::dtype dt = a.dtype();
   if (dt.kind() == 'f' && dt.itemsize() != 2 && dt.itemsize() != 4 && dt.itemsize() != 8) a = a_in.attr("astype")("float32");
-  if (dt.kind() == 'i' || dt.kind() == 'u' || dt.kind() == 'b') a = a_in.attr("astype")("int64");
+  if (dt.kind() == 'i' || dt.kind() == 'u') a = a_in.attr("astype")("int64");  // bool ('b') stays bool
   if (a.dtype().byteorder() == '>') a = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
   const DType t = dtype_of_numpy(a.dtype());
   const bool shareable = (a.flags() & pyb::array::c_style) && a.writeable() && a.attr("flags").attr("aligned").cast<bool>();
@@ -81,7 +83,8 @@ void bind_tensor(pyb::module_& m) {
       .value("float64", DType::float64)
       .value("int64", DType::int64)
       .value("bfloat16", DType::bfloat16)
-      .value("float16", DType::float16);
+      .value("float16", DType::float16)
+      .value("bool", DType::boolean);
 
   with_equality(pyb::class_<Sbp>(m, "Sbp"))
       .def("__repr__", [](const Sbp& s) { return "sbp." + std::string(s.is_split() ? "split(" + std::to_string(s.dim) + ")"
@@ -147,6 +150,7 @@ void bind_tensor(pyb::module_& m) {
       .def("detach", &Tensor::detach)
       .def("item", [](const Tensor& t) -> pyb::object {
         if (t.dtype() == kInt64) return pyb::int_(t.item<int64_t>());
+        if (t.dtype() == kBool) return pyb::bool_(t.item<int64_t>() != 0);
         return pyb::float_(t.item<double>());
       })
       .def("to_local", &Tensor::to_local)

@@ -219,6 +219,15 @@ TEST(BackendOps, ClampAndMaskedFill) {
       expect_same_with_grads({x}, [](const auto& in) { return clamp(in[0], std::nullopt, 0.2); }, 0.0, "clamp max");
       expect_same_with_grads({x, mask}, [](const auto& in) { return masked_fill(in[0], in[1], -3.0); }, 0.0,
                              "masked_fill");
+      // Comparisons (bool out, cast back to compare values) and where / masked_fill on their masks.
+      const Tensor xg = to(x, kGpu);
+      for (auto [cmp, name] : std::vector<std::pair<Tensor (*)(const Tensor&, double), const char*>>{
+               {&lt, "lt"}, {&le, "le"}, {&gt, "gt"}, {&ge, "ge"}, {&eq, "eq"}, {&ne, "ne"}})
+        expect_close(to_dtype(cmp(relu(x), 0.0), dt), to_dtype(cmp(relu(xg), 0.0), dt), 0.0, name);
+      expect_close(to_dtype(lt(x, narrow(x, 0, 0, 1)), dt), to_dtype(lt(xg, narrow(xg, 0, 0, 1)), dt), 0.0, "lt bcast");
+      expect_same_with_grads({x}, [](const auto& in) { return where(gt(in[0], 0.1), in[0], 0.5); }, 0.0, "where");
+      expect_same_with_grads({x}, [](const auto& in) { return masked_fill(in[0], le(in[0], 0.0), 2.0); }, 0.0,
+                             "masked_fill bool");
     }
 }
 

@@ -143,6 +143,19 @@ std::vector<OpCase> cases() {
       {"abs", {F({5, 3})}, [](V x) { return abs(x[0]); }},
       {"masked_fill", {F({5, 3}), I({5, 3}, 2)}, [](V x) { return masked_fill(x[0], x[1], -1.5); }},
       {"scale_grad", {F({5, 3})}, [](V x) { return scale_grad(x[0], 0.25); }},
+      // Comparisons give bool (no gradient); where picks by them (gradients to the side taken).
+      {"eq", {F({5, 3})}, [](V x) { return eq(x[0], relu(x[0])); }},
+      {"ne_scalar", {F({5, 3})}, [](V x) { return ne(relu(x[0]), 0.0); }},
+      {"lt_bcast_row", {F({5, 3}), F({3})}, [](V x) { return lt(x[0], x[1]); }},
+      {"le_scalar", {F({5, 3})}, [](V x) { return x[0] <= 0.25; }},
+      {"gt_outer", {F({4, 1}), F({1, 3})}, [](V x) { return gt(x[0], x[1]); }},
+      {"ge", {F({3, 5}), F({3, 5})}, [](V x) { return x[0] >= x[1]; }},
+      {"count_true", {F({5, 3})}, [](V x) { return sum(x[0] > 0.0, {0}); }},
+      {"bool_cast_mul", {F({5, 3})}, [](V x) { return mul(to_dtype(x[0] > 0.1, x[0].dtype()), x[0]); }},
+      {"where", {F({5, 3}), F({5, 3})}, [](V x) { return where(gt(x[0], x[1]), x[0], x[1]); }},
+      {"where_bcast_scalar", {F({5, 3}), F({3})}, [](V x) { return where(lt(x[0], x[1]), mul(x[0], x[1]), 0.5); }},
+      {"masked_fill_bool", {F({5, 3})}, [](V x) { return masked_fill(x[0], gt(x[0], 0.2), -1.5); }},
+      {"masked_fill_bcast", {F({5, 3}), F({3})}, [](V x) { return masked_fill(mul(x[0], x[1]), gt(x[1], 0.0), 2.0); }},
   };
 }
 

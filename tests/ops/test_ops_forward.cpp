@@ -706,6 +706,82 @@ TEST(OpsForward, ContiguousAndCopy) {
   EXPECT_THROW(copy_(dst, a), Error);
 }
 
+// ---- comparisons, bool and where -----------------------------------------------------------------
+
+// Elementwise comparisons give bool tensors (torch's semantics: broadcasting, promotion, NaN unequal
+// to everything), the C++ operators are the same ops, and bool tensors print, cast, count, mask
+// and select.
+TEST(OpsForward, ComparisonsGiveBoolTensors) {
+  const Tensor a = f32({1, 2, 3, 4, 5, 6}, {2, 3}), row = f32({2, 2, 7}, {3});
+  const Tensor lt_row = a < row;
+  EXPECT_EQ(lt_row.dtype(), kBool);
+  expect_values(lt_row, {2, 3}, {1, 0, 1, 0, 0, 1});
+  expect_values(a == row, {2, 3}, {0, 1, 0, 0, 0, 0});
+  expect_values(a != row, {2, 3}, {1, 0, 1, 1, 1, 1});
+  expect_values(a <= row, {2, 3}, {1, 1, 1, 0, 0, 1});
+  expect_values(a > 3.0, {2, 3}, {0, 0, 0, 1, 1, 1});
+  expect_values(a >= 3.0, {2, 3}, {0, 0, 1, 1, 1, 1});
+  expect_values(ge(a, row), {2, 3}, {0, 1, 0, 1, 1, 0});
+  expect_values(gt(a, row), {2, 3}, {0, 0, 0, 1, 1, 0});
+  expect_values(le(a, 2.0), {2, 3}, {1, 1, 0, 0, 0, 0});
+  // Promotion: int64 against float32, int64 against a fraction, NaN.
+  expect_values(eq(i64({1, 2, 3}, {3}), f32({1, 0, 3}, {3})), {3}, {1, 0, 1});
+  expect_values(lt(i64({1, 2, 3}, {3}), 2.5), {3}, {1, 1, 0});
+  const Tensor nan = f64({NAN, 1}, {2});
+  expect_values(eq(nan, nan), {2}, {0, 1});
+  expect_values(ne(nan, nan), {2}, {1, 0});
+  // Printing, casts, counting.
+  EXPECT_THAT(lt_row.to_string(), ::testing::HasSubstr("[[True, False, True],"));
+  EXPECT_THAT(lt_row.to_string(), ::testing::HasSubstr("dtype=bool"));
+  expect_values(to_dtype(lt_row, kFloat32), {2, 3}, {1, 0, 1, 0, 0, 1});
+  expect_values(to_dtype(f32({0, -2, 0.5}, {3}), kBool), {3}, {0, 1, 1});
+  const Tensor count = sum(lt_row);
+  EXPECT_EQ(count.dtype(), kInt64);
+  EXPECT_EQ(count.item<int64_t>(), 3);
+  expect_values(sum(lt_row, {1}), {2}, {2, 1});
+  expect_values(mean(to_dtype(lt_row, kFloat32)), {}, {0.5});
+  EXPECT_THAT(testing::error_of([&] { mean(lt_row); }), ::testing::HasSubstr("[mean] expects a floating tensor"));
+  EXPECT_THAT(testing::error_of([&] { exp(lt_row); }), ::testing::HasSubstr("[exp] expects a floating tensor"));
+  EXPECT_THAT(testing::error_of([&] { Tensor(lt_row).set_requires_grad(); }), ::testing::HasSubstr("only floating tensors"));
+  // Logical ops.
+  expect_values(logical_not(lt_row), {2, 3}, {0, 1, 0, 1, 1, 0});
+  expect_values(logical_and(lt_row, a > 2.0), {2, 3}, {0, 0, 1, 0, 0, 1});
+  expect_values(logical_or(lt_row, a > 4.0), {2, 3}, {1, 0, 1, 0, 1, 1});
+  // equal / allclose: whole-tensor answers.
+  EXPECT_TRUE(equal(a, f32({1, 2, 3, 4, 5, 6}, {2, 3})));
+  EXPECT_FALSE(equal(a, f32({1, 2, 3, 4, 5, 7}, {2, 3})));
+  EXPECT_FALSE(equal(a, f32({1, 2, 3}, {3})));
+  EXPECT_TRUE(allclose(a, a + 1e-7));
+  EXPECT_FALSE(allclose(a, a + 1e-3));
+  EXPECT_TRUE(allclose(a, a + 1e-3, 0.0, 2e-3));
+  EXPECT_FALSE(allclose(nan, nan));
+  EXPECT_TRUE(std::isnan(relu(nan).to_vector<double>()[0]) && std::isnan(abs(nan).to_vector<double>()[0]))
+      << "relu and abs keep NaN, as torch's";
+  EXPECT_TRUE(allclose(nan, nan, 1e-5, 1e-8, true));
+}
+
+TEST(OpsForward, WhereAndMaskedFillTakeBoolMasks) {
+  const Tensor a = f32({1, -2, 3, -4, 5, -6}, {2, 3}), b = f32({10, 20, 30}, {3});
+  const Tensor pos = a > 0.0;
+  expect_values(where(pos, a, b), {2, 3}, {1, 20, 3, 10, 5, 30});
+  expect_values(where(pos, a, 0.0), {2, 3}, {1, 0, 3, 0, 5, 0});
+  expect_values(where(pos, -1.0, a), {2, 3}, {-1, -2, -1, -4, -1, -6});
+  expect_values(where(b > 15.0, b, b * 0.5), {3}, {5, 20, 30});
+  expect_values(masked_fill(a, pos, 9.0), {2, 3}, {9, -2, 9, -4, 9, -6});
+  expect_values(masked_fill(a, b > 15.0, 0.0), {2, 3}, {1, 0, 0, -4, 0, 0});  // the mask broadcast
+  expect_values(masked_fill(a, i64({1, 0, 0, 0, 0, 1}, {2, 3}), 7.0), {2, 3}, {7, -2, 3, -4, 5, 7});  // int64 masks
+  EXPECT_THAT(testing::error_of([&] { where(a, a, b); }),
+              ::testing::HasSubstr("[where] the condition must be bool (or int64, non-zero meaning true), got float32"));
+  EXPECT_THAT(testing::error_of([&] { where(pos, a, to_dtype(b, kFloat64)); }),
+              ::testing::HasSubstr("[where] the two operands differ in dtype"));
+  EXPECT_THAT(testing::error_of([&] { masked_fill(b, pos, 1.0); }), ::testing::HasSubstr("[masked_fill]"));
+  // Gradients go to the side taken.
+  const Tensor x = f64({1, -2, 3}, {3}).set_requires_grad(), y = f64({0, 0, 5}, {3}).set_requires_grad();
+  sum(where(x > y, x, y) * 2.0).backward();
+  expect_values(x.grad(), {3}, {2, 0, 0});
+  expect_values(y.grad(), {3}, {0, 2, 2});
+}
+
 // ---- edge cases ---------------------------------------------------------------------------------
 
 TEST(OpsForward, ScalarsAndEmptyTensors) {

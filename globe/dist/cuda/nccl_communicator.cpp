@@ -56,6 +56,7 @@ ncclDataType_t nccl_type(DType t) {
     case DType::int64: return ncclInt64;
     case DType::bfloat16: return ncclBfloat16;
     case DType::float16: return ncclFloat16;
+    case DType::boolean: return ncclUint8;
   }
   return ncclChar;
 }

@@ -53,7 +53,8 @@ Tensor unary(UnaryKind kind, const Tensor& a) {
         return map_unary<T, T>(a, [](T x) { return std::exp(x); });
       case UnaryKind::log: return map_unary<T, T>(a, [](T x) { return std::log(x); });
       case UnaryKind::sqrt: return map_unary<T, T>(a, [](T x) { return std::sqrt(x); });
-      case UnaryKind::relu: return map_unary<T, T>(a, [](T x) { return x > T(0) ? x : T(0); });
+      // NaN passes through, as torch's (so abs, relu(x) + relu(-x), keeps it too).
+      case UnaryKind::relu: return map_unary<T, T>(a, [](T x) { return x <= T(0) ? T(0) : x; });
       case UnaryKind::gelu: return map_unary<T, T>(a, [](T x) { return gelu_value(x); });
       case UnaryKind::gelu_tanh:
         if constexpr (std::is_same_v<T, float>) return dense_f32(a, gelu_tanh_f32);
@@ -123,19 +124,43 @@ Tensor clamp_backward(const Tensor& g, const Tensor& x, double lo_in, double hi_
   });
 }
 
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
-  const Tensor m = dense(mask);
-  const Tensor d = dense(x);
-  return visit_dtype(x.dtype(), [&](auto tag) {
+Tensor compare(CompareKind kind, const Tensor& a, const Tensor& b, const Shape& s) {
+  return visit_with_bool(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
-    const T* src = d.data<T>();
-    const int64_t* keep = m.data<int64_t>();
-    T* dst = out.data<T>();
-    const T v = T(value);
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) dst[i] = keep[i] != 0 ? v : src[i];
-    return out;
-  });
+    switch (kind) {
+      case CompareKind::eq: return map_binary<T, bool>(a, b, s, [](T x, T y) { return x == y; });
+      case CompareKind::ne: return map_binary<T, bool>(a, b, s, [](T x, T y) { return x != y; });
+      case CompareKind::lt: return map_binary<T, bool>(a, b, s, [](T x, T y) { return x < y; });
+      case CompareKind::le: return map_binary<T, bool>(a, b, s, [](T x, T y) { return x <= y; });
+      case CompareKind::gt: return map_binary<T, bool>(a, b, s, [](T x, T y) { return x > y; });
+      case CompareKind::ge: return map_binary<T, bool>(a, b, s, [](T x, T y) { return x >= y; });
+    }
+    GLOBE_FAIL("[compare] bad kind");
+  }, compare_name(kind));
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& s) {
+  return visit_with_bool(cond.dtype(), [&](auto ctag) {
+    using C = decltype(ctag);
+    return visit_with_bool(a.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      Tensor out = Tensor::uninitialized(s, a.dtype());
+      const C* pc = static_cast<const C*>(cond.storage()->data);
+      const T* pa = static_cast<const T*>(a.storage()->data);
+      const T* pb = static_cast<const T*>(b.storage()->data);
+      T* dst = out.data<T>();
+      for_each_run<3>(s, {broadcast_strides(cond, s), broadcast_strides(a, s), broadcast_strides(b, s)},
+                      {cond.offset(), a.offset(), b.offset()}, [&](const StridedRun<3>& r) {
+                        const C* c = pc + r.offset[0];
+                        const T* x = pa + r.offset[1];
+                        const T* y = pb + r.offset[2];
+                        for (int64_t i = 0; i < r.count; ++i)
+                          dst[i] = c[i * r.stride[0]] != C(0) ? x[i * r.stride[1]] : y[i * r.stride[2]];
+                        dst += r.count;
+                      });
+      return out;
+    }, "where");
+  }, "where");
 }
 
 void fill(const Tensor& dst, double value) {

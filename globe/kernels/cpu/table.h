@@ -15,7 +15,8 @@ Tensor scalar(ScalarKind kind, const Tensor& a, double s);
 void fill(const Tensor& dst, double value);
 Tensor clamp(const Tensor& a, double lo, double hi);
 Tensor clamp_backward(const Tensor& g, const Tensor& x, double lo, double hi);
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+Tensor compare(CompareKind kind, const Tensor& a, const Tensor& b, const Shape& out);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& out);
 // optim_updates.cpp
 void sgd_update(const Tensor& p, const Tensor& g, const Tensor& momentum_buffer, const SgdStep& step);
 void adam_update(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Tensor& exp_avg_sq,

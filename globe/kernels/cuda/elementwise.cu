@@ -44,7 +44,7 @@ __device__ T apply_unary(UnaryKind k, T x) {
     case UnaryKind::exp: return exp(x);
     case UnaryKind::log: return log(x);
     case UnaryKind::sqrt: return sqrt(x);
-    case UnaryKind::relu: return x > T(0) ? x : T(0);
+    case UnaryKind::relu: return x <= T(0) ? T(0) : x;  // NaN passes through, as on the CPU
     case UnaryKind::gelu: return gelu_value(x);
     case UnaryKind::tanh: return tanh(x);
     case UnaryKind::sigmoid: return T(1) / (T(1) + exp(-x));
@@ -151,12 +151,32 @@ struct ClampBackwardFn {
   }
 };
 template <class T>
-struct MaskedFillFn {
-  T v;
-  const T* x;
-  const int64_t* mask;
+struct CompareFn {
+  CompareKind k;
+  const T* a;
+  const T* b;
+  bool* out;
+  __device__ void operator()(int64_t i, const int64_t* off) const {
+    const T x = a[off[0]], y = b[off[1]];
+    switch (k) {
+      case CompareKind::eq: out[i] = x == y; break;
+      case CompareKind::ne: out[i] = x != y; break;
+      case CompareKind::lt: out[i] = x < y; break;
+      case CompareKind::le: out[i] = x <= y; break;
+      case CompareKind::gt: out[i] = x > y; break;
+      case CompareKind::ge: out[i] = x >= y; break;
+    }
+  }
+};
+template <class C, class T>
+struct WhereFn {
+  const C* cond;
+  const T* a;
+  const T* b;
   T* out;
-  __device__ void operator()(int64_t i, const int64_t* off) const { out[i] = mask[off[1]] != 0 ? v : x[off[0]]; }
+  __device__ void operator()(int64_t i, const int64_t* off) const {
+    out[i] = cond[off[0]] != C(0) ? a[off[1]] : b[off[2]];
+  }
 };
 template <class D, class S>
 struct CopyFn {
@@ -231,21 +251,35 @@ Tensor clamp_backward(const Tensor& g, const Tensor& x, double lo, double hi) {
   return out;
 }
 
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
-  Tensor out = Tensor::uninitialized(x.shape(), x.dtype(), x.device());
-  visit_dtype(x.dtype(), [&](auto tag) {
+Tensor compare(CompareKind kind, const Tensor& a, const Tensor& b, const Shape& shape) {
+  Tensor out = Tensor::uninitialized(shape, kBool, a.device());
+  visit_with_bool(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const Tensor* ops[2] = {&x, &mask};
-    launch(x.numel(), make_indexer<2>(x.shape(), ops, "masked_fill"), stream_of(x),
-           MaskedFillFn<T>{T(value), base_of<T>(x), base_of<int64_t>(mask), base_of<T>(out)}, "masked_fill");
-  });
+    const Tensor* ops[2] = {&a, &b};
+    launch(out.numel(), make_indexer<2>(shape, ops, compare_name(kind)), stream_of(a),
+           CompareFn<T>{kind, base_of<T>(a), base_of<T>(b), base_of<bool>(out)}, compare_name(kind));
+  }, compare_name(kind));
+  return out;
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& shape) {
+  Tensor out = Tensor::uninitialized(shape, a.dtype(), a.device());
+  visit_with_bool(cond.dtype(), [&](auto ctag) {
+    visit_with_bool(a.dtype(), [&](auto tag) {
+      using C = decltype(ctag);
+      using T = decltype(tag);
+      const Tensor* ops[3] = {&cond, &a, &b};
+      launch(out.numel(), make_indexer<3>(shape, ops, "where"), stream_of(a),
+             WhereFn<C, T>{base_of<C>(cond), base_of<T>(a), base_of<T>(b), base_of<T>(out)}, "where");
+    }, "where");
+  }, "where");
   return out;
 }
 
 void copy_into(const Tensor& dst, const Tensor& src) {
   GLOBE_CHECK(dst.shape() == src.shape(), "[copy] shapes differ: ", describe(dst), " and ", describe(src));
-  visit_dtype(dst.dtype(), [&](auto dtag) {
-    visit_dtype(src.dtype(), [&](auto stag) {
+  visit_with_bool(dst.dtype(), [&](auto dtag) {
+    visit_with_bool(src.dtype(), [&](auto stag) {
       using D = decltype(dtag);
       using S = decltype(stag);
       const Tensor* ops[2] = {&dst, &src};
@@ -256,7 +290,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 }
 
 void fill(const Tensor& dst, double value) {
-  visit_dtype(dst.dtype(), [&](auto tag) {
+  visit_with_bool(dst.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const Tensor* ops[1] = {&dst};
     launch(dst.numel(), make_indexer<1>(dst.shape(), ops, "fill"), stream_of(dst),

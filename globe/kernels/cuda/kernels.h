@@ -14,7 +14,8 @@ void copy_into(const Tensor& dst, const Tensor& src);
 void fill(const Tensor& dst, double value);
 Tensor clamp(const Tensor& a, double lo, double hi);
 Tensor clamp_backward(const Tensor& g, const Tensor& x, double lo, double hi);
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+Tensor compare(CompareKind kind, const Tensor& a, const Tensor& b, const Shape& shape);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& shape);
 // reduce.cu
 Tensor sum_to_keepdim(const Tensor& a, const Shape& keep_shape);
 // index.cu
