@@ -1,6 +1,8 @@
 #include "globe/global/global_tensor.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <sstream>
 
 #include "globe/base/free_lists.h"
@@ -142,8 +144,63 @@ Tensor ones(const Shape& shape, const Placement& p, const NdSbp& sbp, DType dtyp
   return full(shape, 1.0, p, sbp, dtype);
 }
 
+namespace {
+
+// A 64-bit digest of a tensor's dtype, shape and values (row-major), for telling apart values
+// that should be equal; four independent lanes of multiply-rotate over 8-byte words.
+uint64_t digest(const Tensor& t) {
+  const Tensor host = contiguous(kernels::copy_to_device(t, kCPU));
+  uint64_t lane[4] = {0x9e3779b97f4a7c15ull ^ uint64_t(t.dtype()), 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull,
+                      0x2545f4914f6cdd1dull};
+  for (int64_t e : host.shape()) lane[1] = (lane[1] ^ uint64_t(e)) * 0x9e3779b97f4a7c15ull;
+  const auto* bytes = static_cast<const unsigned char*>(host.raw_data());
+  const size_t n = size_t(host.numel()) * itemsize(host.dtype());
+  auto step = [](uint64_t h, uint64_t w) { return std::rotl((h ^ w) * 0x9e3779b97f4a7c15ull, 29); };
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, bytes + i + 8 * k, 8);
+      lane[k] = step(lane[k], w);
+    }
+  for (; i < n; ++i) lane[0] = step(lane[0], bytes[i]);
+  return step(step(step(lane[0], lane[1]), lane[2]), lane[3]) ^ n;
+}
+
+// from_full's promise, checked: every member passed the same whole value. A value read from a
+// per-rank file or drawn by an unseeded generator would otherwise give each rank its block of a
+// different whole, mixed without a word. Each member's digest of its value is all-gathered among
+// the placement's members (8 bytes each, against a copy of the block); where they differ, every
+// member throws the same error, naming the ranks that passed rank `first`'s value and those that did not.
+void check_members_agree(const Tensor& value, const Placement& p) {
+  const std::vector<int>& ranks = p.ranks();
+  if (ranks.size() < 2 || !p.contains(dist::world_rank())) return;
+  const int64_t n = int64_t(ranks.size());
+  Tensor mine = Tensor::uninitialized({1}, kInt64), all = Tensor::uninitialized({n}, kInt64);
+  *mine.data<int64_t>() = int64_t(digest(value));
+  dist::group(ranks).all_gather_v(mine, all, std::vector<int64_t>(size_t(n), 1));
+  const int64_t* d = all.data<int64_t>();
+  std::vector<int> same, other;
+  for (int64_t i = 0; i < n; ++i) (d[i] == d[0] ? same : other).push_back(ranks[size_t(i)]);
+  if (other.empty()) return;
+  auto list = [](const std::vector<int>& v) {
+    std::ostringstream o;
+    for (size_t i = 0; i < v.size(); ++i) o << (i ? ", " : "") << v[i];
+    return o.str();
+  };
+  GLOBE_FAIL("[from_full] the ranks of ", p.to_string(), " passed different whole values of shape ",
+             shape_str(value.shape()), " (", dtype_name(value.dtype()), "): rank", same.size() > 1 ? "s " : " ",
+             list(same), " one value, rank", other.size() > 1 ? "s " : " ", list(other),
+             " another. from_full needs the same whole value on every rank (each keeps its block of it): seed ",
+             "the generator that drew it alike on every rank, or read the same file; to assemble a value from ",
+             "each rank's own piece, use local.to_global(placement, sbp)");
+}
+
+}  // namespace
+
 Tensor from_full(const Tensor& value, const Placement& p, const NdSbp& sbp) {
   GLOBE_CHECK(!value.is_global(), "[from_full] expects a local tensor holding the whole value");
+  check_members_agree(value, p);
   return create(value.shape(), p, sbp, value.dtype(), [&](const Tensor& t, const Block& b) {
     Tensor view = value;
     for (size_t d = 0; d < b.start.size(); ++d) view = narrow(view, int64_t(d), b.start[d], b.shape[d]);

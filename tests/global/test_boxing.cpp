@@ -123,8 +123,8 @@ TEST(Boxing, LargeTensorsTakeTheRingAllReduce) {
     check_holds(x.to_global(p, sbp::broadcast), full, std::string("P -> B ") + dtype_name(dt));
     // Every rank holding a summand: the sum of (r + 1) * full over the ranks.
     const int n = dist::world_size();
-    Tensor mine = from_full(mul(full, double(dist::world_rank() + 1)), Placement::all(), sbp::broadcast);
-    Tensor summed = make_global(mine.to_local(), full.shape(), p, sbp::partial_sum).to_global(p, sbp::broadcast);
+    const Tensor mine = mul(full, double(dist::world_rank() + 1));
+    Tensor summed = make_global(mine, full.shape(), p, sbp::partial_sum).to_global(p, sbp::broadcast);
     const auto got = summed.to_local().to_vector<double>(), base = full.to_vector<double>();
     const double factor = n * (n + 1) / 2.0;
     for (size_t i = 0; i < got.size(); i += 997) EXPECT_NEAR(got[i], factor * base[i], 1e-4 * (1 + std::abs(base[i])));

@@ -25,6 +25,45 @@ TEST(GlobalErrors, InputsOnDifferentPlacementsNameBoth) {
   EXPECT_THAT(msg, HasSubstr("(rank " + std::to_string(dist::world_rank()) + ")"));
 }
 
+// from_full's ranks must pass one whole value: where they do not (an unseeded draw, a per-rank
+// file), every member fails naming who passed what, rather than each keeping its block of its own
+// value ([10, 10, 20, 20] from [10, 10, 10, 10] and [20, 20, 20, 20]). Ranks that agree run on.
+TEST(GlobalErrors, FromFullWithDifferentValuesNamesTheRanks) {
+  const int n = dist::world_size(), me = dist::world_rank();
+  const Placement p = Placement::all();
+  const Tensor same = full({4}, 10.0);
+  const Tensor agreed = from_full(same, p, sbp::split(0));
+  EXPECT_EQ(agreed.to_global(p, sbp::broadcast).to_local().to_vector<float>(), std::vector<float>(4, 10.0f));
+  if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+  const Tensor mine = full({4}, me % 2 == 0 ? 10.0 : 20.0);  // odd ranks differ from rank 0
+  const std::string msg = error_of([&] { from_full(mine, p, sbp::split(0)); });
+  EXPECT_THAT(msg, HasSubstr("[from_full]"));
+  EXPECT_THAT(msg, HasSubstr("different whole values of shape [4] (float32)"));
+  EXPECT_THAT(msg, HasSubstr(n == 2 ? "rank 0 one value, rank 1 another" : "ranks 0, 2 one value, ranks 1, 3 another"));
+  // A shape or dtype that differs is a different value too; one element differing is enough.
+  const Tensor longer = full({me == n - 1 ? 5 : 4}, 10.0);
+  EXPECT_THAT(error_of([&] { from_full(longer, p, sbp::broadcast); }), HasSubstr("[from_full]"));
+  Tensor one_off = full({1000}, 1.0);
+  if (me == n - 1) one_off.data<float>()[777] = std::nextafter(1.0f, 2.0f);
+  EXPECT_THAT(error_of([&] { from_full(one_off, p, sbp::split(0)); }),
+              HasSubstr("rank " + std::to_string(n - 1) + " another"));
+  // A placement of some ranks checks among its members only.
+  const Placement first = placement("cpu", {0});
+  EXPECT_EQ(from_full(mine, first, sbp::broadcast).to_global(p, sbp::broadcast).to_local().to_vector<float>(),
+            std::vector<float>(4, 10.0f));
+}
+
+// A bool tensor is never a partial sum (a sum of truth values is a count): refused by name, on
+// creation and on boxing, while comparisons of partial values box them first and give B.
+TEST(GlobalErrors, BoolTensorsAreNeverPartial) {
+  const Placement p = Placement::all();
+  EXPECT_THAT(error_of([&] { zeros({4}, p, sbp::partial_sum, kBool); }),
+              HasSubstr("[to_global] a bool tensor cannot be partial_sum (P): a sum of truth values is a count"));
+  const Tensor m = gt(randn({4}, p, sbp::partial_sum), 0.0);
+  EXPECT_FALSE(m.sbp().any_partial()) << m.sbp().to_string();
+  EXPECT_THAT(error_of([&] { m.to_global(p, sbp::partial_sum); }), HasSubstr("a bool tensor cannot be partial_sum"));
+}
+
 TEST(GlobalErrors, LocalMixedWithGlobal) {
   Tensor g = randn({4, 3}, Placement::all(), sbp::broadcast);
   Tensor l = randn({4, 3});

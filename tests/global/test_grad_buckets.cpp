@@ -165,11 +165,14 @@ TEST(GradOverlap, AGradientFillingABucketIsSummedInItsOwnBytes) {
 TEST(GradOverlap, ParametersOfOneNodeJoinInInputOrder) {
   const Placement p = Placement::all();
   const int n = 8, me = dist::world_rank();
-  std::vector<Tensor> params(n), padding;
-  for (int k = 0; k < n; ++k) {
+  std::vector<Tensor> params(n), shards(n), padding;
+  for (int k = 0; k < n; ++k) {  // each rank allocates its shards in its own order, at its own addresses
     const int i = me % 2 ? n - 1 - k : k;
     padding.push_back(Tensor::uninitialized({(me + 1) * (k + 1) * 7}, DType::float32));
-    params[size_t(i)] = from_full(full({i + 1}, double(i)), p, replicated(1));
+    shards[size_t(i)] = full({i + 1}, double(i));
+  }
+  for (int i = 0; i < n; ++i) {  // global ops in one order on every rank
+    params[size_t(i)] = make_global(shards[size_t(i)], {i + 1}, p, replicated(1));
     params[size_t(i)].set_requires_grad(true);
   }
   manual_seed(13);
