@@ -11,9 +11,11 @@
 #include "globe/core/deterministic.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
+#include "globe/global/boxing.h"
 #include "globe/global/boxing_1d.h"
 #include "globe/global/global_tensor.h"
 #include "globe/global/op_history.h"
+#include "globe/global/zero_layout.h"
 #include "globe/kernels/device_kernels.h"
 #include "globe/kernels/elementwise.h"
 
@@ -169,7 +171,7 @@ struct Overlap {
   int no_sync = 0;
   Buckets open;  // collecting gradients, in the order they opened
   std::deque<Flight> flying;  // started, in order
-  std::map<const TensorImpl*, std::weak_ptr<TensorImpl>> read_only;  // keep_pending_until_read
+  std::map<const TensorImpl*, std::weak_ptr<TensorImpl>> zero2;  // reduce_into_update_layout
 };
 
 Overlap& overlap() {
@@ -195,13 +197,27 @@ void land(More more) {
   }
 }
 
-bool kept_pending_until_read(const Tensor& param) {
-  auto& ro = overlap().read_only;
-  auto it = ro.find(&param.impl());
-  if (it == ro.end()) return false;
+bool zero_stage2(const Tensor& param) {
+  auto& z = overlap().zero2;
+  auto it = z.find(&param.impl());
+  if (it == z.end()) return false;
   if (!it->second.expired()) return true;
-  ro.erase(it);
+  z.erase(it);
   return false;
+}
+
+// ZeRO stage 2: `w`'s gradient reduced into its parameter's update layout now (the whole partial
+// one let go); false where that layout is the parameter's own (no axis to split), for a bucket.
+bool reduce_into_update_layout(Pending& w) {
+  const NdSbp into = zero_layout(w.param);
+  if (into == w.param.sbp()) return false;
+  NoGradGuard no_grad;
+  const Tensor param = w.param;
+  Tensor whole = std::move(w.grad);
+  w = {};
+  param.set_grad(Tensor());
+  param.set_grad(box(whole, param.placement(), into));
+  return true;
 }
 
 }  // namespace
@@ -209,7 +225,8 @@ bool kept_pending_until_read(const Tensor& param) {
 void detail::grad_ready(const Tensor& leaf) {
   Overlap& o = overlap();
   Pending w;
-  if (o.bucket_bytes <= 0 || o.no_sync > 0 || !pending(leaf, w) || kept_pending_until_read(leaf)) return;
+  if (o.bucket_bytes <= 0 || o.no_sync > 0 || !pending(leaf, w)) return;
+  if (zero_stage2(leaf) && reduce_into_update_layout(w)) return;
   // A gradient that fills a bucket by itself starts alone (summed in its own bytes where it can
   // be), leaving the open bucket to the smaller ones.
   if (w.local.numel() * int64_t(itemsize(w.grad.dtype())) >= o.bucket_bytes) {
@@ -283,10 +300,10 @@ std::optional<DType> grad_reduce_dtype() { return reduce_dtype_setting(); }
 NoSyncGuard::NoSyncGuard() { ++overlap().no_sync; }
 NoSyncGuard::~NoSyncGuard() { --overlap().no_sync; }
 
-void keep_pending_until_read(const std::vector<Tensor>& params, bool on) {
+void reduce_into_update_layout(const std::vector<Tensor>& params, bool on) {
   for (const Tensor& p : params)
-    if (on) overlap().read_only[&p.impl()] = p.impl_ptr();
-    else overlap().read_only.erase(&p.impl());
+    if (on) overlap().zero2[&p.impl()] = p.impl_ptr();
+    else overlap().zero2.erase(&p.impl());
 }
 
 }  // namespace globe

@@ -7,8 +7,9 @@
 // starts its all-reduce, non-blocking, at once, and the end of the pass starts the rest. The
 // engine moves reductions in flight on between nodes; reading or adding to a gradient completes
 // them (docs/design.md §11, "Overlap"). Every rank runs the same graph, so buckets start in the same order
-// everywhere. Gradients still pending when read (overlap off, NoSyncGuard, ZeRO stage 2) are
-// reduced by resolve_pending_grads(), again one all-reduce per bucket.
+// everywhere. Gradients still pending when read (overlap off, NoSyncGuard) are reduced by
+// resolve_pending_grads(), again one all-reduce per bucket. ZeRO stage 2's parameters take no
+// bucket: each gradient is reduce-scattered into its update layout as it completes.
 #pragma once
 
 #include <cstdint>
@@ -54,9 +55,13 @@ class NoSyncGuard {
   NoSyncGuard& operator=(const NoSyncGuard&) = delete;
 };
 
-// With `on`, the gradients of `params` are never reduced during backward, only when read: ZeRO
-// stage 2 reduce-scatters them into its update layout instead of all-reducing them.
-void keep_pending_until_read(const std::vector<Tensor>& params, bool on);
+// ZeRO stage 2 (optim/optimizer.h), with `on`: the gradient of each of `params`, once the backward
+// completes it, is reduced straight into the parameter's update layout (zero_layout: P -> S, a
+// reduce-scatter moving half an all-reduce's bytes) and the whole partial gradient is let go, so
+// after the backward each rank holds 1/n of each gradient (DeepSpeed's stage 2). Where a
+// NoSyncGuard holds (gradient accumulation, a pipeline's micro-batches but the last) the whole
+// gradient accumulates as in stage 0 and is reduce-scattered at the step's last backward.
+void reduce_into_update_layout(const std::vector<Tensor>& params, bool on);
 
 namespace detail {
 // The overlap half of the gradient's route (globe/autograd/grad_route.h), installed with the

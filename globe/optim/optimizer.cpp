@@ -108,7 +108,7 @@ void Optimizer::set_zero_stage(int stage) {
   GLOBE_CHECK(stage >= 0 && stage <= 2, "[optimizer] ZeRO stage ", stage, " is not supported: 0 (off), 1 (optimizer ",
               "state split over the data-parallel axes) or 2 (gradients too); parameters stay whole between steps");
   zero_stage_ = stage;  // existing state moves to the new layout at the next step (follow)
-  keep_pending_until_read(params_, stage >= 2);  // reduce-scattered at the step, not all-reduced during backward
+  reduce_into_update_layout(params_, stage >= 2);  // reduce-scattered as the backward completes them
 }
 
 namespace {

@@ -26,7 +26,8 @@ class Optimizer {
   // broadcast over a mesh axis (data parallelism) is split over that axis instead — each rank
   // updates its block of the parameter with its block of the state, and the parameter is
   // all-gathered back. Stage 2: the gradient too is reduced straight into that split layout (a
-  // reduce-scatter, not an all-reduce) and left there. 0 turns it off. The same losses as the
+  // reduce-scatter, not an all-reduce) as the backward completes it, and left there: each rank
+  // holds 1/n of each gradient after the backward. 0 turns it off. The same losses as the
   // replicated run, within float rounding; every rank must set the same stage (collective).
   void set_zero_stage(int stage);
   int zero_stage() const { return zero_stage_; }

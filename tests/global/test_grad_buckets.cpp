@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "global_test_util.h"
+#include "globe/global/zero_layout.h"
 
 namespace globe {
 namespace {
@@ -223,15 +224,28 @@ TEST(GradOverlap, ZeroGradWhileInFlightWins) {
   EXPECT_EQ(detail::reductions_in_flight(), 0u);
 }
 
-// ZeRO stage 2's parameters are reduced when read, never during backward.
-TEST(GradOverlap, ReduceWhenReadKeepsGradientsWaiting) {
+// ZeRO stage 2's parameters: each gradient is reduce-scattered into its update layout
+// (zero_layout) as the backward completes it, nothing stays in flight or pending, and each rank
+// holds its block alone, with the values of the single process.
+TEST(GradOverlap, ZeroStage2ReducesEachGradientIntoItsSplit) {
+  if (dist::world_size() < 2) GTEST_SKIP() << "needs 2 ranks: one rank has no data-parallel axis to split over";
   const Placement p = Placement::all();
   const auto w = make_params(p);
-  keep_pending_until_read(w, true);
+  const auto want = local_grads();
+  reduce_into_update_layout(w, true);
   backward_on_split_batch(w, p);
   EXPECT_EQ(detail::reductions_in_flight(), 0u);
-  if (gradients_wait()) { EXPECT_TRUE(take_pending_grad(w[0]).defined()); }
-  keep_pending_until_read(w, false);
+  for (size_t i = 0; i < w.size(); ++i) {
+    EXPECT_FALSE(w[i].impl().grad_pending) << i;
+    const Tensor g(w[i].impl().grad);
+    ASSERT_TRUE(g.defined()) << i;
+    EXPECT_EQ(g.sbp(), zero_layout(w[i])) << i;
+    EXPECT_EQ(shard_of(g).shape(), local_shape(w[i].shape(), p, zero_layout(w[i]), dist::world_rank()))
+        << "parameter " << i << " holds more than its block";
+    const auto got = g.to_global(p, w[i].sbp()).to_local().to_vector<float>();
+    for (size_t j = 0; j < got.size(); ++j) EXPECT_NEAR(got[j], want[i][j], 1e-5 * (1 + std::abs(want[i][j]))) << i;
+  }
+  reduce_into_update_layout(w, false);
 }
 
 }  // namespace

@@ -227,6 +227,47 @@ double field(const std::string& out, const std::string& key) {
   return j.contains(key) ? j[key].get<double>() : NAN;
 }
 
+// Deterministic mode and micro-batches of fewer than 32 sequences (--batch 40 --microbatches 2):
+// they would cut the position embedding's sum over the sequences elsewhere than the batch does,
+// so every rank refuses before training, naming the cut and the rule (the run printed other loss
+// bits than the whole batch with exit status 0).
+TEST(Gpt, DeterministicModeRefusesMicroBatchesOutsideItsRule) {
+  const launch_test::RunResult r = launch_test::run_launcher(
+      with({"--nproc_per_node", "2", "--no-prefix", launch_test::bin_dir() + "/gpt"},
+           with(kSmall, {"--steps", "2", "--dp", "2", "--batch", "40", "--microbatches", "2"})),
+      {"GLOBE_DETERMINISTIC=1"}, 280);
+  EXPECT_EQ(r.exit_code, 1) << launch_test::describe(r);
+  for (int rank : {0, 1})
+    EXPECT_NE(r.err.find("gpt: error on rank " + std::to_string(rank) +
+                         ": [pipeline] deterministic mode: a batch of 40 rows in 2 micro-batches of 20 rows"),
+              std::string::npos)
+        << r.err;
+  EXPECT_EQ(r.out.find("step "), std::string::npos) << r.out;
+}
+
+// ZeRO-2 holds each gradient split over the data-parallel ranks: it is reduce-scattered into its
+// update layout as the backward completes it, and the whole partial one let go (it used to stay
+// whole until the step, so the memory line printed stage 0's bytes). On dp2 the "gradients" bytes
+// are half of stage 0's, with clipping (which then reads the split gradients) or without, and
+// with micro-batches (accumulated whole, split at the last one's backward).
+TEST(Gpt, ZeroTwoHoldsSplitGradients) {
+  auto gradient_bytes = [](const std::vector<std::string>& more) -> double {
+    const GptRun run = gpt(2, with(with(kSmall, {"--steps", "2", "--dp", "2"}), more));
+    EXPECT_EQ(run.r.exit_code, 0) << run.all();
+    const size_t at = run.r.out.rfind("RESULT ");
+    if (at == std::string::npos) return NAN;
+    const auto j = nlohmann::json::parse(run.r.out.substr(at + 7, run.r.out.find('\n', at) - at - 7));
+    return j["memory"]["gradients"].get<double>();
+  };
+  const double zero0 = gradient_bytes({"--zero", "0"});
+  ASSERT_GT(zero0, 0.0);
+  for (const auto& more : std::vector<std::vector<std::string>>{
+           {"--zero", "2", "--grad-clip", "0"}, {"--zero", "2"}, {"--zero", "2", "--microbatches", "2"}}) {
+    const double zero2 = gradient_bytes(more);
+    EXPECT_NEAR(zero2, 0.5 * zero0, 0.02 * zero0) << more[1] << " " << (more.size() > 2 ? more[2] : "");
+  }
+}
+
 // --dtype bf16: mixed precision (float32 master weights and AdamW state, bfloat16 compute).
 TEST(Gpt, MixedPrecisionTrainsCloseToFloat32OnEveryLayout) {
   TempDir dir;
