@@ -50,6 +50,20 @@ int64_t leaf_length(const char* op, const char* dim, int64_t length, int64_t par
   return length / leaves;
 }
 
+void check_microbatches(const char* op, int64_t rows, int64_t count) {
+  if (!deterministic() || count <= 1) return;
+  const int64_t each = rows / count;
+  GLOBE_CHECK(power_of_two(count) && rows % count == 0 && each % kLeafLength == 0, "[", op,
+              "] deterministic mode: a batch of ", rows, " rows in ", count, " micro-batches",
+              rows % count == 0 ? " of " + std::to_string(each) + " rows" : std::string(" of unequal sizes"),
+              " would not have the whole batch's bits: the sums over the batch (a bias's gradient sums its ",
+              "rows, a weight's its rows times the tokens) are cut into leaves of ", kLeafLength,
+              " rows, and only micro-batches that each hold the same multiple of ", kLeafLength,
+              " rows, a power of two of them, cut those sums where the batch's tree does (docs/design.md §10). ",
+              "Cut the batch into 2, 4, 8, ... micro-batches of ", kLeafLength, ", ", 2 * kLeafLength,
+              ", ... rows each, or take it as one micro-batch");
+}
+
 void detail::rotate_leaves_for_test(bool on) { rotated = on; }
 bool detail::leaves_rotated_for_test() { return rotated; }
 

@@ -48,6 +48,17 @@ bool splits_into_leaves(int64_t length, int64_t parts);
 // alike: the answer depends on the global length and the part count only.
 int64_t leaf_length(const char* op, const char* dim, int64_t length, int64_t parts);
 
+// The mode's rule for micro-batches (docs/design.md §10): `count` micro-batches cut from a batch
+// of `rows` rows along dim 0 give the whole batch's gradients to the bit when the count is a power
+// of two and each micro-batch holds the same multiple of kLeafLength rows. Every sum over the
+// batch (a bias's gradient sums the rows, a weight's the rows times the tokens) is then cut into
+// leaves of 32 that the micro-batches' own sums hold whole, and the micro-batches' subtrees add
+// in the batch's tree. Any other cut gives other bits than the batch, so where Globe cuts the
+// micro-batches (the pipeline, nn.Graph's gradient accumulation) it throws "[op] deterministic
+// mode: ..." naming the batch, the cut and the rule, rather than leave the guarantee silently.
+// Nothing when the mode is off or count is 1.
+void check_microbatches(const char* op, int64_t rows, int64_t count);
+
 namespace detail {
 // Test hook: with `on`, this process adds its leaves in a rotated order (the negative control of
 // tests/global/test_deterministic.cpp: one rank's changed order must change the bits).

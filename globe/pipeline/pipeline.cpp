@@ -305,6 +305,7 @@ StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn
   GLOBE_CHECK(input.dim() > 0 && target.dim() > 0 && target.shape()[0] == rows, "[pipeline] step: input ",
               globe::describe(input), " and target ", globe::describe(target), " need the same number of rows (dim 0)");
   GLOBE_CHECK(rows >= m, "[pipeline] step: ", m, " micro-batches need at least ", m, " rows; the batch has ", rows);
+  if (train) check_microbatches("pipeline", rows, m);  // deterministic mode: the whole batch's bits, or an error
 
   // Inputs to the first stage, targets to the last, tied values to their users: collective moves.
   const Tensor in = onto(input, placement_of(0));

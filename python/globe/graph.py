@@ -140,6 +140,7 @@ def _micro_batches(args, n):
         if a.dim() == 0 or a.shape[0] % n != 0:
             raise Error(f"[nn.Graph] gradient accumulation over {n} micro-batches: input {k} has shape "
                         f"{list(a.shape)}; dim 0 must divide by {n}")
+        _globe.check_microbatches("nn.Graph", a.shape[0], n)  # deterministic mode: the batch's bits, or an error
         m = a.shape[0] // n
         pieces.append([_globe.narrow(a, 0, i * m, m) for i in range(n)])
     return [[p[i] for p in pieces] for i in range(n)]

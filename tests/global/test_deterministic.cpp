@@ -12,7 +12,10 @@
 
 #include <cstring>
 
+#include <gmock/gmock.h>
+
 #include "global_test_util.h"
+#include "test_util.h"
 #include "globe/autograd/tree_accumulator.h"
 #include "globe/kernels/matmul.h"
 #include "globe/kernels/nn.h"
@@ -21,6 +24,9 @@
 
 namespace globe {
 namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
 
 class Deterministic : public ::testing::Test {
  protected:
@@ -341,6 +347,41 @@ TEST_F(Deterministic, AGradientOverPowerOfTwoMicroBatchesHasTheWholeBatchsBits) 
       else EXPECT_TRUE(same_bits(g, want)) << m << " micro-batches" << (tied ? ", tied" : "");
     }
   }
+}
+
+// The rule for micro-batches (core/deterministic.h, check_microbatches): a power of two of them,
+// each the same multiple of 32 rows. Micro-batches of 96 rows (a multiple of 32, not a power of
+// two) keep the whole batch's bits for every sum over the batch: a weight's gradient over the
+// rows, a bias's (the rows alone), and one over the rows times 3 tokens. Micro-batches of 20 rows
+// cut the rows' sums elsewhere than the batch does, and the bits differ: that is why the
+// pipeline and nn.Graph refuse such a cut (the error names the batch, the cut and the rule).
+TEST_F(Deterministic, MicroBatchesOfWholeLeavesKeepTheBatchsBitsAndOthersAreRefused) {
+  const Placement p = Placement::all();
+  auto gradients = [&](int64_t rows, int m) {
+    const Tensor x = from_full(values({rows, 3, 8}, 50), p, sbp::split(0));
+    const Tensor w = from_full(values({8, 5}, 51), p, sbp::broadcast).set_requires_grad();
+    const Tensor b = from_full(values({5}, 52), p, sbp::broadcast).set_requires_grad();
+    const Tensor pos = from_full(values({3, 5}, 53), p, sbp::broadcast).set_requires_grad();
+    const int64_t each = rows / m;
+    for (int k = 0; k < m; ++k) {
+      const Tensor y = matmul(narrow(x, 0, k * each, each), w) + b + pos;  // pos: a sum over the rows alone
+      sum(y * y).backward();
+    }
+    return std::vector<Tensor>{w.grad(), b.grad(), pos.grad()};
+  };
+  const auto whole = gradients(192, 1), halves = gradients(192, 2);
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_TRUE(same_bits(halves[i], whole[i])) << "gradient " << i;
+  const auto whole40 = gradients(40, 1), halves40 = gradients(40, 2);
+  EXPECT_FALSE(same_bits(halves40[2], whole40[2])) << "20-row micro-batches kept the bits of a sum over the rows alone";
+  for (auto [rows, m] : std::vector<std::pair<int64_t, int64_t>>{{64, 1}, {40, 1}, {64, 2}, {192, 2}, {256, 8}})
+    EXPECT_NO_THROW(check_microbatches("pipeline", rows, m)) << rows << " in " << m;
+  EXPECT_THAT(error_of([] { check_microbatches("pipeline", 40, 2); }),
+              HasSubstr("[pipeline] deterministic mode: a batch of 40 rows in 2 micro-batches of 20 rows would not "
+                        "have the whole batch's bits"));
+  EXPECT_THAT(error_of([] { check_microbatches("nn.Graph", 96, 3); }), HasSubstr("96 rows in 3 micro-batches of 32"));
+  EXPECT_THAT(error_of([] { check_microbatches("pipeline", 100, 3); }), HasSubstr("of unequal sizes"));
+  set_deterministic(false);
+  EXPECT_NO_THROW(check_microbatches("pipeline", 40, 2)) << "outside the mode every cut is taken";
 }
 
 // The negative control: rank 1 adds its leaves in a rotated order, and the bits change.

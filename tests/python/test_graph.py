@@ -108,6 +108,14 @@ def test_graph_mistakes_are_errors_naming_them():
 
     with pytest.raises(flow.Error, match=r"input 0 has shape \[8, 6\]; dim 0 must divide by 3"):
         G()(flow.randn(8, 6))
+    # Deterministic mode: micro-batches outside its rule (a power of two of them, 32 rows each, or
+    # a multiple) would not give the whole batch's bits, so the graph refuses them.
+    flow.use_deterministic_algorithms(True)
+    try:
+        with pytest.raises(flow.Error, match=r"\[nn.Graph\] deterministic mode: a batch of 96 rows in 3 micro-batches"):
+            G()(flow.randn(96, 6))
+    finally:
+        flow.use_deterministic_algorithms(False)
     with pytest.raises(ValueError, match="expected an integer >= 1"):
         flow.nn.Graph().config.set_gradient_accumulation_steps(0)
     with pytest.raises(NotImplementedError, match="float32"):
