@@ -19,7 +19,7 @@ using globe::Tensor;
 
 using example::ToyModel;  // the original tutorial's model: examples/toy_model.h
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   example::Args args(argc, argv, "data_parallel: the tutorial's ToyModel, data parallel (docs/02-data-parallel.md)");
   const int max_iter = args.integer("--iters", 10, "training iterations");
   const std::string ckpt_dir = args.text("--ckpt", "", "checkpoint folder: save every 5 iterations, resume from the newest");
@@ -48,3 +48,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return example::main(run, argc, argv); }  // an error: its message, exit 1

@@ -1,8 +1,10 @@
 // Small helpers shared by the example programs: their command-line flags and rank-0 printing.
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -85,6 +87,24 @@ inline void print_loss(int iter, float value, const std::string& tag = "") {
   std::cout << tag << (tag.empty() ? "" : " ") << "iter " << iter << " loss " << value;
   if (globe::deterministic()) std::cout << " bits " << std::hexfloat << value << std::defaultfloat;
   std::cout << std::endl;
+}
+
+// An example's main: runs `run` and turns an exception that leaves it (a globe::Error: bad input,
+// a missing device, ...) into one line on stderr, "<program>: error on rank R: <message>", and exit
+// status 1, where an uncaught exception would abort (SIGABRT, exit 134) after terminate's own line.
+inline int main(int (*run)(int, char**), int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    const char* slash = std::strrchr(argv[0], '/');
+    // One write: under `globe-launch --no-prefix` bytes pass straight through, so a line written
+    // in pieces could interleave with another rank's.
+    const std::string line = std::string(slash ? slash + 1 : argv[0]) + ": error on rank " +
+                             std::to_string(globe::dist::world_rank()) + ": " + e.what() + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+    return 1;
+  }
 }
 
 }  // namespace example

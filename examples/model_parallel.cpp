@@ -37,7 +37,7 @@ struct ToyModel : nn::Module {
   }
 };
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   example::Args args(argc, argv, "model_parallel: each layer's weight split over the ranks (docs/03-model-parallel.md)");
   const int max_iter = args.integer("--iters", 10, "training iterations");
   args.done();  // --help lists these flags
@@ -60,3 +60,5 @@ int main(int argc, char** argv) {
   if (example::is_rank0()) std::cout << globe::visualize(model.net1.linear.weight);
   return 0;
 }
+
+int main(int argc, char** argv) { return example::main(run, argc, argv); }  // an error: its message, exit 1

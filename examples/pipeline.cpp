@@ -30,7 +30,7 @@ struct Stage1 : nn::Module {
   Tensor forward(const Tensor& x) { return linear2(relu1(linear1(x))); }
 };
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   example::Args args(argc, argv, "pipeline: two stages on ranks 0 and 1, the plain form (docs/06-pipeline.md)");
   const int iters = args.integer("--iters", 20, "training iterations");
   args.done();  // --help lists these flags
@@ -71,3 +71,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return example::main(run, argc, argv); }  // an error: its message, exit 1

@@ -10,7 +10,7 @@ namespace nn = globe::nn;
 namespace pp = globe::pipeline;
 using globe::Tensor;
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   example::Args args(argc, argv, "pipeline_schedules: an MLP, one stage per rank, run by a schedule (docs/06-pipeline.md)");
   const int iters = args.integer("--iters", 20, "training iterations");
   const std::string schedule = args.text("--schedule", "1f1b", "gpipe, 1f1b, interleaved, zb-h1 or zbv");
@@ -58,3 +58,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return example::main(run, argc, argv); }  // an error: its message, exit 1

@@ -31,7 +31,7 @@ struct HybridModel : nn::Module {
   }
 };
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   example::Args args(argc, argv, "quickstart: one model, data and tensor parallel at once (docs/01-quickstart.md)");
   const int max_iter = args.integer("--iters", 20, "training iterations");
   const bool boxing_report = args.flag("--boxing-report", "also print which boxings ran and how often");
@@ -71,3 +71,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return example::main(run, argc, argv); }  // an error: its message, exit 1

@@ -33,7 +33,7 @@ void train(ToyModel& model, const globe::Placement& placement, int iters, const 
   }
 }
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   example::Args args(argc, argv, "save_load: train, save, load into a fresh model, check (docs/04-save-load.md)");
   const int iters = args.integer("--iters", 10, "training iterations before saving");
   const std::string path = args.text("--path", "model_weights.safetensors", "the checkpoint file");
@@ -58,3 +58,5 @@ int main(int argc, char** argv) {
   if (example::is_rank0()) std::cout << "loaded parameters equal the saved ones: " << (same ? "yes" : "NO") << std::endl;
   return same ? 0 : 1;
 }
+
+int main(int argc, char** argv) { return example::main(run, argc, argv); }  // an error: its message, exit 1

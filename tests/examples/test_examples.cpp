@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include "launcher_process.h"
 
@@ -106,8 +107,12 @@ TEST(DeterministicExamples, SameLossBitsOnOneToFourRanks) {
   const int iters = 10;
   for (const char* name : {"quickstart", "model_parallel", "pipeline_schedules"}) {
     std::vector<std::string> one;
+    // The pipeline's micro-batches hold 32 rows each, as the mode's rule for micro-batches asks.
+    const std::vector<std::string> extra = std::string(name) == "pipeline_schedules"
+                                               ? std::vector<std::string>{"--batch", "64", "--microbatches", "2"}
+                                               : std::vector<std::string>{};
     for (int nproc : {1, 2, 3, 4}) {
-      const auto r = launch_example(name, nproc, iters, {}, {"GLOBE_DETERMINISTIC=1"});
+      const auto r = launch_example(name, nproc, iters, extra, {"GLOBE_DETERMINISTIC=1"});
       ASSERT_EQ(r.exit_code, 0) << name << " on " << nproc << ":\n" << r.out << r.err;
       const auto bits = loss_bits(r.out);
       ASSERT_EQ(int(bits.size()), iters) << name << " on " << nproc << " printed no bits:\n" << r.out;
@@ -133,6 +138,41 @@ TEST(DeterministicExamples, SameLossBitsForAnyPowerOfTwoOfMicroBatches) {
       ASSERT_EQ(int(bits.size()), iters) << r.out;
       if (one.empty()) one = bits;
       EXPECT_EQ(bits, one) << m << " micro-batches on " << nproc << " ranks";
+    }
+}
+
+// Deterministic mode refuses micro-batches that would not give the whole batch's bits (fewer than
+// 32 rows each, or a count that is not a power of two) on every rank, naming the batch, the cut and
+// the rule, rather than print other bits without a word.
+TEST(DeterministicExamples, MicroBatchesOutsideTheRuleAreAnErrorOnEveryRank) {
+  for (const auto& [batch, m, cut] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"40", "2", "a batch of 40 rows in 2 micro-batches of 20 rows"},
+           {"96", "3", "a batch of 96 rows in 3 micro-batches of 32 rows"}})
+    for (int nproc : {1, 2}) {
+      const auto r = launch_example("pipeline_schedules", nproc, 1, {"--batch", batch, "--microbatches", m},
+                                    {"GLOBE_DETERMINISTIC=1"});
+      EXPECT_EQ(r.exit_code, 1) << launch_test::describe(r);
+      for (int rank = 0; rank < nproc; ++rank)
+        EXPECT_NE(r.err.find("pipeline_schedules: error on rank " + std::to_string(rank) +
+                             ": [pipeline] deterministic mode: " + cut),
+                  std::string::npos)
+            << r.err;
+      EXPECT_NE(r.err.find("leaves of 32 rows"), std::string::npos) << r.err;
+      EXPECT_EQ(r.out.find("iter 0"), std::string::npos) << "trained outside the rule:\n" << r.out;
+    }
+}
+
+// An error in an example (here a device type no placement takes) is its message on every rank
+// and exit status 1, not std::terminate's abort (SIGABRT, exit 134): users copy this scaffolding.
+TEST(ExampleErrors, EveryExampleExitsOneWithTheMessage) {
+  for (const char* name : {"quickstart", "data_parallel", "model_parallel", "save_load", "pipeline", "pipeline_schedules"})
+    for (int nproc : {1, 2}) {
+      const auto r = launch_example(name, nproc, 1, {"--device", "tpu"});
+      EXPECT_EQ(r.exit_code, 1) << name << " on " << nproc << ":\n" << launch_test::describe(r);
+      for (int rank = 0; rank < nproc; ++rank)
+        EXPECT_NE(r.err.find(std::string(name) + ": error on rank " + std::to_string(rank) + ": [placement]"),
+                  std::string::npos) << name << " on " << nproc << ":\n" << r.err;
+      EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
     }
 }
 
