@@ -508,7 +508,17 @@ Tensor cross_entropy_with(const Tensor& logits, const Tensor& target, Reduction 
   GLOBE_CHECK(logits.dim() >= 1, "[cross_entropy] logits must have a class dim, got ", describe(logits));
   GLOBE_CHECK(target.dtype() == kInt64, "[cross_entropy] target must hold int64 class indices, got ",
               describe(target));
-  GLOBE_CHECK(Shape(logits.shape().begin(), logits.shape().end() - 1) == target.shape(),
+  const Shape rows(logits.shape().begin(), logits.shape().end() - 1);
+  // OneFlow's: a target with the class dim kept as 1 ([N, 1] for logits [N, C]) is the same
+  // indices (its cross_entropy flattens the target; only this shape is taken here, so a target of
+  // another shape that merely has as many elements is still refused). reduction none gives the
+  // target's shape, as OneFlow's.
+  if (target.dim() == logits.dim() && target.shape().back() == 1 &&
+      Shape(target.shape().begin(), target.shape().end() - 1) == rows) {
+    const Tensor per = cross_entropy_with(logits, squeeze(target, -1), reduction);
+    return reduction == Reduction::none ? unsqueeze(per, -1) : per;
+  }
+  GLOBE_CHECK(rows == target.shape(),
               "[cross_entropy] logits ", describe(logits), " (classes last) and target ",
               describe(target), " shapes do not match");
   // Deterministic mode takes the class-split form on every layout, one process included:

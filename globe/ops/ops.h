@@ -206,7 +206,8 @@ Reduction reduction_of(const std::string& name, const char* op);
 // function (`pipe.step(x, y, globe::cross_entropy)`); the *_with forms take the reduction.
 Tensor mse_loss(const Tensor& input, const Tensor& target);
 Tensor mse_loss_with(const Tensor& input, const Tensor& target, Reduction reduction);
-// logits [..., C], target int64 [...] -> the mean negative log-likelihood of the targets.
+// logits [..., C], target int64 [...] -> the mean negative log-likelihood of the targets. A target
+// [..., 1] (OneFlow's [N, 1] labels) is taken as [...]; reduction none then keeps its shape.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target);
 Tensor cross_entropy_with(const Tensor& logits, const Tensor& target, Reduction reduction);
 

@@ -196,7 +196,8 @@ def tensor(data, dtype=None, requires_grad=False, placement=None, sbp=None, devi
         a = a.astype(_np.float32)  # Python floats make float32 tensors, as in PyTorch
     t = from_numpy(a)
     if placement is not None:
-        t = t.to_global(placement=placement, sbp=_broadcast)  # rank 0's value on every rank
+        # rank 0's value on every rank (broadcast on every mesh axis of an N-D placement)
+        t = t.to_global(placement=placement, sbp=[_broadcast] * len(placement.mesh_shape))
         if sbp is not None:
             t = t.to_global(sbp=sbp)  # each rank's block of it: no communication from B
     elif sbp is not None:

@@ -8,6 +8,7 @@ layers wrap Globe's C++ layers, so a model built here has the C++ model's initia
 losses."""
 import sys as _sys
 import types as _types
+import weakref as _weakref
 from collections import OrderedDict
 
 from . import _globe
@@ -22,6 +23,22 @@ def Parameter(data, requires_grad=True):  # noqa: N802  (flow.nn.Parameter)
 
 def _is_parameter(value):
     return isinstance(value, Tensor) and value.requires_grad and value.is_leaf
+
+
+# One Python object per parameter and buffer, as torch and OneFlow keep: every read of a module's
+# tensor (an attribute, parameters(), named_parameters(), buffers()) gives the object handed out
+# before while it lives, so `b.weight = a.weight` makes `a.weight is b.weight`, and identity
+# survives to_global and load_state_dict (both change the tensor in place). Keyed by the C++
+# tensor's address, which stays its own while the object (holding it) lives.
+_one_object = _weakref.WeakValueDictionary()
+
+
+def _one(t):
+    kept = _one_object.get(t._impl_id)
+    if kept is not None:
+        return kept
+    _one_object[t._impl_id] = t
+    return t
 
 
 class Module:
@@ -58,7 +75,7 @@ class Module:
                 return d["_modules"][name]
             t = d["_cpp"].get(name)
             if t is not None:
-                return t
+                return _one(t)
             if name == "config":  # OneFlow's older spelling of module.to(nn.graph.GraphModule)
                 return graph.GraphModule.of(self)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
@@ -105,14 +122,14 @@ class Module:
             if remove_duplicate and any(p.same(q) for q in seen):
                 continue
             seen.append(p)
-            yield prefix + name, p
+            yield prefix + name, _one(p)
 
     def parameters(self):
-        return self._cpp.parameters()
+        return [_one(p) for p in self._cpp.parameters()]
 
     def named_buffers(self, prefix=""):
         for name, b in self._cpp.named_buffers():
-            yield prefix + name, b
+            yield prefix + name, _one(b)
 
     def buffers(self):
         return [b for _, b in self.named_buffers()]

@@ -172,6 +172,8 @@ void bind_tensor(pyb::module_& m) {
         return local_array(whole);
       })
       .def("same", &Tensor::same, "whether both handles are the same tensor")
+      // What `same` compares, as a number: the key of the package's one-object-per-parameter map.
+      .def_property_readonly("_impl_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl_ptr().get()); })
       .def("__repr__", [](const Tensor& t) {
         std::ostringstream os;
         os << t;

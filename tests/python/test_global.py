@@ -137,6 +137,10 @@ def test_tensor_with_placement_takes_data_as_the_whole_value():
     np.testing.assert_array_equal(pieces.to_local().numpy(), data)
     with pytest.raises(flow.Error, match=r"\[tensor\] sbp= needs placement="):
         flow.tensor(data, sbp=flow.sbp.split(0))
+    if WORLD == 4:  # an N-D placement: the whole value broadcast on every mesh axis first
+        mesh = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
+        for sbp in [[flow.sbp.split(0), flow.sbp.split(1)], [flow.sbp.broadcast, flow.sbp.split(0)]]:
+            np.testing.assert_array_equal(flow.tensor(data, placement=mesh, sbp=sbp).numpy(), whole)
 
 
 def test_seeded_local_streams_agree_on_every_rank():
@@ -288,3 +292,10 @@ def test_visualize_shows_a_layout_not_yet_made():
         assert f"rank {r} (mesh [{r}]): [{2 * r}:{2 * r + 2}, 0:3]" in v, v
     b = flow.visualize((2, 3), p, flow.sbp.broadcast)
     assert n == 1 or "the same block as rank 0" in b, b
+
+
+def test_balanced_splitter_gives_each_ranks_block():
+    from globe.framework import balanced_splitter
+    for total in [1, WORLD, 2 * WORLD + 1, 10]:
+        blocks = [flow.local_block([total], all_ranks(), flow.sbp.split(0), r) for r in range(WORLD)]
+        assert balanced_splitter.BalancedRanges(total, WORLD) == [(s[0], s[0] + n[0]) for s, n in blocks]

@@ -17,6 +17,7 @@ def test_tying_by_assignment_is_what_the_forward_uses():
     assert not np.array_equal(b(x).numpy(), flow.matmul_nt(x, a.weight).numpy())
     b.weight = a.weight
     assert b.weight.same(a.weight)
+    assert b.weight is a.weight  # one Python object per parameter, as torch's and OneFlow's
     np.testing.assert_array_equal(b(x).numpy(), flow.matmul_nt(x, a.weight).numpy())
     # The gradient of the tied weight gathers both uses.
     flow.sum(a(x) + b(x)).backward()
@@ -32,6 +33,19 @@ class Tied(nn.Module):
 
     def forward(self, idx):
         return self.head(self.embed(idx))
+
+
+def test_a_parameter_is_one_python_object_through_reads_moves_and_loads():
+    m = Tied()
+    w = m.embed.weight
+    assert m.head.weight is w and m.embed.weight is w
+    assert any(p is w for p in m.parameters()) and dict(m.named_parameters())["embed.weight"] is w
+    m.load_state_dict(Tied().state_dict())  # copies into the same tensors
+    assert m.embed.weight is w
+    m.to_global(flow.placement("cpu", ranks=[0]), flow.sbp.broadcast)  # moves in place
+    assert m.embed.weight is w and w.is_global
+    m.head.weight = nn.Parameter(flow.randn(10, 4))  # a new tensor: a new object
+    assert m.head.weight is not w and m.head.weight is m.head.weight
 
 
 def test_tied_parameters_appear_once():
@@ -263,6 +277,12 @@ def test_loss_reduction():
     each = nn.CrossEntropyLoss(reduction="none")(logits, target).numpy()
     np.testing.assert_allclose(each, [np.log1p(np.exp(-1.0)), np.log1p(np.exp(2.0))], rtol=1e-6)
     np.testing.assert_allclose(flow.cross_entropy(logits, target, reduction="sum").item(), each.sum(), rtol=1e-6)
+    # OneFlow's [N, 1] labels (its ZeRO cookie): the same indices; reduction none keeps their shape.
+    column = flow.tensor([[1], [1]])
+    assert nn.CrossEntropyLoss()(logits, column).item() == nn.CrossEntropyLoss()(logits, target).item()
+    np.testing.assert_array_equal(nn.CrossEntropyLoss(reduction="none")(logits, column).numpy(), each[:, None])
+    with pytest.raises(flow.Error, match=r"\[cross_entropy\] logits .* and target .* shapes do not match"):
+        nn.CrossEntropyLoss()(logits, flow.tensor([[1, 1]]))  # two elements, but not [2] nor [2, 1]
     with pytest.raises(ValueError, match="reduction must be 'mean', 'sum' or 'none', got 'max'"):
         nn.MSELoss(reduction="max")
     with pytest.raises(flow.Error, match=r"\[mse_loss\] reduction must be"):
@@ -287,6 +307,13 @@ def test_init_family():
     assert nn.init.calculate_gain("relu") == pytest.approx(np.sqrt(2))
     with pytest.raises(flow.Error, match=r"\[xavier_normal_\] fan in and fan out need at least 2 dims"):
         nn.init.xavier_normal_(flow.zeros(3))
+
+
+def test_balanced_splitter_is_the_layouts_split():
+    from globe.framework import balanced_splitter
+    assert balanced_splitter.BalancedPartNums(10, 4) == [3, 3, 2, 2]
+    assert balanced_splitter.BalancedRanges(10, 4) == [(0, 3), (3, 6), (6, 8), (8, 10)]
+    assert balanced_splitter.BalancedRanges(2, 3) == [(0, 1), (1, 2), (2, 2)]
 
 
 def test_layout_comparisons_and_spellings_return_bools():

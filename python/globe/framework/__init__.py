@@ -1,0 +1,1 @@
+"""OneFlow's oneflow.framework helpers that programs and tests import (balanced_splitter)."""
