@@ -92,17 +92,27 @@ inline void print_loss(int iter, float value, const std::string& tag = "") {
 // An example's main: runs `run` and turns an exception that leaves it (a globe::Error: bad input,
 // a missing device, ...) into one line on stderr, "<program>: error on rank R: <message>", and exit
 // status 1, where an uncaught exception would abort (SIGABRT, exit 134) after terminate's own line.
+// With other ranks it ends as Python's traceback hook does (dist::exit_after_failure): the others
+// are told it failed and stop at once, and nothing waits at exit for collectives or paused passes
+// its failure left unfinished.
 inline int main(int (*run)(int, char**), int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
     const char* slash = std::strrchr(argv[0], '/');
+    int rank = -1, ranks = 1;
+    try {  // the runtime itself may be what failed
+      rank = globe::dist::world_rank();
+      ranks = globe::dist::world_size();
+    } catch (const std::exception&) {
+    }
     // One write: under `globe-launch --no-prefix` bytes pass straight through, so a line written
     // in pieces could interleave with another rank's.
     const std::string line = std::string(slash ? slash + 1 : argv[0]) + ": error on rank " +
-                             std::to_string(globe::dist::world_rank()) + ": " + e.what() + "\n";
+                             (rank >= 0 ? std::to_string(rank) : std::string("?")) + ": " + e.what() + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
+    if (ranks > 1) globe::dist::exit_after_failure(1);
     return 1;
   }
 }

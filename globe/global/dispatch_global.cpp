@@ -86,14 +86,16 @@ Shape parts_of(const Shape& shape, const NdSbp& nd, const Placement& p) {
 }
 
 // The chosen signature on mesh axis a: cheapest total boxing cost, first on ties.
+// A bool output is never partial (a sum of truth values is a count): such signatures are skipped.
 SbpSignature choose(const Op& op, const std::vector<Tensor>& inputs, const std::vector<TensorMeta>& metas,
-                    const Placement& p, size_t axis, const std::vector<std::vector<Sbp>>& earlier) {
+                    DType out_dtype, const Placement& p, size_t axis, const std::vector<std::vector<Sbp>>& earlier) {
   const SbpContext ctx{p.mesh_shape()[axis], int64_t(p.size())};
   std::vector<SbpSignature> candidates = op.sbp_signatures(metas, ctx);
   candidates.push_back({std::vector<Sbp>(inputs.size(), sbp::broadcast), sbp::broadcast});
   const SbpSignature* best = nullptr;
   double best_cost = std::numeric_limits<double>::infinity();
   for (const SbpSignature& sig : candidates) {
+    if (out_dtype == kBool && sig.output.is_partial()) continue;
     // (an axis of one rank cuts nothing and sums nothing: any signature keeps the order there)
     if (deterministic() && ctx.axis_size > 1 && !(tree_ordered(op, sig) && whole_pieces(op, metas, sig, earlier, p, axis)))
       continue;
@@ -129,7 +131,7 @@ Tensor detail::dispatch_global(const OpPtr& op, const std::vector<Tensor>& input
   std::vector<std::vector<Sbp>> in_sbp(inputs.size());
   std::vector<Sbp> out_sbp;
   for (size_t a = 0; a < size_t(p.mesh_ndim()); ++a) {
-    SbpSignature sig = choose(*op, inputs, metas, p, a, in_sbp);
+    SbpSignature sig = choose(*op, inputs, metas, meta.dtype, p, a, in_sbp);
     for (size_t i = 0; i < inputs.size(); ++i) in_sbp[i].push_back(sig.inputs[i]);
     out_sbp.push_back(sig.output);
   }

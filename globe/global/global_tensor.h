@@ -46,7 +46,9 @@ Tensor full(const Shape& shape, double value, const Placement& placement, const 
             DType dtype = kFloat32);
 Tensor arange(int64_t n, const Placement& placement, const NdSbp& sbp, DType dtype = kInt64);
 // The same logical value on every rank (e.g. from a file or literal), laid out as asked: each rank
-// keeps only its block. No communication.
+// keeps only its block. Collective among the placement's ranks, in program order like every global
+// op: they all-gather an 8-byte digest of their values, and values that differ are an error on
+// each of them naming the ranks (hashing the value costs about as much as reading it once).
 Tensor from_full(const Tensor& value, const Placement& placement, const NdSbp& sbp);
 
 // x.to_global(x.placement(), sbp, grad_sbp) started ahead of its use (a prefetched parameter

@@ -36,8 +36,18 @@ const TensorRecord& SafetensorsReader::record(const std::string& name) const {
 DType SafetensorsReader::dtype_of(const TensorRecord& rec) const {
   GLOBE_CHECK(rec.dtype.has_value(), "[", op_, "] '", path(), "': tensor '", rec.name,
               "' has dtype ", rec.dtype_name,
-              ", which Globe cannot load (supported: F32, F64, I64, BF16, F16)");
+              ", which Globe cannot load (supported: F32, F64, I64, BF16, F16, BOOL)");
   return *rec.dtype;
+}
+
+// A BOOL tensor's bytes must be 0 or 1: any other byte read as a C++ bool is undefined behaviour,
+// so a file holding one is an error naming the tensor, not a value.
+void SafetensorsReader::check_bools(const TensorRecord& rec, const Tensor& t) const {
+  if (t.dtype() != kBool) return;
+  const auto* b = static_cast<const unsigned char*>(t.raw_data());
+  for (int64_t i = 0, n = t.numel(); i < n; ++i)
+    GLOBE_CHECK(b[i] <= 1, "[", op_, "] '", path(), "': tensor '", rec.name, "' is BOOL but holds the byte ",
+                int(b[i]), " (a bool is stored as 0 or 1)");
 }
 
 Tensor SafetensorsReader::read(const TensorRecord& rec) const {
@@ -45,10 +55,17 @@ Tensor SafetensorsReader::read(const TensorRecord& rec) const {
   if (rec.nbytes() > 0)
     file_.read_at(header_.data_start + rec.begin, out.raw_data(), rec.nbytes(),
                   "tensor '" + rec.name + "'");
+  check_bools(rec, out);
   return out;
 }
 
 void SafetensorsReader::read_block(const TensorRecord& rec, const Shape& start, const Shape& extent,
+                                   const Tensor& dst, const Shape& dst_start) const {
+  copy_block(rec, start, extent, dst, dst_start);
+  check_bools(rec, dst);
+}
+
+void SafetensorsReader::copy_block(const TensorRecord& rec, const Shape& start, const Shape& extent,
                                    const Tensor& dst, const Shape& dst_start) const {
   const DType dtype = dtype_of(rec);
   const size_t nd = rec.shape.size();

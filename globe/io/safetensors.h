@@ -39,6 +39,9 @@ class SafetensorsReader {
                   const Tensor& dst, const Shape& dst_start) const;
 
  private:
+  void copy_block(const TensorRecord& rec, const Shape& start, const Shape& extent, const Tensor& dst,
+                  const Shape& dst_start) const;
+  void check_bools(const TensorRecord& rec, const Tensor& t) const;
   ReadFile file_;
   std::string op_;
   SafetensorsHeader header_;

@@ -26,6 +26,21 @@ DType common_dtype(DType a, DType b) {
   return kInt64;  // int64 and bool
 }
 
+// The dtype a tensor of dtype `t` and the number `s` meet in, as torch's: a floating tensor's own
+// (the number rounded to it); an integer or bool tensor's int64 where `s` is an integer int64
+// holds, else float64 (a fraction, an infinity, NaN or 2^63 are not cast into an integer).
+DType scalar_dtype(DType t, double s) {
+  if (is_floating(t)) return t;
+  return s == std::floor(s) && s >= -9.2233720368547758e18 && s < 9.2233720368547758e18 ? kInt64 : kFloat64;
+}
+
+// Whether the number `s` is exactly a value of dtype `t` (any number of a floating one, rounded).
+bool holds(DType t, double s) {
+  if (is_floating(t)) return true;
+  if (t == kBool) return s == 0.0 || s == 1.0;
+  return scalar_dtype(t, s) == kInt64;
+}
+
 // `t` in `dtype` (a local kernel-level conversion: the ops below have no gradient through it).
 Tensor in_dtype(const Tensor& t, DType dtype) {
   return t.dtype() == dtype ? t : kernels::device_convert(t, dtype);
@@ -57,8 +72,7 @@ class Compare final : public Op {
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const Tensor& a = in[0];
     if (s_) {
-      // An integer or bool tensor against a fractional scalar compares in float64, as torch does.
-      const DType dt = is_floating(a.dtype()) || *s_ == std::floor(*s_) ? a.dtype() : kFloat64;
+      const DType dt = scalar_dtype(a.dtype(), *s_);
       return kernels_for(a).compare(kind_, in_dtype(a, dt), scalar_tensor(*s_, dt, a.device()), args.out.shape);
     }
     const DType dt = common_dtype(a.dtype(), in[1].dtype());
@@ -89,10 +103,17 @@ class Where final : public Op {
       GLOBE_CHECK(in[1].dtype == in[2].dtype, "[", name_, "] the two operands differ in dtype: ",
                   dtype_name(in[1].dtype), shape_str(in[1].shape), " and ", dtype_name(in[2].dtype),
                   shape_str(in[2].shape), " (cast one with to_dtype)");
-    if (name_ == "masked_fill")
+    DType dt = in.size() > 1 ? in[1].dtype : kFloat32;
+    const std::optional<double> scalar = a_ ? a_ : b_;
+    if (name_ == "masked_fill") {
       GLOBE_CHECK(shape == in[1].shape, "[masked_fill] the mask's shape ", shape_str(in[0].shape),
                   " does not broadcast to the input's ", shape_str(in[1].shape));
-    return {shape, in.size() > 1 ? in[1].dtype : kFloat32};
+      GLOBE_CHECK(holds(dt, *scalar), "[masked_fill] the value ", *scalar, " is not a ", dtype_name(dt),
+                  " value, the input's dtype (", shape_str(in[1].shape), "): cast the input first");
+    } else if (scalar && in.size() == 2 && !holds(dt, *scalar)) {
+      dt = kFloat32;  // torch's promotion: an integer or bool tensor with a number it cannot hold
+    }
+    return {shape, dt};
   }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     std::vector<SbpSignature> s;
@@ -106,8 +127,8 @@ class Where final : public Op {
     const Device device = cond.device();
     const DType dt = args.out.dtype;
     size_t next = 1;
-    const Tensor a = a_ ? scalar_tensor(*a_, dt, device) : in[next++];
-    const Tensor b = b_ ? scalar_tensor(*b_, dt, device) : in[next++];
+    const Tensor a = a_ ? scalar_tensor(*a_, dt, device) : in_dtype(in[next++], dt);
+    const Tensor b = b_ ? scalar_tensor(*b_, dt, device) : in_dtype(in[next++], dt);
     return kernels_for(cond).where(cond, a, b, args.out.shape);
   }
   std::vector<Tensor> vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g,
@@ -187,9 +208,11 @@ bool equal(const Tensor& a, const Tensor& b) {
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
   GLOBE_CHECK(is_floating(a.dtype()) && is_floating(b.dtype()), "[allclose] expects floating tensors, got ",
               describe(a), " and ", describe(b));
-  // |a - b| <= atol + rtol |b|, in float64 (torch's formula); equal values (infinities too) pass.
+  // |a - b| <= atol + rtol |b| between finite values, in float64 (torch's formula); equal values
+  // (infinities of one sign too) pass; an infinity is close to nothing else.
   const Tensor x = to_dtype(a, kFloat64), y = to_dtype(b, kFloat64);
-  Tensor ok = logical_or(eq(x, y), le(abs(sub(x, y)), add(mul(abs(y), rtol), atol)));
+  const Tensor finite = logical_and(eq(sub(x, x), 0.0), eq(sub(y, y), 0.0));
+  Tensor ok = logical_or(eq(x, y), logical_and(finite, le(abs(sub(x, y)), add(mul(abs(y), rtol), atol))));
   if (equal_nan) ok = logical_or(ok, logical_and(ne(x, x), ne(y, y)));
   return all_true(ok);
 }

@@ -177,7 +177,9 @@ class Cast final : public Op {
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     std::vector<SbpSignature> s;
     sbp_rules::add_same_split(s, 1, int64_t(in[0].shape.size()));
-    sbp_rules::add_all_partial(s, 1);
+    // Casting each summand is casting the sum only into a floating dtype: into int64 or bool each
+    // summand would be truncated (or made 0 / 1) on its own.
+    if (is_floating(to_)) sbp_rules::add_all_partial(s, 1);
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {

@@ -442,7 +442,7 @@ StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn
   const Placement& last = placement_of(S - 1);
   // Ranks outside the last stage hold the loss as metadata; its dtype is the input's when that is
   // floating point (a model of float64 computes a float64 loss), else float32.
-  const DType loss_dtype = input.dtype() == kInt64 ? kFloat32 : input.dtype();
+  const DType loss_dtype = is_floating(input.dtype()) ? input.dtype() : kFloat32;
   // The loss is summed inside the last stage (partial under data parallelism) so that every rank
   // knows its layout: broadcast over the last stage.
   if (losses.count() > 0) total = losses.value();

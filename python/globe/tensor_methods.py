@@ -183,12 +183,13 @@ def _take(self, key):
     back to the selected rows (summed where one is selected twice)."""
     index = None
     if isinstance(key, Tensor):
+        host = key if key.is_global or key._device == "cpu" else to(key, "cpu")
         if key.dtype == _globe.dtype.bool:
-            mask = key.numpy()  # whole on every rank
+            mask = host.numpy()  # whole on every rank
         elif key.dtype == _globe.dtype.int64 and key.is_global:
             mask, index = None, key  # taken as it is: non-negative
         elif key.dtype == _globe.dtype.int64:
-            mask, a = None, key.numpy()
+            mask, a = None, host.numpy()
         else:
             raise IndexError(f"tensors used as indices must be int64 or bool, got {key.dtype}")
     else:
@@ -215,6 +216,8 @@ def _take(self, key):
             bad = a[(a < -n) | (a >= n)][0]
             raise IndexError(f"index {bad} is out of bounds for dim 0 with size {n}")
         index = _globe.from_numpy(_np.ascontiguousarray(a % n if n else a))
+        if not self.is_global and self._device != "cpu":
+            index = to(index, self._device)
     if self.is_global and not index.is_global:
         index = _globe.from_full(index, self.placement, [_globe.broadcast] * len(self.sbp))
     rows = _globe.reshape(self, [shape[0], -1])

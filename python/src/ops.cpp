@@ -5,6 +5,17 @@
 namespace globe::py {
 
 namespace {
+// ~, & and | are logical on bool tensors; on integers torch's are bitwise, which Globe does not
+// have, so they are refused rather than answered logically.
+const Tensor& bool_operand(const Tensor& t, const char* op) {
+  if (t.dtype() != kBool)
+    throw pyb::type_error(std::string(op) + " takes bool tensors (masks), got " + describe(t) +
+                          ": Globe has no bitwise operators; compare to make a mask first (t != 0)");
+  return t;
+}
+}  // namespace
+
+namespace {
 
 // A creation call: local without placement, global with it (sbp defaults to broadcast); sbp=
 // without placement= is an error naming `op`.
@@ -216,9 +227,13 @@ void bind_ops(pyb::module_& m) {
       .def("__gt__", [](const Tensor& a, double s) { return a > s; }, pyb::is_operator())
       .def("__ge__", [](const Tensor& a, const Tensor& b) { return a >= b; }, pyb::is_operator())
       .def("__ge__", [](const Tensor& a, double s) { return a >= s; }, pyb::is_operator())
-      .def("__invert__", [](const Tensor& a) { return logical_not(a); })
-      .def("__and__", [](const Tensor& a, const Tensor& b) { return logical_and(a, b); }, pyb::is_operator())
-      .def("__or__", [](const Tensor& a, const Tensor& b) { return logical_or(a, b); }, pyb::is_operator())
+      .def("__invert__", [](const Tensor& a) { return logical_not(bool_operand(a, "~")); })
+      .def("__and__", [](const Tensor& a, const Tensor& b) {
+        return logical_and(bool_operand(a, "&"), bool_operand(b, "&"));
+      }, pyb::is_operator())
+      .def("__or__", [](const Tensor& a, const Tensor& b) {
+        return logical_or(bool_operand(a, "|"), bool_operand(b, "|"));
+      }, pyb::is_operator())
       .def("sum", [](const Tensor& a) { return sum(a); })
       .def("mean", [](const Tensor& a) { return mean(a); })
       .def("reshape", [](const Tensor& a, const pyb::args& s) {

@@ -62,6 +62,15 @@ TEST(GlobalErrors, BoolTensorsAreNeverPartial) {
   const Tensor m = gt(randn({4}, p, sbp::partial_sum), 0.0);
   EXPECT_FALSE(m.sbp().any_partial()) << m.sbp().to_string();
   EXPECT_THAT(error_of([&] { m.to_global(p, sbp::partial_sum); }), HasSubstr("a bool tensor cannot be partial_sum"));
+  // Casting a partial sum into bool or int64 sums first (each summand cast alone would differ).
+  manual_seed(3);
+  const Tensor whole = mul(randn({6}), 3.0);
+  const Tensor parts = make_global(dist::world_rank() == 0 ? whole : zeros({6}), {6}, p, sbp::partial_sum);
+  EXPECT_EQ(to_dtype(parts, kBool).to_vector<double>(), to_dtype(whole, kBool).to_vector<double>());
+  EXPECT_EQ(to_dtype(parts, kInt64).to_vector<double>(), to_dtype(whole, kInt64).to_vector<double>());
+  const Tensor halves = make_global(mul(whole, 1.0 / dist::world_size()), {6}, p, sbp::partial_sum);
+  EXPECT_EQ(to_dtype(halves, kInt64).to_vector<int64_t>(), to_dtype(halves.to_global(p, sbp::broadcast), kInt64).to_vector<int64_t>())
+      << "each summand truncated on its own";
 }
 
 TEST(GlobalErrors, LocalMixedWithGlobal) {

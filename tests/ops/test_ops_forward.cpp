@@ -727,6 +727,13 @@ TEST(OpsForward, ComparisonsGiveBoolTensors) {
   // Promotion: int64 against float32, int64 against a fraction, NaN.
   expect_values(eq(i64({1, 2, 3}, {3}), f32({1, 0, 3}, {3})), {3}, {1, 0, 1});
   expect_values(lt(i64({1, 2, 3}, {3}), 2.5), {3}, {1, 1, 0});
+  // A number an integer or bool tensor cannot hold is not cast into it (torch's promotion).
+  const Tensor flags = to_dtype(i64({0, 1, 1}, {3}), kBool);
+  expect_values(eq(flags, 2.0), {3}, {0, 0, 0});
+  expect_values(lt(flags, 2.0), {3}, {1, 1, 1});
+  expect_values(gt(flags, -1.0), {3}, {1, 1, 1});
+  expect_values(lt(i64({1, -5}, {2}), INFINITY), {2}, {1, 1});
+  expect_values(gt(i64({1, -5}, {2}), 1e30), {2}, {0, 0});
   const Tensor nan = f64({NAN, 1}, {2});
   expect_values(eq(nan, nan), {2}, {0, 1});
   expect_values(ne(nan, nan), {2}, {1, 0});
@@ -758,6 +765,10 @@ TEST(OpsForward, ComparisonsGiveBoolTensors) {
   EXPECT_TRUE(std::isnan(relu(nan).to_vector<double>()[0]) && std::isnan(abs(nan).to_vector<double>()[0]))
       << "relu and abs keep NaN, as torch's";
   EXPECT_TRUE(allclose(nan, nan, 1e-5, 1e-8, true));
+  const Tensor inf = f64({INFINITY}, {1});
+  EXPECT_FALSE(allclose(f64({1}, {1}), inf)) << "an infinity is close to nothing finite";
+  EXPECT_FALSE(allclose(mul(inf, -1.0), inf));
+  EXPECT_TRUE(allclose(inf, inf));
 }
 
 TEST(OpsForward, WhereAndMaskedFillTakeBoolMasks) {
@@ -770,6 +781,14 @@ TEST(OpsForward, WhereAndMaskedFillTakeBoolMasks) {
   expect_values(masked_fill(a, pos, 9.0), {2, 3}, {9, -2, 9, -4, 9, -6});
   expect_values(masked_fill(a, b > 15.0, 0.0), {2, 3}, {1, 0, 0, -4, 0, 0});  // the mask broadcast
   expect_values(masked_fill(a, i64({1, 0, 0, 0, 0, 1}, {2, 3}), 7.0), {2, 3}, {7, -2, 3, -4, 5, 7});  // int64 masks
+  // An integer operand with a number it cannot hold: where promotes to float32, masked_fill refuses.
+  const Tensor ints = i64({1, 2, 3}, {3});
+  const Tensor half = where(ints > 1.0, ints, 0.5);
+  EXPECT_EQ(half.dtype(), kFloat32);
+  expect_values(half, {3}, {0.5, 2, 3});
+  EXPECT_EQ(where(ints > 1.0, ints, 0.0).dtype(), kInt64);
+  EXPECT_THAT(testing::error_of([&] { masked_fill(ints, ints > 1.0, 0.5); }),
+              ::testing::HasSubstr("[masked_fill] the value 0.5 is not a int64 value"));
   EXPECT_THAT(testing::error_of([&] { where(a, a, b); }),
               ::testing::HasSubstr("[where] the condition must be bool (or int64, non-zero meaning true), got float32"));
   EXPECT_THAT(testing::error_of([&] { where(pos, a, to_dtype(b, kFloat64)); }),

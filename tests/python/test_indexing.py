@@ -57,6 +57,8 @@ def test_bool_tensors_print_cast_count_and_mask():
     assert (x.sum() > 0).item() in (True, False) and bool(flow.tensor([3.0]) > 2)
     with pytest.raises(RuntimeError, match="ambiguous"):
         bool(m)
+    with pytest.raises(TypeError, match="takes bool tensors"):
+        ~flow.tensor([1, 2])  # torch's ~ on integers is bitwise, which Globe does not have
     with pytest.raises(flow.Error, match=r"\[mean\] expects a floating tensor"):
         m.mean()
     # The accuracy line of every classifier.
