@@ -32,8 +32,12 @@ OneFlow compiles build() into a static graph; Globe runs it eagerly, which gives
 - then each optimizer steps (its lr scheduler after it) and the gradients are dropped;
 - the outputs are the micro-batches' outputs concatenated along dim 0 (scalars stacked), as
   OneFlow packs them; with one micro-batch, build()'s own outputs.
+- config.enable_amp(True, dtype=flow.float16) marks the graph's modules for mixed precision
+  (globe.nn.mixed_precision: float32 master weights, the forward in `dtype`), and
+  set_grad_scaler(flow.amp.GradScaler(...)) scales each micro-batch's loss, unscales and skips a
+  step whose gradients overflowed, as OneFlow's graph does.
 Hints that change speed, not values, in OneFlow (allow_fuse_*, enable_cudnn_*, ...) are accepted
-and do nothing; enable_amp is refused (Globe computes in float32)."""
+and do nothing."""
 from . import tensor_methods
 from ._globe import Error, Tensor
 from . import _globe
@@ -93,6 +97,7 @@ class GraphConfig:
         self.accumulation_steps = 1
         self.zero_stage = 0
         self.schedule = "1f1b"
+        self.amp_dtype = None  # enable_amp: the dtype the modules compute in
 
     def set_gradient_accumulation_steps(self, value):
         if not isinstance(value, int) or value < 1:
@@ -105,9 +110,14 @@ class GraphConfig:
                              "parameters (3)")
         self.zero_stage = stage if mode else 0
 
-    def enable_amp(self, mode=True, **kwargs):  # noqa: ARG002
-        if mode:
-            raise NotImplementedError("nn.Graph config.enable_amp: Globe computes in float32 (no mixed precision yet)")
+    def enable_amp(self, mode=True, *, dtype=None):
+        """OneFlow's automatic mixed precision: the graph's modules compute in `dtype` (float16 by
+        default, as OneFlow's; bfloat16 too) over float32 master weights. float16 wants a loss scale:
+        Graph.set_grad_scaler(flow.amp.GradScaler())."""
+        dtype = _globe.dtype.float16 if dtype is None else dtype
+        if mode and dtype not in (_globe.dtype.float16, _globe.dtype.bfloat16):
+            raise ValueError(f"enable_amp: dtype {dtype}: float16 or bfloat16")
+        self.amp_dtype = dtype if mode else None
 
     def set_pipeline_schedule(self, schedule):
         """Globe's: the order of the micro-batches' forwards and backwards, "1f1b" or "gpipe"."""
@@ -163,7 +173,8 @@ class Graph:
     def __init__(self):
         self.config = GraphConfig()
         self._optimizers = []  # (optimizer, lr scheduler or None)
-        self._zero_applied = False
+        self._grad_scaler = None
+        self._prepared = False
         self.name = type(self).__name__
 
     def build(self, *args, **kwargs):
@@ -175,6 +186,12 @@ class Graph:
         if lr_sch is not None and lr_sch.optimizer is not optimizer:
             raise ValueError("nn.Graph add_optimizer: lr_sch schedules another optimizer")
         self._optimizers.append((optimizer, lr_sch))
+
+    def set_grad_scaler(self, grad_scaler=None):
+        """OneFlow's loss scaling for float16: each micro-batch's loss is scaled before its
+        backward; at the step the gradients are unscaled, a step whose gradients hold inf or NaN is
+        skipped on every rank, and the scale is updated (flow.amp.GradScaler)."""
+        self._grad_scaler = grad_scaler
 
     def debug(self, *args, **kwargs):  # OneFlow prints its compilation; nothing is compiled here
         pass
@@ -192,7 +209,7 @@ class Graph:
         return max(ids) + 1 if ids else 1
 
     def __call__(self, *args):
-        if not self._zero_applied:
+        if not self._prepared:
             for opt, _ in self._optimizers:
                 if self.config.zero_stage:
                     opt.set_zero_stage(min(self.config.zero_stage, 2))
@@ -203,15 +220,23 @@ class Graph:
                         for m in value.modules():
                             if isinstance(m, nn._CppLayer) and any(p.is_global for _, p in m.named_parameters()):
                                 nn.fully_shard(m)
-            self._zero_applied = True
+            if self.config.amp_dtype is not None:  # enable_amp: every module of the graph computes in it
+                from . import nn  # noqa: PLC0415
+                for value in list(vars(self).values()):
+                    if isinstance(value, nn.Module):
+                        nn.mixed_precision(value, nn.MixedPrecisionPolicy(param_dtype=self.config.amp_dtype))
+            self._prepared = True
         n = self.config.accumulation_steps
         batches = _micro_batches(args, n) if n > 1 else [list(args)]
         for opt, _ in self._optimizers:
             opt.zero_grad()
         losses, outputs = {}, [None] * len(batches)
 
+        scaler = self._grad_scaler
+
         def take(loss):
-            losses[current] = loss if n == 1 else loss * (1.0 / n)
+            loss = loss if n == 1 else loss * (1.0 / n)
+            losses[current] = scaler.scale(loss) if scaler is not None else loss
 
         saved = tensor_methods.backward_hook
         tensor_methods.backward_hook = take
@@ -227,10 +252,15 @@ class Graph:
         finally:
             tensor_methods.backward_hook = saved
         for opt, sched in self._optimizers:
-            opt.step()
+            if scaler is not None:
+                scaler.step(opt)  # unscales; skipped where a gradient overflowed
+            else:
+                opt.step()
             if sched is not None:
                 sched.step()
             opt.zero_grad()
+        if scaler is not None:
+            scaler.update()
         return outputs[0] if n == 1 else _pack(outputs)
 
     def __repr__(self):

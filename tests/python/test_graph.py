@@ -118,8 +118,8 @@ def test_graph_mistakes_are_errors_naming_them():
         flow.use_deterministic_algorithms(False)
     with pytest.raises(ValueError, match="expected an integer >= 1"):
         flow.nn.Graph().config.set_gradient_accumulation_steps(0)
-    with pytest.raises(NotImplementedError, match="float32"):
-        flow.nn.Graph().config.enable_amp(True)
+    with pytest.raises(ValueError, match="enable_amp: dtype .*: float16 or bfloat16"):
+        flow.nn.Graph().config.enable_amp(True, dtype=flow.float64)
     with pytest.raises(AttributeError, match="no 'set_gradient_acumulation_steps'"):
         flow.nn.Graph().config.set_gradient_acumulation_steps(2)
     with pytest.raises(ValueError, match=r"stage 4: .* and parameters \(3\)"):
@@ -399,6 +399,48 @@ def test_mixed_precision_trains_close_to_float32():
         nn.mixed_precision(3)
     with pytest.raises(flow.Error, match="master weights must be float32"):
         nn.mixed_precision(Net().to(flow.float64))
+
+
+def test_graph_amp_trains_close_to_float32():
+    """OneFlow's config.enable_amp (float16 by default, with set_grad_scaler; bfloat16 without):
+    the graph's modules compute in 16 bits over float32 master weights, the losses within their
+    reach of float32's."""
+    p = everywhere()
+
+    def run(dtype):
+        flow.manual_seed(0)
+        m = Net().to_global(placement=p, sbp=flow.sbp.broadcast)
+
+        class G(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.m = m
+                self.add_optimizer(flow.optim.Adam(m.parameters(), lr=0.01))
+                if dtype is not None:
+                    self.config.enable_amp(True, dtype=dtype)
+                if dtype == flow.float16:
+                    self.set_grad_scaler(flow.amp.GradScaler(init_scale=1024.0))
+
+            def build(self, x, y):
+                out = self.m(x)
+                loss = nn.CrossEntropyLoss()(out.float(), y)
+                loss.backward()
+                return loss, out.dtype
+
+        g, losses = G(), []
+        for _ in range(3):
+            x, y = batch(8 * world())
+            loss, out_dtype = g(x.to_global(placement=p, sbp=flow.sbp.split(0)), y.to_global(placement=p, sbp=flow.sbp.split(0)))
+            assert out_dtype == (dtype or flow.float32)
+            losses.append(value(loss))
+        assert all(q.dtype == flow.float32 for q in m.parameters())
+        return losses
+
+    plain = run(None)
+    for dtype in (flow.bfloat16, flow.float16):
+        losses = run(dtype)
+        np.testing.assert_allclose(losses, plain, rtol=2e-2, err_msg=str(dtype))
+        assert losses != plain, dtype  # 16 bits did round
 
 
 def test_grad_scaler_skips_an_overflowing_step_on_every_rank():
