@@ -63,7 +63,7 @@ def are_deterministic_algorithms_enabled():
 
 
 __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_global", "randn", "zeros", "ones", "full", "save", "load",
-           "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half", "bool"]
+           "save_sharded", "load_sharded", "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half", "bool"]
 
 
 class device:  # noqa: N801  (torch.device / flow.device)
@@ -227,6 +227,19 @@ def load(path, global_src_rank=0):
     """flow.load(path, global_src_rank=R): collective; rank R reads the file, every rank gets a
     dict of global tensors (whole values on R) that load_state_dict lays out like its own."""
     return _globe.load(str(path), global_src_rank)
+
+
+def save_sharded(state, path):
+    """Every rank writes the blocks it holds of each tensor into the directory `path`, with an
+    index.json of global shapes, dtypes and chunks (collective; C++ globe::save_sharded)."""
+    _globe.save_sharded(dict(state), str(path))
+
+
+def load_sharded(path, like=None):
+    """A sharded checkpoint read back, resharded: with `like` (a state dict, e.g. the model's own)
+    each tensor comes in its layout there, each rank reading only its block's bytes; without, global
+    tensors in the layouts they were saved in (collective; C++ globe::load_sharded)."""
+    return _globe.load_sharded(str(path), None if like is None else dict(like))
 
 
 def _numpy_array(self, dtype=None):

@@ -88,6 +88,23 @@ def test_save_on_one_rank_load_on_another(tmp_path_factory):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+def test_sharded_checkpoint_reshards_into_another_layout():
+    path = "/tmp/globe-pytest-sharded-%d" % WORLD
+    flow.manual_seed(1)
+    model = nn.Linear(6, 4)
+    model.to_global(placement=all_ranks(), sbp=flow.sbp.broadcast)
+    model.to_global(placement=all_ranks(), sbp=flow.sbp.split(0))  # each rank its rows
+    flow.save_sharded(model.state_dict(), path)
+    flow.manual_seed(2)
+    other = nn.Linear(6, 4)
+    other.to_global(placement=all_ranks(), sbp=flow.sbp.broadcast)
+    other.load_state_dict(flow.load_sharded(path, other.state_dict()))
+    assert other.weight.sbp == (flow.sbp.broadcast,)
+    for (_, a), (_, b) in zip(model.named_parameters(), other.named_parameters()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert sorted(flow.load_sharded(path)) == ["bias", "weight"]
+
+
 def test_mixing_local_and_global_is_an_error_on_every_rank():
     x = flow.randn(4, 4, placement=all_ranks(), sbp=flow.sbp.split(0))
     with pytest.raises(flow.Error, match="mixes local and global"):
