@@ -39,7 +39,8 @@ The options are shell words:
     keep=REGEX        only lines matching REGEX are shown and compared; a "..." line on the page
                       stands for lines left out (the rewrite puts one wherever lines were dropped)
     vary=REGEX        text matching REGEX differs from run to run (a timing, a rate): compared as
-                      "*" (repeatable)
+                      "*" (repeatable). It may not reach into a hex float (0x1.26d9b4p+1): a page
+                      that shows bits shows them exactly, so a vary= there is refused (exit 2)
     exit=N            the exit status of the block's last command (default 0)
     setup=COMMAND     run first in the scratch directory, output not shown (e.g. writes a file the
                       block reads); it must exit 0
@@ -47,6 +48,10 @@ The options are shell words:
     timeout=SECONDS   for the whole block (default 120)
     not-in-ci=REASON  not run by the test suite (a long training run; a multi-host run can never
                       be): the page's text must say so. --all runs these blocks too
+
+Terms. With the listings, each translation (docs/zh/*.md, prose outside code) is checked against
+the term list, docs/zh/TERMS.md: a word its notes rule out (不用“X”; N in X stands for any number)
+is reported by page and line, and the check fails (a person rewrites the sentence).
 
 A block that matches is left as it is, so the numbers a page shows stay those of one real run; a
 block that differs is rewritten from the new run (the page's commands and fence are kept). Markers
@@ -310,9 +315,27 @@ def by_rank(lines):
     return sorted(lines, key=key)  # stable
 
 
+HEX_FLOAT_RE = re.compile(r"-?0x[0-9a-f]+(?:\.[0-9a-f]*)?p[-+]?[0-9]+")
+
+
+def refuse_vary_over_bits(page, number, have, opts):
+    """A page that shows a float's bits (a hex float) shows them exactly: a vary= pattern that
+    reaches into one would hide bits gone stale, the very thing a page calling them exact promises."""
+    for line in have:
+        bits = [m.span() for m in HEX_FLOAT_RE.finditer(line)]
+        for pattern in opts["vary"] + [p for p, _ in ALWAYS_VARY] if bits else []:
+            for m in pattern.finditer(line):
+                for start, end in bits:
+                    if m.start() < end and start < m.end():
+                        raise PageError(f"{page}: block {number}: vary={pattern.pattern!r} covers the bits "
+                                        f"{line[start:end]!r}; a page that shows bits shows them exactly (show "
+                                        f"the decimal value instead, or check the bits with a command such as cmp)")
+
+
 def output_block(ctx, page, number, match, have):
     """Returns (new body, stale detail or None)."""
     opts = parse_options(page, number, match.group("options"))
+    refuse_vary_over_bits(page, number, have, opts)
     opening, closing, steps = split_console(page, number, have, opts)
     if ("not-in-ci" in opts and not ctx.all) or not ctx.outputs:
         return have, None
@@ -480,6 +503,42 @@ def sync_pictures(ctx, check):
     return stale
 
 
+# ---- the term list ----------------------------------------------------------------------------
+
+TERMS = "docs/zh/TERMS.md"
+
+
+def forbidden_terms(root):
+    """The words the term list rules out in its notes (不用“X”), N standing for any number:
+    [(word, regex)]."""
+    path = root / TERMS
+    if not path.exists():
+        return []
+    words = re.findall(r"不用“([^”]+)”", path.read_text(encoding="utf-8"))
+    return [(w, re.compile(re.escape(w).replace("N", r"\d+"))) for w in words]
+
+
+def check_terms(root):
+    """Prints each line of a translation (prose, not code) that uses a word the term list rules out;
+    returns how many."""
+    terms = forbidden_terms(root)
+    found = 0
+    for page in sorted((root / "docs" / "zh").glob("*.md")) if terms else []:
+        if page.name == pathlib.Path(TERMS).name:
+            continue
+        in_code = False
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if line.startswith("```"):
+                in_code = not in_code
+                continue
+            prose = re.sub(r"`[^`]*`", "", line)
+            for word, regex in terms if not in_code else []:
+                if regex.search(prose):
+                    print(f"docs/zh/{page.name}: line {n} uses “{word}”, which {TERMS} rules out", file=sys.stderr)
+                    found += 1
+    return found
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description="Sync the include and output blocks of docs/*.md with the repository.")
     parser.add_argument("--check", action="store_true", help="report stale blocks and exit 1; write nothing")
@@ -535,6 +594,10 @@ def main(argv):
     except PageError as e:
         print(f"sync_docs: {e}", file=sys.stderr)
         return 2
+    wrong_terms = check_terms(root) if ctx.listings else 0
+    if wrong_terms:  # nothing rewrites a translation's prose: a person fixes it
+        print(f"sync_docs: {wrong_terms} line(s) of docs/zh/ use a term {TERMS} rules out", file=sys.stderr)
+        return 1
     ran = f"; {ctx.output_blocks} output run(s) took {ctx.output_seconds:.1f} s" if ctx.output_blocks else ""
     if args.check and total_stale:
         print(f"sync_docs: {total_stale} stale block(s){ran}; run `python3 scripts/sync_docs.py` to rewrite them",
