@@ -107,10 +107,10 @@ class GPT(nn.Module):
                 if ".ln_" in name:
                     continue  # 1 and 0 already
                 if name.endswith("bias"):
-                    flow._globe.copy_(p, flow.zeros(*p.shape))
+                    p.zero_()
                 else:
                     std = residual_std if "c_proj.weight" in name else 0.02
-                    flow._globe.copy_(p, flow.randn(*p.shape) * std)
+                    p.copy_(flow.randn(*p.shape) * std)
 
     def forward(self, idx):  # idx [B, T] int64 -> logits [B, T, V]
         tr = self.transformer
@@ -124,13 +124,14 @@ class GPT(nn.Module):
         """Every tensor on the dp x tp mesh, replicated; then Megatron's plan on the tp axis:
         vocabulary-parallel embedding (and tied head), column-parallel c_attn (by heads) and c_fc,
         row-parallel c_proj. Parameters keep their identity (an optimizer may already hold them)."""
-        self.to_global(placement=mesh, sbp=(B_, B_))
         plan = {"transformer.wte.weight": S0, "attn.c_attn.weight": S1, "attn.c_attn.bias": S1,
                 "attn.c_proj.weight": S1, "mlp.c_fc.weight": S0, "mlp.c_fc.bias": S0, "mlp.c_proj.weight": S1}
-        for name, p in self.named_parameters():
+        layouts = {}
+        for name, _ in self.named_parameters():
             split = next((s for key, s in plan.items() if name.endswith(key)), None)
             if split is not None:
-                flow._globe.rebind(p, p.to_global(sbp=(B_, split)))
+                layouts[name] = (B_, split)
+        super().distribute(mesh, layouts, (B_, B_))
 
 
 # ---- the corpus and the reference's batch order (examples/gpt/corpus.cpp) ---------------------
