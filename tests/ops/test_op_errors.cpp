@@ -214,10 +214,13 @@ TEST(OpErrors, CrossEntropyBadTargets) {
               AllOf(StartsWith("[cross_entropy]"), HasSubstr("int64"), HasSubstr("float32[4]")));
   EXPECT_THAT(error_of([&] { cross_entropy(logits, arange(3)); }),
               AllOf(StartsWith("[cross_entropy]"), HasSubstr("[4, 3]"), HasSubstr("int64[3]")));
+  // As many indices as rows, in another shape than [4] or OneFlow's [4, 1]: refused (OneFlow's
+  // flattening would take it); [4, 1] itself is the rows' indices (test_oneflow_compat.py).
   EXPECT_THAT(error_of([&] {
-                cross_entropy(logits, zeros({4, 1}, kInt64));
+                cross_entropy(logits, zeros({2, 2}, kInt64));
               }),
-              AllOf(StartsWith("[cross_entropy]"), HasSubstr("[4, 1]")));
+              AllOf(StartsWith("[cross_entropy]"), HasSubstr("[2, 2]")));
+  EXPECT_EQ(cross_entropy(logits, zeros({4, 1}, kInt64)).item<double>(), cross_entropy(logits, zeros({4}, kInt64)).item<double>());
 }
 
 TEST(OpErrors, MseLossShapeMismatch) {
