@@ -3,8 +3,15 @@ two-stage MLP whose stages live on ranks 0 and 1, trained through an nn.Graph wi
 
     PYTHONPATH=build/python /usr/bin/python3 -m globe.launch --nproc_per_node 2 docs/snippets/pipeline_graph.py
 """
+import os
+import sys
+
 import globe as flow
 import globe.nn as nn
+
+# The two stages of page 06's plain form (examples/python/pipeline.py), as OneFlow's tutorial has them.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python"))
+from pipeline import Stage0, Stage1  # noqa: E402
 
 BATCH = 16
 BROADCAST = flow.sbp.broadcast
@@ -12,33 +19,11 @@ P0 = flow.placement("cpu", ranks=[0])
 P1 = flow.placement("cpu", ranks=[1])
 
 
-class Stage0Module(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.flatten = nn.Flatten()
-        self.linear0 = nn.Linear(28 * 28, 512)
-        self.relu0 = nn.ReLU()
-
-    def forward(self, x):
-        return self.relu0(self.linear0(self.flatten(x)))
-
-
-class Stage1Module(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear1 = nn.Linear(512, 512)
-        self.relu1 = nn.ReLU()
-        self.linear2 = nn.Linear(512, 10)
-
-    def forward(self, x):
-        return self.linear2(self.relu1(self.linear1(x)))
-
-
 class PipelineModule(nn.Module):
     def __init__(self):
         super().__init__()
-        self.m_stage0 = Stage0Module()
-        self.m_stage1 = Stage1Module()
+        self.m_stage0 = Stage0()
+        self.m_stage1 = Stage1()
         self.m_stage0.to_global(placement=P0, sbp=BROADCAST)
         self.m_stage1.to_global(placement=P1, sbp=BROADCAST)
 
