@@ -35,9 +35,16 @@ OneFlow compiles build() into a static graph; Globe runs it eagerly, which gives
 - config.enable_amp(True, dtype=flow.float16) marks the graph's modules for mixed precision
   (globe.nn.mixed_precision: float32 master weights, the forward in `dtype`), and
   set_grad_scaler(flow.amp.GradScaler(...)) scales each micro-batch's loss, unscales and skips a
-  step whose gradients overflowed, as OneFlow's graph does.
+  step whose gradients overflowed, as OneFlow's graph does;
+- state_dict() / load_state_dict() in OneFlow's layout: each module under its attribute name, then
+  "System-Train-TrainStep", each optimizer state tensor under "<parameter's name>-<state>" and each
+  lr scheduler's position; a graph that loads them trains on as the saved one would have.
 Hints that change speed, not values, in OneFlow (allow_fuse_*, enable_cudnn_*, ...) are accepted
 and do nothing."""
+from collections import OrderedDict
+
+import numpy as _np
+
 from . import tensor_methods
 from ._globe import Error, Tensor
 from . import _globe
@@ -175,6 +182,7 @@ class Graph:
         self._optimizers = []  # (optimizer, lr scheduler or None)
         self._grad_scaler = None
         self._prepared = False
+        self._train_steps = 0  # calls that stepped the optimizers: state_dict's "System-Train-TrainStep"
         self.name = type(self).__name__
 
     def build(self, *args, **kwargs):
@@ -192,6 +200,80 @@ class Graph:
         backward; at the step the gradients are unscaled, a step whose gradients hold inf or NaN is
         skipped on every rank, and the scale is updated (flow.amp.GradScaler)."""
         self._grad_scaler = grad_scaler
+
+    # ---- state: OneFlow's layout of the dictionary ----
+    def _modules(self):
+        from . import nn  # noqa: PLC0415  (nn imports this module)
+        return [(name, value) for name, value in vars(self).items() if isinstance(value, nn.Module)]
+
+    def _state_keys(self):
+        """Per optimizer, each parameter's key prefix in the graph's state: its dotted name under the
+        graph's module attribute (a parameter of no graph module: "optimizer<i>.param<j>")."""
+        names = {}
+        for attr, module in self._modules():
+            for name, p in module.named_parameters():
+                names.setdefault(p._impl_id, f"{attr}.{name}")
+        return [[names.get(p._impl_id, f"optimizer{i}.param{j}")
+                 for j, p in enumerate(q for g in opt.param_groups for q in g["params"])]
+                for i, (opt, _) in enumerate(self._optimizers)]
+
+    def state_dict(self):
+        """OneFlow's Graph.state_dict: each module of the graph under its attribute name (its own
+        state_dict), then the graph's other state as tensors: "System-Train-TrainStep" (the steps
+        taken, int64 [1]), each optimizer state tensor as "<parameter's name>-<state>" (for example
+        "model.fc.weight-exp_avg") and each lr scheduler's position as "<its class>-<i>-last_epoch"."""
+        out = OrderedDict((name, module.state_dict()) for name, module in self._modules())
+        out["System-Train-TrainStep"] = _globe.from_numpy(_np.array([self._train_steps], dtype=_np.int64))
+        for (opt, _), keys in zip(self._optimizers, self._state_keys()):
+            for key, t in opt.state_dict().items():
+                _, j, what = key.split(".", 2)  # "state.<j>.<name>"
+                out[f"{keys[int(j)]}-{what}"] = t
+        for i, (_, sched) in enumerate(self._optimizers):
+            if sched is not None:
+                out[f"{type(sched).__name__}-{i}-last_epoch"] = _globe.from_numpy(
+                    _np.array([sched.last_epoch], dtype=_np.int64))
+        return out
+
+    def load_state_dict(self, state, strict=True):
+        """Puts a Graph.state_dict() back: each module's entry into that module (load_state_dict),
+        the steps, optimizer state and scheduler positions into theirs. With strict, a key this graph
+        has no place for is an error naming it, and nothing is loaded."""
+        modules = dict(self._modules())
+        keys = self._state_keys()
+        owner = {f"{k}-": (i, j) for i, ks in enumerate(keys) for j, k in enumerate(ks)}
+        per_opt = [{} for _ in self._optimizers]
+        scheds = {f"{type(sched).__name__}-{i}-last_epoch": sched
+                  for i, (_, sched) in enumerate(self._optimizers) if sched is not None}
+        unexpected, steps, positions = [], None, {}
+        for name, item in state.items():
+            if name in modules:
+                continue
+            if name == "System-Train-TrainStep":
+                steps = int(item.numpy().reshape(-1)[0])
+            elif name in scheds:
+                positions[name] = int(item.numpy().reshape(-1)[0])
+            else:
+                prefix = next((p for p in owner if name.startswith(p)), None)
+                if prefix is None:
+                    unexpected.append(name)
+                else:
+                    i, j = owner[prefix]
+                    per_opt[i][f"state.{j}.{name[len(prefix):]}"] = item
+        if strict and unexpected:
+            raise Error(f"[nn.Graph] load_state_dict: the graph has no place for {', '.join(sorted(unexpected))} "
+                        f"(its modules: {', '.join(modules) or 'none'})")
+        for name, module in modules.items():
+            if name in state:
+                module.load_state_dict(state[name], strict)
+            elif strict:
+                raise Error(f"[nn.Graph] load_state_dict: no state for the graph's module {name!r}")
+        for (opt, _), sd in zip(self._optimizers, per_opt):
+            if sd:
+                opt.load_state_dict(sd)
+        for name, position in positions.items():
+            scheds[name].step(position)  # its position, and the learning rate it gives there
+        if steps is not None:
+            self._train_steps = steps
 
     def debug(self, *args, **kwargs):  # OneFlow prints its compilation; nothing is compiled here
         pass
@@ -261,6 +343,8 @@ class Graph:
             opt.zero_grad()
         if scaler is not None:
             scaler.update()
+        if self._optimizers:
+            self._train_steps += 1
         return outputs[0] if n == 1 else _pack(outputs)
 
     def __repr__(self):

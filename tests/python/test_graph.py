@@ -97,6 +97,48 @@ def test_accumulation_trains_as_the_whole_batch_does(steps):
     assert m2.fc1.weight.grad is None  # the graph dropped its gradients after the step
 
 
+def test_graph_state_dict_resumes_training_as_if_never_stopped():
+    """OneFlow's Graph.state_dict / load_state_dict: the modules under their names, the train step,
+    Adam's moments per parameter and the scheduler's position; a new graph that loads them trains on
+    with the uninterrupted graph's losses to the bit, on any layout the model has."""
+    p = everywhere()
+
+    def make(seed):
+        flow.manual_seed(seed)
+        m = Net().to_global(placement=p, sbp=flow.sbp.broadcast)
+        opt = flow.optim.Adam(m.parameters(), lr=0.05)
+        sched = flow.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+        class G(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = m
+                self.add_optimizer(opt, lr_sch=sched)
+
+            def build(self, x, y):
+                loss = nn.CrossEntropyLoss()(self.model(x), y)
+                loss.backward()
+                return loss
+        return G()
+
+    x, y = batch(8 * world())
+    x, y = x.to_global(placement=p, sbp=flow.sbp.split(0)), y.to_global(placement=p, sbp=flow.sbp.split(0))
+    g = make(0)
+    for _ in range(3):
+        g(x, y)
+    state = g.state_dict()
+    assert list(state)[0] == "model" and sorted(state["model"]) == ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]
+    assert value(state["System-Train-TrainStep"]).tolist() == [3]
+    assert "model.fc1.weight-exp_avg" in state and "model.fc2.bias-exp_avg_sq" in state
+    assert value(state["StepLR-0-last_epoch"]).tolist() == [3]
+    resumed = make(1)  # other initial weights: all of it must come from the state
+    resumed.load_state_dict(state)
+    for _ in range(3):
+        assert value(resumed(x, y)) == value(g(x, y))
+    with pytest.raises(flow.Error, match=r"\[nn.Graph\] load_state_dict: the graph has no place for bogus"):
+        make(2).load_state_dict({**state, "bogus": state["System-Train-TrainStep"]})
+
+
 def test_graph_mistakes_are_errors_naming_them():
     class G(flow.nn.Graph):
         def __init__(self):
