@@ -2,7 +2,9 @@
 // bool holds the results of comparisons (one byte, 0 or 1: masks for where and masked_fill, counts
 // after a cast), bfloat16 and float16 are storage types for mixed precision: kernels widen them to
 // float32, compute and accumulate there, and round the result once (kernels/via_float32.h;
-// docs/design.md §17).
+// docs/design.md §17). int32, int8 and uint8 are storage types too (OneFlow's and torch's names,
+// data and checkpoints that hold them): they cast, copy, compare, select, move and save; an op that
+// computes in them says so by name (cast to int64 or a float first).
 #pragma once
 
 #include <bit>
@@ -16,7 +18,7 @@
 
 namespace globe {
 
-enum class DType : uint8_t { float32, float64, int64, bfloat16, float16, boolean };
+enum class DType : uint8_t { float32, float64, int64, bfloat16, float16, boolean, int32, int8, uint8 };
 
 inline constexpr DType kFloat32 = DType::float32;
 inline constexpr DType kFloat64 = DType::float64;
@@ -24,17 +26,25 @@ inline constexpr DType kInt64 = DType::int64;
 inline constexpr DType kBFloat16 = DType::bfloat16;
 inline constexpr DType kFloat16 = DType::float16;
 inline constexpr DType kBool = DType::boolean;
+inline constexpr DType kInt32 = DType::int32;
+inline constexpr DType kInt8 = DType::int8;
+inline constexpr DType kUInt8 = DType::uint8;
 
 inline size_t itemsize(DType t) {
   switch (t) {
-    case DType::float32: return 4;
+    case DType::float32:
+    case DType::int32: return 4;
     case DType::bfloat16:
     case DType::float16: return 2;
-    case DType::boolean: return 1;
+    case DType::boolean:
+    case DType::int8:
+    case DType::uint8: return 1;
     default: return 8;
   }
 }
-inline bool is_floating(DType t) { return t != DType::int64 && t != DType::boolean; }
+inline bool is_floating(DType t) {
+  return t == DType::float32 || t == DType::float64 || t == DType::bfloat16 || t == DType::float16;
+}
 // A storage-only floating type: no kernel computes in it; kernels widen it to float32.
 inline bool is_reduced_precision(DType t) { return t == DType::bfloat16 || t == DType::float16; }
 
@@ -46,6 +56,9 @@ inline const char* dtype_name(DType t) {
     case DType::bfloat16: return "bfloat16";
     case DType::float16: return "float16";
     case DType::boolean: return "bool";
+    case DType::int32: return "int32";
+    case DType::int8: return "int8";
+    case DType::uint8: return "uint8";
   }
   return "?";
 }
@@ -129,6 +142,12 @@ template <>
 constexpr DType dtype_of<float16>() { return DType::float16; }
 template <>
 constexpr DType dtype_of<bool>() { return DType::boolean; }
+template <>
+constexpr DType dtype_of<int32_t>() { return DType::int32; }
+template <>
+constexpr DType dtype_of<int8_t>() { return DType::int8; }
+template <>
+constexpr DType dtype_of<uint8_t>() { return DType::uint8; }
 
 // Calls fn(T{}) with T the C++ type of `t`, for code that computes in T: float32, float64, int64.
 // A bfloat16 tensor that reaches one is an op without a bfloat16 kernel: an error naming `op`.
@@ -140,25 +159,41 @@ decltype(auto) visit_dtype(DType t, Fn&& fn, const char* op = "dtype") {
     case DType::int64: return fn(int64_t{});
     default: break;
   }
-  GLOBE_FAIL("[", op, "] has no ", dtype_name(t), " kernel here (float32, float64 and int64 only): cast with ",
-             "to(float32) first, or run it under mixed precision, whose kernels widen 16-bit floats");
+  if (is_reduced_precision(t))
+    GLOBE_FAIL("[", op, "] has no ", dtype_name(t), " kernel here (float32, float64 and int64 only): cast with ",
+               "to(float32) first, or run it under mixed precision, whose kernels widen 16-bit floats");
+  GLOBE_FAIL("[", op, "] has no ", dtype_name(t), " kernel (float32, float64 and int64 only): cast it with ",
+             "to_dtype first (Python: .long() or .float())");
 }
 
-// visit_dtype's types and bool, for code that compares, selects or converts values but does no
-// arithmetic in them (comparisons' inputs, where's operands, casts).
+// visit_dtype's types, bool and the narrow integers: every dtype a kernel reads as it is stored,
+// for code that compares, selects or converts values but does no arithmetic in them
+// (comparisons' inputs, where's operands, casts).
 template <class Fn>
-decltype(auto) visit_with_bool(DType t, Fn&& fn, const char* op = "dtype") {
-  if (t == DType::boolean) return fn(bool{});
-  return visit_dtype(t, fn, op);
+decltype(auto) visit_exact(DType t, Fn&& fn, const char* op = "dtype") {
+  switch (t) {
+    case DType::boolean: return fn(bool{});
+    case DType::int32: return fn(int32_t{});
+    case DType::int8: return fn(int8_t{});
+    case DType::uint8: return fn(uint8_t{});
+    default: return visit_dtype(t, fn, op);
+  }
 }
 
-// Every dtype, the 16-bit ones and bool included, for code that only moves or converts values
-// (copies, fills, transfers): the one place dtypes become types.
+// A condition's (where, masked_fill): bool, or int64 read as non-zero (ops check which before).
+template <class Fn>
+decltype(auto) visit_condition(DType t, Fn&& fn) {
+  if (t == DType::boolean) return fn(bool{});
+  return fn(int64_t{});
+}
+
+// Every dtype, the 16-bit ones, bool and the narrow integers included, for code that only moves or
+// converts values (copies, fills, transfers): the one place dtypes become types.
 template <class Fn>
 decltype(auto) visit_stored(DType t, Fn&& fn) {
   if (t == DType::bfloat16) return fn(bfloat16{});
   if (t == DType::float16) return fn(float16{});
-  return visit_with_bool(t, fn);
+  return visit_exact(t, fn);
 }
 
 // Same as visit_dtype, floating types only; `op` names the caller in the error.

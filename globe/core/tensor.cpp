@@ -248,7 +248,11 @@ GLOBE_INSTANTIATE(float)
 GLOBE_INSTANTIATE(double)
 GLOBE_INSTANTIATE(int64_t)
 #undef GLOBE_INSTANTIATE
-template bool* Tensor::data<bool>() const;  // a bool tensor's values are read as int64 or double
+// bool and the narrow integers: kernels write them; their values are read as int64 or double.
+template bool* Tensor::data<bool>() const;
+template int32_t* Tensor::data<int32_t>() const;
+template int8_t* Tensor::data<int8_t>() const;
+template uint8_t* Tensor::data<uint8_t>() const;
 
 Tensor& Tensor::set_requires_grad(bool on) {
   GLOBE_CHECK(!on || is_floating(dtype()), "[requires_grad] only floating tensors can require grad, got ",
@@ -298,8 +302,8 @@ namespace {
 
 // As torch prints: integers whole, bools as True / False, floats to 5 significant digits.
 void print_value(std::ostream& os, double x, DType dtype) {
-  if (dtype == DType::int64) os << static_cast<int64_t>(x);
-  else if (dtype == DType::boolean) os << (x != 0 ? "True" : "False");
+  if (dtype == DType::boolean) os << (x != 0 ? "True" : "False");
+  else if (!is_floating(dtype)) os << static_cast<int64_t>(x);
   else os << std::setprecision(5) << x;
 }
 

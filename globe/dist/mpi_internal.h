@@ -24,6 +24,9 @@ inline MPI_Datatype mpi_type(DType t) {
     case DType::bfloat16:
     case DType::float16: return MPI_UINT16_T;
     case DType::boolean: return MPI_UINT8_T;  // moved, never summed (a bool tensor is never partial)
+    case DType::int32: return MPI_INT32_T;
+    case DType::int8: return MPI_INT8_T;
+    case DType::uint8: return MPI_UINT8_T;
   }
   return MPI_BYTE;
 }

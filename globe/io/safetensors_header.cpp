@@ -30,15 +30,15 @@ const DtypeInfo kDtypes[kNumDtypes] = {
     {"F64", 8, DType::float64},
     {"I64", 8, DType::int64},
     {"BOOL", 1, DType::boolean},
-    {"U8", 1, {}},
-    {"I8", 1, {}},
+    {"U8", 1, DType::uint8},
+    {"I8", 1, DType::int8},
     {"F8_E5M2", 1, {}},
     {"F8_E4M3", 1, {}},
     {"I16", 2, {}},
     {"U16", 2, {}},
     {"F16", 2, DType::float16},
     {"BF16", 2, DType::bfloat16},
-    {"I32", 4, {}},
+    {"I32", 4, DType::int32},
     {"U32", 4, {}},
     {"U64", 8, {}},
 };
@@ -113,6 +113,12 @@ const char* safetensors_dtype(DType dtype) {
       return "F16";
     case DType::boolean:
       return "BOOL";
+    case DType::int32:
+      return "I32";
+    case DType::int8:
+      return "I8";
+    case DType::uint8:
+      return "U8";
   }
   GLOBE_FAIL("[safetensors] unknown dtype ", int(dtype));
 }

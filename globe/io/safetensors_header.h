@@ -9,7 +9,7 @@
 //                   after.
 //
 // The parser accepts every safetensors dtype (so `globe-ckpt ls` can show a float16 file) but only
-// F32, F64, I64, BF16, F16 and BOOL convert to Globe dtypes; loading anything else is an error naming the tensor.
+// F32, F64, I64, I32, I8, U8, BF16, F16 and BOOL convert to Globe dtypes; loading anything else is an error naming the tensor.
 #pragma once
 
 #include <cstdint>

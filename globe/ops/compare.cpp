@@ -23,7 +23,7 @@ DType common_dtype(DType a, DType b) {
   if (is_floating(a) && is_floating(b)) return a == kFloat64 || b == kFloat64 ? kFloat64 : kFloat32;
   if (is_floating(a)) return a;
   if (is_floating(b)) return b;
-  return kInt64;  // int64 and bool
+  return kInt64;  // two integer or bool dtypes: int64 holds both
 }
 
 // The dtype a tensor of dtype `t` and the number `s` meet in, as torch's: a floating tensor's own
@@ -37,8 +37,14 @@ DType scalar_dtype(DType t, double s) {
 // Whether the number `s` is exactly a value of dtype `t` (any number of a floating one, rounded).
 bool holds(DType t, double s) {
   if (is_floating(t)) return true;
-  if (t == kBool) return s == 0.0 || s == 1.0;
-  return scalar_dtype(t, s) == kInt64;
+  if (s != std::floor(s)) return false;
+  switch (t) {
+    case DType::boolean: return s == 0.0 || s == 1.0;
+    case DType::int8: return s >= -128 && s <= 127;
+    case DType::uint8: return s >= 0 && s <= 255;
+    case DType::int32: return s >= -2147483648.0 && s <= 2147483647.0;
+    default: return scalar_dtype(t, s) == kInt64;
+  }
 }
 
 // `t` in `dtype` (a local kernel-level conversion: the ops below have no gradient through it).

@@ -68,8 +68,9 @@ class Binary final : public Op {
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
     GLOBE_CHECK(in[0].dtype == in[1].dtype, "[", name(), "] dtype mismatch: ", dtype_name(in[0].dtype),
                 shape_str(in[0].shape), " and ", dtype_name(in[1].dtype), shape_str(in[1].shape));
-    GLOBE_CHECK(is_floating(in[0].dtype) || binary_info(kind_).integers, "[", name(),
-                "] expects floating tensors, got ", dtype_name(in[0].dtype));
+    GLOBE_CHECK(is_floating(in[0].dtype) || (binary_info(kind_).integers && in[0].dtype == kInt64), "[", name(),
+                "] has no ", dtype_name(in[0].dtype), " kernel (float32, float64",
+                binary_info(kind_).integers ? " and int64" : "", " only): cast it with to_dtype first");
     return {broadcast_shapes(in[0].shape, in[1].shape, binary_name(kind_)), in[0].dtype};
   }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {

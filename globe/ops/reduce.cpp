@@ -198,8 +198,9 @@ class ScatterAdd final : public Op {
 }  // namespace
 
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  // A bool tensor counts its true elements in int64, as torch's sum does.
-  if (a.defined() && a.dtype() == kBool) return sum(to_dtype(a, kInt64), dims, keepdim);
+  // A bool tensor counts its true elements in int64, and the narrow integers add in int64, as
+  // torch's sum does.
+  if (a.defined() && !is_floating(a.dtype()) && a.dtype() != kInt64) return sum(to_dtype(a, kInt64), dims, keepdim);
   const auto rd = a.defined() ? reduce_dims(dims, a.shape(), "sum") : dims;
   if (!deterministic() || rd.empty() || rd.back() - rd.front() + 1 == int64_t(rd.size()))
     return apply_op<Sum>({a}, dims, keepdim);

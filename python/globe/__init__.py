@@ -38,6 +38,15 @@ float = float32  # noqa: A001  (OneFlow / PyTorch spelling)
 double = float64
 long = int64
 bool = _globe.dtype.bool  # noqa: A001  (torch.bool; the builtin is _builtins.bool here)
+# OneFlow's and torch's narrow integers: storage, casts, comparisons, moves and checkpoints; an op
+# that computes in them says so (cast to int64 or a float first).
+int32 = _globe.dtype.int32
+int = int32  # noqa: A001  (torch.int)
+int8 = _globe.dtype.int8
+char = int8
+uint8 = _globe.dtype.uint8
+_NUMPY_DTYPES = {float32: _np.float32, float64: _np.float64, float16: _np.float16, int64: _np.int64,
+                 bool: _np.bool_, int32: _np.int32, int8: _np.int8, uint8: _np.uint8}
 
 
 def _excepthook(kind, value, traceback, _previous=_sys.excepthook):
@@ -63,7 +72,7 @@ def are_deterministic_algorithms_enabled():
 
 
 __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_global", "randn", "zeros", "ones", "full", "save", "load",
-           "save_sharded", "load_sharded", "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half", "bool"]
+           "save_sharded", "load_sharded", "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half", "bool", "int32", "int8", "uint8"]
 
 
 class device:  # noqa: N801  (torch.device / flow.device)
@@ -76,7 +85,7 @@ class device:  # noqa: N801  (torch.device / flow.device)
             type, index = type.type, type.index if index is None else index
         name, _, idx = str(type).partition(":")
         _globe.parse_device(str(type) if index is None else f"{name}:{index}")  # "[device] ..." errors
-        self.type, self.index = name, int(idx) if idx else index
+        self.type, self.index = name, _builtins.int(idx) if idx else index
 
     def __eq__(self, other):
         if isinstance(other, str):
@@ -113,14 +122,14 @@ def placement(type="cpu", ranks=None):  # noqa: A002  (OneFlow's keyword)
         return Placement.all(type)
     if isinstance(ranks, (range, _np.ndarray)):
         a = _np.asarray(ranks)
-        return Placement(type, [int(r) for r in a.flat], list(a.shape))
+        return Placement(type, [_builtins.int(r) for r in a.flat], list(a.shape))
     shape, level, flat = [], ranks, list(ranks)
     while isinstance(level, (list, tuple)):  # the mesh: the lengths along the first elements
         shape.append(len(level))
         level = level[0] if len(level) else None
     while flat and isinstance(flat[0], (list, tuple)):
         flat = [r for row in flat for r in row]
-    return Placement(type, [int(r) for r in flat], shape)
+    return Placement(type, [_builtins.int(r) for r in flat], shape)
 
 
 placement.all = lambda type="cpu": placement(type)  # noqa: A002  (OneFlow's placement.all)
@@ -191,10 +200,12 @@ def tensor(data, dtype=None, requires_grad=False, placement=None, sbp=None, devi
         data = data.numpy()
     a = _np.array(data)  # a copy, as torch.tensor makes (from_numpy shares)
     if dtype is not None:
-        a = a.astype({float32: _np.float32, float64: _np.float64, int64: _np.int64, bool: _np.bool_}[dtype])
+        a = a.astype(_NUMPY_DTYPES[dtype])
     elif a.dtype == _np.float64 and not isinstance(data, _np.ndarray):
         a = a.astype(_np.float32)  # Python floats make float32 tensors, as in PyTorch
-    t = from_numpy(a)
+    t = from_numpy(a)  # numpy's integers come in as int64 (Globe's indices)
+    if dtype is not None and t.dtype != dtype:
+        t = _globe.to_dtype(t, dtype)
     if placement is not None:
         # rank 0's value on every rank (broadcast on every mesh axis of an N-D placement)
         t = t.to_global(placement=placement, sbp=[_broadcast] * len(placement.mesh_shape))
@@ -252,13 +263,13 @@ Tensor.__iter__ = lambda self: iter(self.numpy())
 tensor_methods.install()
 # Where a tensor lives: a local one on its storage's device; a global one on its placement's type.
 Tensor.device = property(lambda self: device(self.placement.type if self.is_global else self._device))
-Tensor.cuda = lambda self, device=None: self.to("cuda" if device is None else f"cuda:{int(device)}"
-                                                if isinstance(device, int) else device)
+Tensor.cuda = lambda self, device=None: self.to("cuda" if device is None else f"cuda:{_builtins.int(device)}"
+                                                if isinstance(device, _builtins.int) else device)
 
 
 def _tensor_from_args(*args, **kwargs):
     """flow.Tensor(data) / flow.Tensor(2, 3) as in OneFlow (the binding's constructor calls this): a
     float32 tensor from data, or an uninitialised (here: zero-filled) one of a shape."""
-    if len(args) == 1 and not isinstance(args[0], int):
+    if len(args) == 1 and not isinstance(args[0], _builtins.int):
         return tensor(args[0], dtype=float32, **kwargs)
     return zeros(*args, **kwargs)

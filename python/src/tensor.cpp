@@ -26,6 +26,9 @@ pyb::dtype numpy_dtype(DType t) {
     case DType::int64: return pyb::dtype::of<int64_t>();
     case DType::float16: return pyb::dtype("float16");
     case DType::boolean: return pyb::dtype::of<bool>();
+    case DType::int32: return pyb::dtype::of<int32_t>();
+    case DType::int8: return pyb::dtype::of<int8_t>();
+    case DType::uint8: return pyb::dtype::of<uint8_t>();
     case DType::bfloat16: break;
   }
   throw pyb::type_error("[numpy] " + std::string(dtype_name(t)) + " has no numpy dtype: convert with .float() first");
@@ -84,7 +87,10 @@ void bind_tensor(pyb::module_& m) {
       .value("int64", DType::int64)
       .value("bfloat16", DType::bfloat16)
       .value("float16", DType::float16)
-      .value("bool", DType::boolean);
+      .value("bool", DType::boolean)
+      .value("int32", DType::int32)
+      .value("int8", DType::int8)
+      .value("uint8", DType::uint8);
 
   with_equality(pyb::class_<Sbp>(m, "Sbp"))
       .def("__repr__", [](const Sbp& s) { return "sbp." + std::string(s.is_split() ? "split(" + std::to_string(s.dim) + ")"
@@ -151,6 +157,7 @@ void bind_tensor(pyb::module_& m) {
       .def("item", [](const Tensor& t) -> pyb::object {
         if (t.dtype() == kInt64) return pyb::int_(t.item<int64_t>());
         if (t.dtype() == kBool) return pyb::bool_(t.item<int64_t>() != 0);
+        if (!is_floating(t.dtype())) return pyb::int_(t.item<int64_t>());  // int32, int8, uint8
         return pyb::float_(t.item<double>());
       })
       .def("to_local", &Tensor::to_local)

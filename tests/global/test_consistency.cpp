@@ -152,6 +152,9 @@ std::vector<OpCase> cases() {
       {"ge", {F({3, 5}), F({3, 5})}, [](V x) { return x[0] >= x[1]; }},
       {"count_true", {F({5, 3})}, [](V x) { return sum(x[0] > 0.0, {0}); }},
       {"bool_cast_mul", {F({5, 3})}, [](V x) { return mul(to_dtype(x[0] > 0.1, x[0].dtype()), x[0]); }},
+      // The narrow integers as storage: casts in and out, moved in every layout (never partial).
+      {"int32_round_trip", {F({5, 3})}, [](V x) { return to_dtype(to_dtype(mul(x[0], 10.0), kInt32), kInt64); }},
+      {"int8_compare", {F({5, 3})}, [](V x) { return to_dtype(mul(x[0], 20.0), kInt8) > 3.0; }},
       {"where", {F({5, 3}), F({5, 3})}, [](V x) { return where(gt(x[0], x[1]), x[0], x[1]); }},
       {"where_bcast_scalar", {F({5, 3}), F({3})}, [](V x) { return where(lt(x[0], x[1]), mul(x[0], x[1]), 0.5); }},
       {"masked_fill_bool", {F({5, 3})}, [](V x) { return masked_fill(x[0], gt(x[0], 0.2), -1.5); }},

@@ -29,6 +29,9 @@ StateDict sample_state() {
   sd.set("scalar", from_vector(std::vector<float>{2.5f}, {}));
   sd.set("empty", zeros({0, 4}));
   sd.set("mask", gt(from_vector(std::vector<float>{1, -1, 2}, {3}), 0.0));  // BOOL
+  sd.set("i32", to_dtype(from_vector(std::vector<int64_t>{-70000, 0, 70000}, {3}), kInt32));
+  sd.set("i8", to_dtype(from_vector(std::vector<int64_t>{-128, 5, 127}, {3}), kInt8));
+  sd.set("u8", to_dtype(from_vector(std::vector<int64_t>{0, 200, 255}, {3}), kUInt8));
   sd.set("strided", transpose(randn({3, 4}), 0, 1));  // not contiguous: saved by value
   return sd;
 }
@@ -50,6 +53,9 @@ TEST(Safetensors, RoundTripEveryDtypeAndShape) {
   EXPECT_EQ(r.record("idx").dtype_name, "I64");
   EXPECT_EQ(r.record("b64").dtype_name, "F64");
   EXPECT_EQ(r.record("mask").dtype_name, "BOOL");
+  EXPECT_EQ(r.record("i32").dtype_name, "I32");
+  EXPECT_EQ(r.record("i8").dtype_name, "I8");
+  EXPECT_EQ(r.record("u8").dtype_name, "U8");
 }
 
 TEST(Safetensors, BlockReadsTakeOnlyTheBlock) {

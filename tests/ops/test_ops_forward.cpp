@@ -771,6 +771,31 @@ TEST(OpsForward, ComparisonsGiveBoolTensors) {
   EXPECT_TRUE(allclose(inf, inf));
 }
 
+// int32, int8 and uint8 are storage: they cast (wrapping as C++ converts in range), compare,
+// select, count and print; arithmetic in them is an error naming the cast.
+TEST(OpsForward, NarrowIntegersStoreCastCompareAndSelect) {
+  const Tensor a = f32({-3, 0, 5, 127}, {4});
+  for (DType dt : {kInt32, kInt8}) {
+    const Tensor n = to_dtype(a, dt);
+    EXPECT_EQ(n.dtype(), dt);
+    expect_values(n, {4}, {-3, 0, 5, 127});
+    expect_values(to_dtype(n, kFloat64), {4}, {-3, 0, 5, 127});
+    expect_values(n > 0.0, {4}, {0, 0, 1, 1});
+    expect_values(eq(n, to_dtype(a, kInt64)), {4}, {1, 1, 1, 1});
+    expect_values(where(n > 0.0, n, 7.0), {4}, {7, 7, 5, 127});
+    EXPECT_EQ(sum(n).dtype(), kInt64);
+    EXPECT_EQ(sum(n).item<int64_t>(), 129);
+    EXPECT_THAT(n.to_string(), ::testing::HasSubstr(std::string("[-3, 0, 5, 127], shape=[4], dtype=") + dtype_name(dt)));
+    EXPECT_THAT(testing::error_of([&] { add(n, n); }), ::testing::HasSubstr("[add] has no " + std::string(dtype_name(dt)) +
+                                                                              " kernel (float32, float64 and int64 only): cast it"));
+  }
+  const Tensor u = to_dtype(f32({0, 200, 255}, {3}), kUInt8);
+  expect_values(u, {3}, {0, 200, 255});
+  expect_values(u >= 200.0, {3}, {0, 1, 1});
+  EXPECT_THAT(testing::error_of([&] { masked_fill(u, u > 0.0, 300.0); }),
+              ::testing::HasSubstr("[masked_fill] the value 300 is not a uint8 value"));
+}
+
 TEST(OpsForward, WhereAndMaskedFillTakeBoolMasks) {
   const Tensor a = f32({1, -2, 3, -4, 5, -6}, {2, 3}), b = f32({10, 20, 30}, {3});
   const Tensor pos = a > 0.0;

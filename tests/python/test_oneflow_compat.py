@@ -309,6 +309,22 @@ def test_init_family():
         nn.init.xavier_normal_(flow.zeros(3))
 
 
+def test_onefows_integer_dtypes_store_cast_and_compare():
+    a = np.array([-3, 0, 5, 100])
+    for name, np_type in [("int32", np.int32), ("int8", np.int8), ("uint8", np.uint8)]:
+        dt = getattr(flow, name)
+        t = flow.tensor(np.abs(a) if name == "uint8" else a, dtype=dt)
+        assert t.dtype == dt and t.numpy().dtype == np_type
+        np.testing.assert_array_equal(t.numpy(), (np.abs(a) if name == "uint8" else a).astype(np_type))
+        assert t.sum().item() == int(t.numpy().astype(np.int64).sum()) and t.sum().dtype == flow.int64
+        np.testing.assert_array_equal((t > 4).numpy(), t.numpy() > 4)
+        assert t.float().dtype == flow.float32 and t.long().dtype == flow.int64 and isinstance(t[0].item(), int)
+        with pytest.raises(flow.Error, match=rf"has no {name} kernel .*cast it"):
+            t + t
+    assert flow.int is flow.int32 and flow.char is flow.int8
+    assert flow.tensor([1.5, 2.5]).int().dtype == flow.int32 and flow.tensor([1, 2]).byte().dtype == flow.uint8
+
+
 def test_balanced_splitter_is_the_layouts_split():
     from globe.framework import balanced_splitter
     assert balanced_splitter.BalancedPartNums(10, 4) == [3, 3, 2, 2]

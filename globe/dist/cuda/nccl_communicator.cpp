@@ -56,7 +56,10 @@ ncclDataType_t nccl_type(DType t) {
     case DType::int64: return ncclInt64;
     case DType::bfloat16: return ncclBfloat16;
     case DType::float16: return ncclFloat16;
-    case DType::boolean: return ncclUint8;
+    case DType::boolean:
+    case DType::uint8: return ncclUint8;
+    case DType::int32: return ncclInt32;
+    case DType::int8: return ncclInt8;
   }
   return ncclChar;
 }

@@ -125,7 +125,7 @@ Tensor clamp_backward(const Tensor& g, const Tensor& x, double lo_in, double hi_
 }
 
 Tensor compare(CompareKind kind, const Tensor& a, const Tensor& b, const Shape& s) {
-  return visit_with_bool(a.dtype(), [&](auto tag) {
+  return visit_exact(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     switch (kind) {
       case CompareKind::eq: return map_binary<T, bool>(a, b, s, [](T x, T y) { return x == y; });
@@ -140,9 +140,9 @@ Tensor compare(CompareKind kind, const Tensor& a, const Tensor& b, const Shape& 
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& s) {
-  return visit_with_bool(cond.dtype(), [&](auto ctag) {
+  return visit_condition(cond.dtype(), [&](auto ctag) {
     using C = decltype(ctag);
-    return visit_with_bool(a.dtype(), [&](auto tag) {
+    return visit_exact(a.dtype(), [&](auto tag) {
       using T = decltype(tag);
       Tensor out = Tensor::uninitialized(s, a.dtype());
       const C* pc = static_cast<const C*>(cond.storage()->data);
@@ -160,7 +160,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& 
                       });
       return out;
     }, "where");
-  }, "where");
+  });
 }
 
 void fill(const Tensor& dst, double value) {

@@ -253,7 +253,7 @@ Tensor clamp_backward(const Tensor& g, const Tensor& x, double lo, double hi) {
 
 Tensor compare(CompareKind kind, const Tensor& a, const Tensor& b, const Shape& shape) {
   Tensor out = Tensor::uninitialized(shape, kBool, a.device());
-  visit_with_bool(a.dtype(), [&](auto tag) {
+  visit_exact(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const Tensor* ops[2] = {&a, &b};
     launch(out.numel(), make_indexer<2>(shape, ops, compare_name(kind)), stream_of(a),
@@ -264,22 +264,22 @@ Tensor compare(CompareKind kind, const Tensor& a, const Tensor& b, const Shape& 
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& shape) {
   Tensor out = Tensor::uninitialized(shape, a.dtype(), a.device());
-  visit_with_bool(cond.dtype(), [&](auto ctag) {
-    visit_with_bool(a.dtype(), [&](auto tag) {
+  visit_condition(cond.dtype(), [&](auto ctag) {
+    visit_exact(a.dtype(), [&](auto tag) {
       using C = decltype(ctag);
       using T = decltype(tag);
       const Tensor* ops[3] = {&cond, &a, &b};
       launch(out.numel(), make_indexer<3>(shape, ops, "where"), stream_of(a),
              WhereFn<C, T>{base_of<C>(cond), base_of<T>(a), base_of<T>(b), base_of<T>(out)}, "where");
     }, "where");
-  }, "where");
+  });
   return out;
 }
 
 void copy_into(const Tensor& dst, const Tensor& src) {
   GLOBE_CHECK(dst.shape() == src.shape(), "[copy] shapes differ: ", describe(dst), " and ", describe(src));
-  visit_with_bool(dst.dtype(), [&](auto dtag) {
-    visit_with_bool(src.dtype(), [&](auto stag) {
+  visit_exact(dst.dtype(), [&](auto dtag) {
+    visit_exact(src.dtype(), [&](auto stag) {
       using D = decltype(dtag);
       using S = decltype(stag);
       const Tensor* ops[2] = {&dst, &src};
@@ -290,7 +290,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 }
 
 void fill(const Tensor& dst, double value) {
-  visit_with_bool(dst.dtype(), [&](auto tag) {
+  visit_exact(dst.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const Tensor* ops[1] = {&dst};
     launch(dst.numel(), make_indexer<1>(dst.shape(), ops, "fill"), stream_of(dst),
