@@ -208,7 +208,7 @@ bool zero_stage2(const Tensor& param) {
 
 // ZeRO stage 2: `w`'s gradient reduced into its parameter's update layout now (the whole partial
 // one let go); false where that layout is the parameter's own (no axis to split), for a bucket.
-bool reduce_into_update_layout(Pending& w) {
+bool reduce_now(Pending& w) {
   const NdSbp into = zero_layout(w.param);
   if (into == w.param.sbp()) return false;
   NoGradGuard no_grad;
@@ -226,7 +226,7 @@ void detail::grad_ready(const Tensor& leaf) {
   Overlap& o = overlap();
   Pending w;
   if (o.bucket_bytes <= 0 || o.no_sync > 0 || !pending(leaf, w)) return;
-  if (zero_stage2(leaf) && reduce_into_update_layout(w)) return;
+  if (zero_stage2(leaf) && reduce_now(w)) return;
   // A gradient that fills a bucket by itself starts alone (summed in its own bytes where it can
   // be), leaving the open bucket to the smaller ones.
   if (w.local.numel() * int64_t(itemsize(w.grad.dtype())) >= o.bucket_bytes) {

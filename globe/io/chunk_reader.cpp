@@ -7,7 +7,7 @@ namespace globe::io {
 DType entry_dtype(const IndexEntry& entry, const std::string& where) {
   const std::optional<DType> d = parse_dtype(entry.dtype, where, entry.name);
   GLOBE_CHECK(d.has_value(), "[checkpoint index] '", where, "': tensor '", entry.name,
-              "' has dtype ", entry.dtype, ", which Globe cannot load (supported: F32, F64, I64, I32, I8, U8, BF16, F16, BOOL)");
+              "' has dtype ", entry.dtype, ", which Globe cannot load (supported: ", loadable_dtypes(), ")");
   return *d;
 }
 

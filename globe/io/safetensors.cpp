@@ -36,7 +36,7 @@ const TensorRecord& SafetensorsReader::record(const std::string& name) const {
 DType SafetensorsReader::dtype_of(const TensorRecord& rec) const {
   GLOBE_CHECK(rec.dtype.has_value(), "[", op_, "] '", path(), "': tensor '", rec.name,
               "' has dtype ", rec.dtype_name,
-              ", which Globe cannot load (supported: F32, F64, I64, I32, I8, U8, BF16, F16, BOOL)");
+              ", which Globe cannot load (supported: ", loadable_dtypes(), ")");
   return *rec.dtype;
 }
 

@@ -100,27 +100,19 @@ const TensorRecord* SafetensorsHeader::find(const std::string& name) const {
 }
 
 const char* safetensors_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::float32:
-      return "F32";
-    case DType::float64:
-      return "F64";
-    case DType::int64:
-      return "I64";
-    case DType::bfloat16:
-      return "BF16";
-    case DType::float16:
-      return "F16";
-    case DType::boolean:
-      return "BOOL";
-    case DType::int32:
-      return "I32";
-    case DType::int8:
-      return "I8";
-    case DType::uint8:
-      return "U8";
-  }
+  for (const DtypeInfo& d : kDtypes)
+    if (d.dtype == dtype) return d.name;
   GLOBE_FAIL("[safetensors] unknown dtype ", int(dtype));
+}
+
+const std::string& loadable_dtypes() {
+  static const std::string names = [] {
+    std::string s;
+    for (const DtypeInfo& d : kDtypes)
+      if (d.dtype) s += (s.empty() ? "" : ", ") + std::string(d.name);
+    return s;
+  }();
+  return names;
 }
 
 std::optional<DType> parse_dtype(const std::string& name, const std::string& file,

@@ -47,8 +47,10 @@ struct SafetensorsHeader {
   const TensorRecord* find(const std::string& name) const;
 };
 
-// "F32" / "F64" / "I64".
+// The safetensors name of a Globe dtype ("F32", "BOOL", ...): one table holds both directions.
 const char* safetensors_dtype(DType dtype);
+// The safetensors dtype names Globe loads, comma-separated (for errors naming what is supported).
+const std::string& loadable_dtypes();
 // Globe's dtype for a safetensors dtype name; nullopt for a known but unsupported one (F16, ...);
 // throws for a name that is no safetensors dtype. `file`/`key` name the place in errors.
 std::optional<DType> parse_dtype(const std::string& name, const std::string& file,
