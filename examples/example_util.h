@@ -92,6 +92,8 @@ inline void print_loss(int iter, float value, const std::string& tag = "") {
 // An example's main: runs `run` and turns an exception that leaves it (a globe::Error: bad input,
 // a missing device, ...) into one line on stderr, "<program>: error on rank R: <message>", and exit
 // status 1, where an uncaught exception would abort (SIGABRT, exit 134) after terminate's own line.
+// Under globe-launch a message another rank already printed is not printed again: the launcher's
+// last line names the ranks that failed alike (dist::print_error_here).
 // With other ranks it ends as Python's traceback hook does (dist::exit_after_failure): the others
 // are told it failed and stop at once, and nothing waits at exit for collectives or paused passes
 // its failure left unfinished.
@@ -110,7 +112,8 @@ inline int main(int (*run)(int, char**), int argc, char** argv) {
     // in pieces could interleave with another rank's.
     const std::string line = std::string(slash ? slash + 1 : argv[0]) + ": error on rank " +
                              (rank >= 0 ? std::to_string(rank) : std::string("?")) + ": " + e.what() + "\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
+    if (ranks == 1 || globe::dist::print_error_here(std::string(e.what()) + "\n"))
+      std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
     if (ranks > 1) globe::dist::exit_after_failure(1);
     return 1;

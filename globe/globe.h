@@ -28,6 +28,7 @@
 #include "globe/base/timeline.h"
 #include "globe/base/trace.h"
 #include "globe/dist/comm_trace.h"
+#include "globe/dist/error_report.h"
 #include "globe/dist/machine.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/boxing.h"

@@ -11,6 +11,7 @@ with the core's message.
 """
 import builtins as _builtins
 import sys as _sys
+import traceback as _traceback
 
 import numpy as _np
 
@@ -49,8 +50,11 @@ _NUMPY_DTYPES = {float32: _np.float32, float64: _np.float64, float16: _np.float1
                  bool: _np.bool_, int32: _np.int32, int8: _np.int8, uint8: _np.uint8}
 
 
-def _excepthook(kind, value, traceback, _previous=_sys.excepthook):
-    _previous(kind, value, traceback)  # the traceback, once, from this rank
+def _excepthook(kind, value, tb, _previous=_sys.excepthook):
+    # The traceback, from this rank unless another rank of the job already showed the same one
+    # (globe-launch then names the ranks that raised it alike: globe/dist/error_report.h).
+    if env.get_world_size() == 1 or _globe.print_error_here("".join(_traceback.format_exception(kind, value, tb))):
+        _previous(kind, value, tb)
     if env.get_world_size() > 1:  # tell the other ranks (they stop at once) and exit 1, as Python does
         _sys.stdout.flush()
         _sys.stderr.flush()

@@ -32,6 +32,8 @@ void bind_io(pyb::module_& m) {
   // normally instead would finalise MPI while the others wait in collectives for it.
   m.def("exit_after_failure", &dist::exit_after_failure, pyb::arg("code"),
         "tells the other ranks, then exits with `code` (the traceback is already printed)");
+  m.def("print_error_here", &dist::print_error_here, pyb::arg("text"),
+        "files `text` as this rank's error; false when another rank already showed the same");
   m.def("set_grad_bucket_bytes", &set_grad_bucket_bytes, pyb::arg("bytes"));
   m.def("grad_bucket_bytes", &grad_bucket_bytes);
   pyb::class_<NoSyncGuard>(m, "_NoSyncGuard").def(pyb::init<>());

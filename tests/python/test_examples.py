@@ -97,6 +97,40 @@ def test_python_exception_in_forward_ends_the_job_naming_the_rank(tmp_path):
     assert took < 30, f"took {took:.1f} s"
 
 
+def test_the_same_error_on_every_rank_shows_one_traceback_and_names_the_ranks(tmp_path):
+    """Every rank of 4 raises the same Globe error at the same line: its traceback appears once and
+    the launcher's summary names the ranks that raised it alike (each error names its own rank)."""
+    import re
+    r = subprocess.run([sys.executable, "-m", "globe.launch", "--nproc_per_node", "4",
+                        os.path.join(ROOT, "docs", "snippets", "same_error_everywhere.py")],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path, env=ENV)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert out.count("Traceback (most recent call last)") == 1, out
+    assert out.count("inner dims differ: [8, 3] @ [4, 2]") == 1, out
+    m = re.search(r"globe-launch: ranks ([0-9, ]+) raised the same error; it is shown once, from rank (\d)", out)
+    assert m, out
+    named = [int(x) for x in m.group(1).split(", ")]
+    # A rank still starting its traceback when mpirun stops the job is not named; the others are.
+    assert len(named) >= 2 and set(named) <= {0, 1, 2, 3} and int(m.group(2)) in named, out
+    assert f"[rank{m.group(2)}] Traceback" in out, out
+
+
+def test_an_error_filed_alike_is_not_printed_again_but_a_different_one_is(tmp_path):
+    """The filing itself (globe/dist/error_report.h), in one process: the first text prints, the
+    same text again (up to the rank it names) does not, another text does; without the launcher's
+    run directory every error prints."""
+    code = ("import globe as flow\n"
+            "f = flow._globe.print_error_here\n"
+            "print(f('E: shape (rank 0)\\n'), f('E: shape (rank 0)\\n'), f('E: other\\n'))\n")
+    filed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                           env=dict(ENV, GLOBE_RUN_DIR=str(tmp_path)))
+    assert filed.stdout == "True False True\n", filed.stdout + filed.stderr
+    assert (tmp_path / "first_error").read_text() == "rank 0\nE: shape (rank *)\n"
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=ENV)
+    assert plain.stdout == "True True True\n", plain.stdout + plain.stderr
+
+
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_printing_a_global_tensor_on_one_rank_fails_at_once_naming_the_ranks_that_left(ranks, tmp_path):
     """`if rank == 0: print(x)` on a global tensor: the other ranks end normally while rank 0 waits

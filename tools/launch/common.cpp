@@ -6,12 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace globe_launch {
 
@@ -100,6 +103,48 @@ std::optional<FailureRecord> read_first_failure(const std::string& run_dir) {
   std::fclose(f);
   if (n != 3) return std::nullopt;
   return rec;
+}
+
+namespace {
+// A file's whole content; nothing when it cannot be read.
+std::optional<std::string> read_whole(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return std::nullopt;
+  std::string body;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) body.append(buf, n);
+  std::fclose(f);
+  return body;
+}
+
+// "rank R\n<text>" split into R and the text.
+std::optional<std::pair<int, std::string>> parse_error_file(const std::string& body) {
+  int rank = -1;
+  const size_t eol = body.find('\n');
+  if (eol == std::string::npos || std::sscanf(body.c_str(), "rank %d", &rank) != 1) return std::nullopt;
+  return std::make_pair(rank, body.substr(eol + 1));
+}
+}  // namespace
+
+std::optional<std::string> same_error_summary(const std::string& run_dir) {
+  const auto first_body = read_whole(run_dir + "/first_error");
+  const auto first = first_body ? parse_error_file(*first_body) : std::nullopt;
+  if (!first) return std::nullopt;
+  std::vector<int> alike;
+  DIR* d = ::opendir(run_dir.c_str());
+  if (d == nullptr) return std::nullopt;
+  while (const dirent* e = ::readdir(d)) {
+    if (std::strncmp(e->d_name, "error.", 6) != 0) continue;
+    const auto body = read_whole(run_dir + "/" + e->d_name);
+    const auto filed = body ? parse_error_file(*body) : std::nullopt;
+    if (filed && filed->second == first->second) alike.push_back(filed->first);
+  }
+  ::closedir(d);
+  if (alike.size() < 2) return std::nullopt;
+  std::sort(alike.begin(), alike.end());
+  std::string ranks;
+  for (const int r : alike) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  return "ranks " + ranks + " raised the same error; it is shown once, from rank " + std::to_string(first->first);
 }
 
 namespace {

@@ -51,6 +51,11 @@ int count_ended(const std::string& run_dir);
 // Reads DIR/first_failure if present and well formed.
 std::optional<FailureRecord> read_first_failure(const std::string& run_dir);
 
+// When more than one rank filed the same error text as the first one shown (DIR/error.R and
+// DIR/first_error, written by the program: globe/dist/error_report.h), the line that says so:
+// "ranks 0, 1, 2, 3 raised the same error; it is shown once, from rank 0". Nothing otherwise.
+std::optional<std::string> same_error_summary(const std::string& run_dir);
+
 // Why `name` cannot be run, looked up as execvp does (a name with a slash as is, otherwise in
 // PATH): nothing when it names a regular, executable file.
 struct Unrunnable {

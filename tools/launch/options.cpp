@@ -269,6 +269,8 @@ Output: every line a rank prints comes back whole to globe-launch over a channel
 
 Failures: when a rank exits non-zero or dies by a signal, all other ranks are stopped within
 seconds and globe-launch reports "rank R failed first: exit code C" (or "signal S (SIGxxx)").
+A Globe program's error that several ranks raise alike (a Python traceback, an example's error
+line) is printed once, and the report names the ranks: "ranks 0, 1 raised the same error".
 
 Exit codes:
   0        every rank exited 0

@@ -244,6 +244,7 @@ JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
 
   const auto failure = read_first_failure(run_dir);
+  const auto same_error = same_error_summary(run_dir);
   remove_flat_dir(run_dir);
   if (stop_signal != 0) {
     say(std::string("got SIG") + sigabbrev_np(stop_signal) + "; stopped all ranks");
@@ -254,6 +255,7 @@ JobEnd run_job(const LaunchOptions& o, const std::string& logdir, double timeout
     return {124, false};
   }
   if (failure) {
+    if (same_error) say(*same_error);
     say("rank " + std::to_string(failure->rank) + " failed first: " + failure->describe());
     return {failure->launcher_exit_code(), true};
   }

@@ -220,6 +220,9 @@ int run_rank_child(int argc, char** argv) {
   ::setenv("LOCAL_RANK", std::to_string(local_rank).c_str(), 1);
   ::setenv("WORLD_SIZE", std::to_string(size).c_str(), 1);
   ::setenv("LOCAL_WORLD_SIZE", std::to_string(local_size).c_str(), 1);
+  // Where the program files its error so that ranks failing alike print it once
+  // (globe/dist/error_report.h; same_error_summary() reads it back).
+  if (!a.run_dir.empty()) ::setenv("GLOBE_RUN_DIR", a.run_dir.c_str(), 1);
   // Ranks on a node share its cores; without this each BLAS/OpenMP pool would take all of them.
   const std::string threads = std::to_string(std::max(1, usable_cores() / std::max(1, local_size)));
   ::setenv("OMP_NUM_THREADS", threads.c_str(), 0);
