@@ -115,21 +115,34 @@ void column_stack(const globe::Placement& p) {
   say("  fc1.weight.grad() " + layout(g1) + ", fc2.weight.grad() " + layout(g2));
 }
 
+// How column_row() ends the step: MSE against B targets (pages 03 and 05), or cross-entropy
+// against class labels with the logits y as they come (P) or made B first (page 03).
+enum class Loss { mse, cross_entropy, cross_entropy_b };
+
 // Pages 03 and 05: a column-parallel layer, then a row-parallel one; x a broadcast leaf.
-void column_row(const globe::Placement& p) {
+void column_row(const globe::Placement& p, Loss kind) {
   say("column then row parallel: ColumnParallelLinear(10, 20), GELU, RowParallelLinear(20, 16), x "
-      "broadcast");
+      "broadcast" + std::string(kind == Loss::mse ? "" : kind == Loss::cross_entropy
+                                                        ? "; cross-entropy of y"
+                                                        : "; cross-entropy of y made B"));
   globe::manual_seed(0);
   nn::ColumnParallelLinear fc1(10, 20, p);
   nn::RowParallelLinear fc2(20, 16, p);
   Tensor x = globe::randn({20, 10}, p, sbp::broadcast);
   x.set_requires_grad();
   Tensor labels = globe::randn({20, 16}, p, sbp::broadcast);
+  Tensor classes = globe::randint(0, 16, {20}, p, sbp::broadcast);
   globe::CommTrace comm;
   Tensor h = spy("h (column out)", fc1(spy("x", x)));
   Tensor g = globe::gelu(h);
   Tensor y = spy("y (row out)", fc2(g));
-  Tensor loss = globe::mse_loss(y, labels);
+  Tensor loss;
+  if (kind == Loss::mse) {
+    loss = globe::mse_loss(y, labels);
+  } else {
+    if (kind == Loss::cross_entropy_b) y = y.to_global(p, sbp::broadcast);  // the one line
+    loss = globe::cross_entropy(y, classes);
+  }
   say("  forward: h " + layout(h) + ", gelu " + layout(g) + ", fc2.weight " + layout(fc2.weight) +
       ", fc2.bias " + layout(fc2.bias) + " -> y " + layout(y) + "; loss " + layout(loss));
   loss.backward();
@@ -183,7 +196,9 @@ int main(int argc, char** argv) {
   using Part = void (*)(const globe::Placement&);
   const std::pair<std::string, Part> parts[] = {{"data-parallel", data_parallel},
                                                 {"column-stack", column_stack},
-                                                {"column-row", column_row},
+                                                {"column-row", [](const globe::Placement& p) { column_row(p, Loss::mse); }},
+                                                {"cross-entropy", [](const globe::Placement& p) { column_row(p, Loss::cross_entropy); }},
+                                                {"cross-entropy-b", [](const globe::Placement& p) { column_row(p, Loss::cross_entropy_b); }},
                                                 {"local", local_global}};
   bool known = false;
   for (const auto& [name, run] : parts)
@@ -193,7 +208,7 @@ int main(int argc, char** argv) {
     }
   if (!known) {
     std::cerr << "grad_layouts: unknown part " << what
-              << " (data-parallel, column-stack, column-row, local)\n";
+              << " (data-parallel, column-stack, column-row, cross-entropy, cross-entropy-b, local)\n";
     return 2;
   }
   return 0;
