@@ -8,12 +8,13 @@ import sys
 
 
 def _launcher():
-    """globe-launch: $GLOBE_LAUNCH, else next to this package (build tree: build/python/globe ->
-    build/bin; installed: PREFIX/lib/python3/dist-packages/globe -> PREFIX/bin), else on PATH."""
+    """globe-launch: $GLOBE_LAUNCH, else inside or next to this package (pip's wheel: globe/bin;
+    build tree: build/python/globe -> build/bin; cmake --install: PREFIX/lib/python3/dist-packages/
+    globe -> PREFIX/bin), else on PATH."""
     if os.environ.get("GLOBE_LAUNCH"):
         return os.environ["GLOBE_LAUNCH"]
     here = os.path.dirname(os.path.abspath(__file__))
-    for up in (("..", "..", "bin"), ("..", "..", "..", "..", "bin")):
+    for up in (("bin",), ("..", "..", "bin"), ("..", "..", "..", "..", "bin")):
         candidate = os.path.normpath(os.path.join(here, *up, "globe-launch"))
         if os.access(candidate, os.X_OK):
             return candidate
@@ -34,6 +35,15 @@ def main(argv):
     os.environ["PYTHONPATH"] = package_root + (os.pathsep + os.environ["PYTHONPATH"]
                                                if os.environ.get("PYTHONPATH") else "")
     os.execv(cmd[0], cmd)
+
+
+def run_launcher():
+    """The `globe-launch` command of a pip install: the launcher binary, with the arguments as given
+    (a C++ program or `python3 script.py` after the options, as with build/bin/globe-launch)."""
+    launcher = _launcher()
+    if os.path.realpath(launcher) == os.path.realpath(sys.argv[0]):
+        sys.exit("globe-launch: the launcher binary is missing from this installation")
+    os.execv(launcher, [launcher] + sys.argv[1:])
 
 
 if __name__ == "__main__":
