@@ -32,6 +32,15 @@ def test_python_edition_prints_the_cpp_losses(program, losses, ranks, tmp_path):
     assert py.count(" loss ") == losses
 
 
+def test_oneflow_launch_module_path_runs_the_same(tmp_path):
+    """The tutorial's `python3 -m oneflow.distributed.launch`, with only the package renamed:
+    `python3 -m globe.distributed.launch` prints what `python3 -m globe.launch` prints."""
+    program = [os.path.join(ROOT, "examples", "python", "quickstart.py"), "--iters", "2"]
+    ours = run([sys.executable, "-m", "globe.launch", "--nproc_per_node", "2"] + program, tmp_path)
+    theirs = run([sys.executable, "-m", "globe.distributed.launch", "--nproc_per_node", "2"] + program, tmp_path)
+    assert theirs == ours and ours.count(" loss ") == 2
+
+
 @pytest.mark.parametrize("ranks, layout", [(1, []), (2, ["--dp", "2"]), (2, ["--tp", "2"]),
                                            (4, ["--dp", "2", "--tp", "2"])])
 def test_gpt_in_python_trains_the_cpp_programs_losses(ranks, layout, tmp_path):
