@@ -78,7 +78,7 @@ StateDict load(const std::string& path, const LoadOptions& options) {
         if (progress) progress->advance(int64_t(rec.nbytes()));
         meta.push_back({rec.name, rec.dtype_name, rec.shape});
       }
-      header = meta.dump();
+      header = nlohmann::json{{"tensors", meta}, {"metadata", reader.header().metadata}}.dump();
     });
   }
   io::agree_on_root_error(error, src);
@@ -87,7 +87,9 @@ StateDict load(const std::string& path, const LoadOptions& options) {
   const Placement on_src = placement("cpu", std::vector<int>{src});
   StateDict out;
   size_t i = 0;
-  for (const nlohmann::json& m : nlohmann::json::parse(header)) {
+  const nlohmann::json parsed = nlohmann::json::parse(header);
+  if (options.metadata) *options.metadata = parsed["metadata"].get<std::map<std::string, std::string>>();
+  for (const nlohmann::json& m : parsed["tensors"]) {
     const std::string name = m[0].get<std::string>();
     const Shape shape = m[2].get<Shape>();
     const DType dtype = *io::parse_dtype(m[1].get<std::string>(), path, name);

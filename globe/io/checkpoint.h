@@ -22,6 +22,8 @@ struct SaveOptions {
 
 struct LoadOptions {
   int global_src_rank = 0;  // the rank that reads the file
+  // When set, receives the file's "__metadata__" (SaveOptions::metadata), on every rank.
+  std::map<std::string, std::string>* metadata = nullptr;
 };
 
 // Writes `state` to `path` (one safetensors file, keys in state order). Global tensors are gathered

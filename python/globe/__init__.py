@@ -26,6 +26,7 @@ from . import amp, env, nn, optim, pipeline, sbp, tensor_methods, trace  # noqa:
 from .trace import CommTrace, Timeline  # noqa: E402
 from .tensor_methods import masked_fill, norm  # noqa: E402  (torch's mask and norm arguments)
 from . import utils  # noqa: E402  (utils.data, utils.global_view)
+from . import _saved_tree  # noqa: E402
 from .autograd import grad_bucket_bytes, no_grad, no_sync, set_grad_bucket_bytes
 from .sbp import broadcast as _broadcast
 
@@ -232,16 +233,22 @@ def local_to_global(local, placement, sbp):
     return local.to_global(placement=placement, sbp=sbp)
 
 
-def save(state, path, global_dst_rank=0):
+def save(obj, path, global_dst_rank=0):
     """flow.save(state_dict, path, global_dst_rank=R): collective; rank R writes one safetensors
-    file with every tensor's whole value."""
-    _globe.save(dict(state), str(path), global_dst_rank)
+    file with every tensor's whole value. `obj` may nest dicts, lists and tuples of tensors,
+    numbers, strings and None ({"model": ..., "optimizer": ..., "epoch": 3}, nn.Graph.state_dict()):
+    the nesting is kept in the file's metadata (_saved_tree)."""
+    tensors, structure = _saved_tree.flatten(obj)
+    _globe.save(tensors, str(path), global_dst_rank, {} if structure is None else {_saved_tree.STRUCTURE_KEY: structure})
 
 
 def load(path, global_src_rank=0):
     """flow.load(path, global_src_rank=R): collective; rank R reads the file, every rank gets a
-    dict of global tensors (whole values on R) that load_state_dict lays out like its own."""
-    return _globe.load(str(path), global_src_rank)
+    dict of global tensors (whole values on R) that load_state_dict lays out like its own, nested
+    as it was saved."""
+    tensors, metadata = _globe.load(str(path), global_src_rank, True)
+    structure = metadata.get(_saved_tree.STRUCTURE_KEY)
+    return tensors if structure is None else _saved_tree.unflatten(tensors, structure)
 
 
 def save_sharded(state, path):

@@ -7,16 +7,24 @@
 namespace globe::py {
 
 void bind_io(pyb::module_& m) {
-  m.def("save", [](const pyb::dict& state, const std::string& path, int global_dst_rank) {
+  m.def("save", [](const pyb::dict& state, const std::string& path, int global_dst_rank,
+                   std::map<std::string, std::string> metadata) {
     SaveOptions o;
     o.global_dst_rank = global_dst_rank;
+    o.metadata = std::move(metadata);
     save(to_state_dict(state), path, o);
-  }, pyb::arg("state"), pyb::arg("path"), pyb::arg("global_dst_rank") = 0);
-  m.def("load", [](const std::string& path, int global_src_rank) {
+  }, pyb::arg("state"), pyb::arg("path"), pyb::arg("global_dst_rank") = 0,
+        pyb::arg("metadata") = std::map<std::string, std::string>{});
+  // The tensors, and the file's metadata when asked: (dict, metadata).
+  m.def("load", [](const std::string& path, int global_src_rank, bool with_metadata) -> pyb::object {
     LoadOptions o;
     o.global_src_rank = global_src_rank;
-    return to_dict(load(path, o));
-  }, pyb::arg("path"), pyb::arg("global_src_rank") = 0);
+    std::map<std::string, std::string> metadata;
+    if (with_metadata) o.metadata = &metadata;
+    pyb::dict tensors = to_dict(load(path, o));
+    if (!with_metadata) return std::move(tensors);
+    return pyb::make_tuple(tensors, metadata);
+  }, pyb::arg("path"), pyb::arg("global_src_rank") = 0, pyb::arg("with_metadata") = false);
   m.def("save_sharded", [](const pyb::dict& state, const std::string& dir) { save_sharded(to_state_dict(state), dir); },
         pyb::arg("state"), pyb::arg("dir"));
   m.def("load_sharded", [](const std::string& dir, const pyb::object& like) {

@@ -88,6 +88,40 @@ def test_save_on_one_rank_load_on_another(tmp_path_factory):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+def test_save_keeps_a_nested_checkpoint_in_one_file():
+    """flow.save of a dict nesting the model's and the optimizer's state dicts with plain values
+    (OneFlow's and torch's usual checkpoint): one safetensors file whose tensors are named by key
+    path, the nesting and the other values back as saved, the states loading into a new model."""
+    import json
+    import struct
+    path = "/tmp/globe-pytest-nested-%d.safetensors" % WORLD
+    flow.manual_seed(1)
+    model = nn.Linear(6, 4)
+    model.to_global(placement=all_ranks(), sbp=flow.sbp.split(0))
+    opt = flow.optim.Adam(model.parameters(), lr=0.01)
+    flow.sum(model(flow.randn(3, 6, placement=all_ranks(), sbp=flow.sbp.broadcast))).backward()
+    opt.step()
+    flow.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3,
+               "history": [0.5, (1, "two", None)], "by_step": {10: True}}, path, global_dst_rank=0)
+    with open(path, "rb") as f:  # any safetensors reader sees the tensors under their key paths
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    assert {"model.weight", "model.bias", "optimizer.state.0.exp_avg"} <= set(header), sorted(header)
+    back = flow.load(path, global_src_rank=WORLD - 1)
+    assert back["epoch"] == 3 and back["history"] == [0.5, (1, "two", None)] and back["by_step"] == {10: True}
+    flow.manual_seed(2)
+    other = nn.Linear(6, 4)
+    other.to_global(placement=all_ranks(), sbp=flow.sbp.split(0))
+    other.load_state_dict(back["model"])
+    other_opt = flow.optim.Adam(other.parameters(), lr=0.01)
+    other_opt.load_state_dict(back["optimizer"])
+    for (_, a), (_, b) in zip(model.named_parameters(), other.named_parameters()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    for key, value in opt.state_dict().items():
+        np.testing.assert_array_equal(value.numpy(), other_opt.state_dict()[key].numpy())
+    with pytest.raises(TypeError, match=r"flow.save: cannot store a set at extra"):
+        flow.save({"model": model.state_dict(), "extra": {1, 2}}, path)
+
+
 def test_sharded_checkpoint_reshards_into_another_layout():
     path = "/tmp/globe-pytest-sharded-%d" % WORLD
     flow.manual_seed(1)

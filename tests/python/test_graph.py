@@ -100,7 +100,7 @@ def test_accumulation_trains_as_the_whole_batch_does(steps):
 def test_graph_state_dict_resumes_training_as_if_never_stopped():
     """OneFlow's Graph.state_dict / load_state_dict: the modules under their names, the train step,
     Adam's moments per parameter and the scheduler's position; a new graph that loads them trains on
-    with the uninterrupted graph's losses to the bit, on any layout the model has."""
+    with the uninterrupted graph's losses to the bit, on any layout the model has, through a file."""
     p = everywhere()
 
     def make(seed):
@@ -131,8 +131,10 @@ def test_graph_state_dict_resumes_training_as_if_never_stopped():
     assert value(state["System-Train-TrainStep"]).tolist() == [3]
     assert "model.fc1.weight-exp_avg" in state and "model.fc2.bias-exp_avg_sq" in state
     assert value(state["StepLR-0-last_epoch"]).tolist() == [3]
-    resumed = make(1)  # other initial weights: all of it must come from the state
-    resumed.load_state_dict(state)
+    path = "/tmp/globe-pytest-graph-state-%d.safetensors" % world()
+    flow.save(state, path)  # nested: the modules' dict inside the graph's (one file)
+    resumed = make(1)  # other initial weights: all of it must come from the saved state
+    resumed.load_state_dict(flow.load(path))
     for _ in range(3):
         assert value(resumed(x, y)) == value(g(x, y))
     with pytest.raises(flow.Error, match=r"\[nn.Graph\] load_state_dict: the graph has no place for bogus"):
