@@ -308,6 +308,34 @@ def test_global_view_converts_nested_structures():
     np.testing.assert_array_equal(back["x"].numpy(), np.ones((2, 3), np.float32))
 
 
+def test_global_view_takes_oneflows_sbp_function_and_keeps_what_is_left_out(tmp_path_factory):
+    """OneFlow's cookie for large models: a state dict loaded on one rank (flow.load gives every
+    rank global tensors), spread with get_sbp(state, tensor) choosing each tensor's layout; a
+    missing placement= keeps each tensor's own; a None input says what to do instead."""
+    from globe.utils import global_view
+    p = all_ranks()
+    path = "/tmp/globe-pytest-global-view-%d.safetensors" % WORLD
+    flow.manual_seed(3)
+    model = nn.Linear(WORLD * 2, 3)
+    model.to_global(placement=p, sbp=flow.sbp.broadcast)
+    flow.save(model.state_dict(), path)
+    loaded = flow.load(path, global_src_rank=0)
+
+    def get_sbp(state, tensor):
+        return flow.sbp.split(1) if tensor is state["weight"] else flow.sbp.broadcast
+
+    spread = global_view.to_global(loaded, placement=p, sbp=get_sbp)
+    assert spread["weight"].sbp == (flow.sbp.split(1),) and spread["bias"].sbp == (flow.sbp.broadcast,)
+    assert spread["weight"].to_local().shape == (3, 2)
+    np.testing.assert_array_equal(spread["weight"].numpy(), model.weight.numpy())
+    kept = global_view.to_global(spread, sbp=flow.sbp.broadcast)  # placement left out: each keeps its own
+    assert kept["weight"].placement == p and kept["weight"].sbp == (flow.sbp.broadcast,)
+    with pytest.raises(ValueError, match=r"input is None on this rank.*flow.load\(path, global_src_rank=R\)"):
+        global_view.to_global(None, placement=p, sbp=get_sbp)
+    with pytest.raises(ValueError, match="a local tensor needs both placement= and sbp="):
+        global_view.to_global({"x": flow.ones(2)}, sbp=flow.sbp.broadcast)
+
+
 def test_local_block_is_the_piece_to_global_expects():
     p = all_ranks()
     start, shape = flow.local_block([101, 3], p, flow.sbp.split(0))
