@@ -180,6 +180,18 @@ decltype(auto) visit_exact(DType t, Fn&& fn, const char* op = "dtype") {
   }
 }
 
+// visit_dtype's types and the narrow integers: for sums alone (a partial_sum reduced in boxing or
+// a collective, gradients accumulated), which OneFlow's integer tensors take too. Not bool.
+template <class Fn>
+decltype(auto) visit_summable(DType t, Fn&& fn, const char* op = "sum") {
+  switch (t) {
+    case DType::int32: return fn(int32_t{});
+    case DType::int8: return fn(int8_t{});
+    case DType::uint8: return fn(uint8_t{});
+    default: return visit_dtype(t, fn, op);
+  }
+}
+
 // A condition's (where, masked_fill): bool, or int64 read as non-zero (ops check which before).
 template <class Fn>
 decltype(auto) visit_condition(DType t, Fn&& fn) {

@@ -165,7 +165,7 @@ void add_arrays(DType dtype, void* out, const void* a, const void* b, int64_t n)
       if constexpr (is_reduced_float_v<T>) add_reduced(static_cast<T*>(out), static_cast<const T*>(a), static_cast<const T*>(b), n);
     });
   }
-  visit_dtype(dtype, [&](auto tag) {
+  visit_summable(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* __restrict d = static_cast<T*>(out);
     const T* __restrict x = static_cast<const T*>(a);
@@ -176,7 +176,7 @@ void add_arrays(DType dtype, void* out, const void* a, const void* b, int64_t n)
 
 void accumulate_array(DType dtype, void* acc, const void* x, int64_t n) {
   if (is_reduced_precision(dtype)) return add_arrays(dtype, acc, acc, x, n);
-  visit_dtype(dtype, [&](auto tag) {
+  visit_summable(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* __restrict d = static_cast<T*>(acc);
     const T* __restrict s = static_cast<const T*>(x);

@@ -355,6 +355,8 @@ METHODS = {
     "any": lambda self: _globe.sum(_globe.ne(self, 0.0)) > 0,
     "__bool__": _truth,
     "__hash__": object.__hash__,  # identity, as torch's: == is elementwise
+    # OneFlow's identity of a global tensor: equal for two handles of the same tensor (Tensor.same)
+    "global_id": lambda self: self._impl_id,
     # in place
     "clamp_": _inplace("clamp_", lambda self, min=None, max=None: _globe.clamp(self, min, max)),  # noqa: A002
     "masked_fill_": _inplace("masked_fill_", masked_fill),

@@ -22,7 +22,7 @@ void bind_io(pyb::module_& m) {
     std::map<std::string, std::string> metadata;
     if (with_metadata) o.metadata = &metadata;
     pyb::dict tensors = to_dict(load(path, o));
-    if (!with_metadata) return std::move(tensors);
+    if (!with_metadata) return tensors;
     return pyb::make_tuple(tensors, metadata);
   }, pyb::arg("path"), pyb::arg("global_src_rank") = 0, pyb::arg("with_metadata") = false);
   m.def("save_sharded", [](const pyb::dict& state, const std::string& dir) { save_sharded(to_state_dict(state), dir); },

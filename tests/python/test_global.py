@@ -330,10 +330,28 @@ def test_global_view_takes_oneflows_sbp_function_and_keeps_what_is_left_out(tmp_
     np.testing.assert_array_equal(spread["weight"].numpy(), model.weight.numpy())
     kept = global_view.to_global(spread, sbp=flow.sbp.broadcast)  # placement left out: each keeps its own
     assert kept["weight"].placement == p and kept["weight"].sbp == (flow.sbp.broadcast,)
-    with pytest.raises(ValueError, match=r"input is None on this rank.*flow.load\(path, global_src_rank=R\)"):
-        global_view.to_global(None, placement=p, sbp=get_sbp)
+    assert global_view.to_global(None, placement=p, sbp=get_sbp) is None  # OneFlow's: nothing to convert
+    if WORLD > 1:  # a placement without this rank: OneFlow would send the structure over
+        others = flow.placement("cpu", ranks=[r for r in range(WORLD) if r != RANK])
+        with pytest.raises(ValueError, match=r"input is None on this rank.*flow.load\(path, global_src_rank=R\)"):
+            global_view.to_global(None, placement=others, sbp=get_sbp)
     with pytest.raises(ValueError, match="a local tensor needs both placement= and sbp="):
         global_view.to_global({"x": flow.ones(2)}, sbp=flow.sbp.broadcast)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int8", "uint8", "int64"])
+def test_integer_partial_sums_reduce_in_boxing(dtype):
+    """OneFlow's integer tensors laid out P: each rank's summand, summed when boxed to B or S."""
+    p = all_ranks()
+    piece = flow.tensor(np.arange(8).reshape(4, 2) + RANK, dtype=getattr(flow, dtype))
+    x = piece.to_global(placement=p, sbp=flow.sbp.partial_sum)
+    whole = sum(np.arange(8).reshape(4, 2) + r for r in range(WORLD))
+    for s in (flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1)):
+        y = x.to_global(sbp=s)
+        assert y.dtype == getattr(flow, dtype)
+        np.testing.assert_array_equal(y.numpy(), whole)
+    assert x.to_global(sbp=flow.sbp.broadcast).global_id() != x.global_id()
+    assert x.to_global(sbp=flow.sbp.partial_sum).global_id() == x.global_id()  # the same tensor
 
 
 def test_local_block_is_the_piece_to_global_expects():

@@ -4,6 +4,7 @@ they are."""
 import functools
 import types
 
+from .. import env
 from .._globe import Placement, Tensor
 
 
@@ -30,9 +31,13 @@ def to_global(input, placement=None, sbp=None, warn_on_non_tensor_leaf=True):  #
       - `sbp` may be a function of (input, tensor) returning the tensor's SBP, for a state dict
         whose tensors want different layouts (OneFlow's get_sbp);
       - for global tensors `placement` or `sbp` may be left out: each tensor keeps its own.
-    A rank whose input is None (OneFlow's "the other ranks receive the structure") is refused:
-    Globe's flow.load(path, global_src_rank=R) already gives every rank the global tensors, whose
-    to_global then needs no such step."""
+    None is returned as None when the placement covers every rank (OneFlow's too). Where it does
+    not, OneFlow sends the ranks outside it the structure of the others' input; Globe refuses that
+    case, because flow.load(path, global_src_rank=R) already gives every rank global tensors, whose
+    to_global needs no such step."""
+    everywhere = placement is not None and sorted(placement.rank_list) == list(range(env.get_world_size()))
+    if input is None and (placement is None or everywhere):
+        return None  # OneFlow's: nothing to convert
     if input is None:
         raise ValueError("global_view.to_global: the input is None on this rank. To spread a state dict "
                          "that one rank loaded, load it with flow.load(path, global_src_rank=R) on every rank "
