@@ -1,4 +1,6 @@
 // Elementwise ops: unary math, binary arithmetic with broadcasting, scalar arithmetic, casts.
+#include <cmath>
+
 #include "globe/kernels/device_kernels.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
@@ -141,8 +143,12 @@ class Scalar final : public Op {
   Scalar(ScalarKind kind, double s) : kind_(kind), s_(s) {}
   std::string name() const override { return kernels::scalar_name(kind_); }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    GLOBE_CHECK(is_floating(in[0].dtype), "[", name(), "] expects a floating tensor, got ",
-                dtype_name(in[0].dtype));
+    const DType t = in[0].dtype;
+    if (is_floating(t)) return in[0];
+    // An integer tensor plus or times an integer stays integer (torch's and OneFlow's `x * 2`).
+    GLOBE_CHECK(t != DType::boolean && kind_ != ScalarKind::pow && s_ == std::floor(s_), "[", name(),
+                "] expects a floating tensor, or an integer one with an integer scalar for + and *; got ",
+                dtype_name(t), " and ", s_, " (cast it with .float() first)");
     return in[0];
   }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {

@@ -321,6 +321,17 @@ def test_onefows_integer_dtypes_store_cast_and_compare():
         assert t.float().dtype == flow.float32 and t.long().dtype == flow.int64 and isinstance(t[0].item(), int)
         with pytest.raises(flow.Error, match=rf"has no {name} kernel .*cast it"):
             t + t
+        # an integer scalar keeps the dtype, with its wrap-around (OneFlow's `x * int(rank)`)
+        u = t * 3 + 1
+        assert u.dtype == dt
+        np.testing.assert_array_equal(u.numpy(), (t.numpy() * np_type(3) + np_type(1)).astype(np_type))
+        with pytest.raises(flow.Error, match=rf"\[mul_scalar\] expects a floating tensor, or an integer one with an "
+                                             rf"integer scalar for \+ and \*; got {name} and 2.5 \(cast it with .float"):
+            t * 2.5
+    with pytest.raises(flow.Error, match=r"\[pow\] expects a floating tensor"):
+        flow.tensor([1, 2]) ** 2
+    with pytest.raises(flow.Error, match=r"got bool and 2"):
+        flow.tensor([True, False]) * 2
     assert flow.int is flow.int32 and flow.char is flow.int8
     assert flow.tensor([1.5, 2.5]).int().dtype == flow.int32 and flow.tensor([1, 2]).byte().dtype == flow.uint8
 

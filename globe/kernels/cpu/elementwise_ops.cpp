@@ -93,18 +93,22 @@ Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& s)
 }
 
 Tensor scalar(ScalarKind kind, const Tensor& a, double value) {
-  return visit_floating(a.dtype(), scalar_name(kind), [&](auto tag) {
+  // Floating tensors, and integer ones for + and * (the op checks which).
+  return visit_summable(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T s = static_cast<T>(value);
     switch (kind) {
-      case ScalarKind::add: return map_unary<T, T>(a, [s](T x) { return x + s; });
-      case ScalarKind::mul: return map_unary<T, T>(a, [s](T x) { return x * s; });
+      case ScalarKind::add: return map_unary<T, T>(a, [s](T x) { return T(x + s); });
+      case ScalarKind::mul: return map_unary<T, T>(a, [s](T x) { return T(x * s); });
       case ScalarKind::pow:
-        if (value == 2.0) return map_unary<T, T>(a, [](T x) { return x * x; });
-        return map_unary<T, T>(a, [s](T x) { return std::pow(x, s); });
+        if constexpr (std::is_floating_point_v<T>) {
+          if (value == 2.0) return map_unary<T, T>(a, [](T x) { return x * x; });
+          return map_unary<T, T>(a, [s](T x) { return std::pow(x, s); });
+        }
+        break;
     }
-    GLOBE_FAIL("[scalar] bad kind");
-  });
+    GLOBE_FAIL("[", scalar_name(kind), "] has no ", dtype_name(a.dtype()), " kernel");
+  }, scalar_name(kind));
 }
 
 Tensor clamp(const Tensor& a, double lo_in, double hi_in) {

@@ -5,6 +5,8 @@
 // two), exactly for neg, relu, add, sub, mul, copies and fills.
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "globe/device/cuda/cuda_check.h"
 #include "globe/device/stream.h"
 #include "globe/kernels/cuda/access.h"
@@ -83,7 +85,9 @@ __device__ T apply_scalar(ScalarKind k, T x, T s) {
   switch (k) {
     case ScalarKind::add: return x + s;
     case ScalarKind::mul: return x * s;
-    case ScalarKind::pow: return s == T(2) ? x * x : pow(x, s);
+    case ScalarKind::pow:
+      if constexpr (std::is_floating_point_v<T>) return s == T(2) ? x * x : pow(x, s);
+      return x;  // integer tensors take + and * only (the op checks)
   }
   return x;
 }
@@ -220,12 +224,12 @@ Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& sh
 
 Tensor scalar(ScalarKind kind, const Tensor& a, double s) {
   Tensor out = Tensor::uninitialized(a.shape(), a.dtype(), a.device());
-  visit_floating(a.dtype(), scalar_name(kind), [&](auto tag) {
+  visit_summable(a.dtype(), [&](auto tag) {  // floating, and integer for + and * (the op checks)
     using T = decltype(tag);
     const Tensor* ops[1] = {&a};
     launch(a.numel(), make_indexer<1>(a.shape(), ops, scalar_name(kind)), stream_of(a),
            ScalarFn<T>{kind, static_cast<T>(s), base_of<T>(a), base_of<T>(out)}, scalar_name(kind));
-  });
+  }, scalar_name(kind));
   return out;
 }
 
