@@ -19,6 +19,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "../example_util.h"
 #include "checkpoint.h"
 #include "corpus.h"
 #include "generate.h"
@@ -485,11 +486,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "gpt: error on rank %d: %s\n", globe::dist::world_rank(), e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return example::main(run, argc, argv); }

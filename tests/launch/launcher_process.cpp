@@ -281,4 +281,18 @@ std::string describe(const RunResult& r) {
          " s\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
 }
 
+bool every_rank_reported(const std::string& err, const std::string& program, const std::string& message, int nproc) {
+  std::string alike;  // "0, 1, 3" from the launcher's summary, if it has one
+  const std::string head = "globe-launch: ranks ";
+  if (const size_t at = err.find(head); at != std::string::npos)
+    alike = ", " + err.substr(at + head.size(), err.find(" raised the same error", at) - at - head.size()) + ",";
+  bool shown = false;
+  for (int r = 0; r < nproc; ++r) {
+    const bool own = err.find(program + ": error on rank " + std::to_string(r) + ": " + message) != std::string::npos;
+    shown = shown || own;
+    if (!own && alike.find(", " + std::to_string(r) + ",") == std::string::npos) return false;
+  }
+  return shown;
+}
+
 }  // namespace launch_test

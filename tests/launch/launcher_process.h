@@ -56,6 +56,11 @@ RunResult run_on_tty_and_press_ctrl_c(const std::vector<std::string>& args,
 // Exit code, time, stdout and stderr, for assertion messages.
 std::string describe(const RunResult& r);
 
+// Whether every rank of `nproc` reported `message` on stderr as "PROGRAM: error on rank R: ...":
+// by its own line, or, where the ranks failed alike and one line stands for all
+// (globe/dist/error_report.h), by the launcher's "ranks 0, 1, ... raised the same error".
+bool every_rank_reported(const std::string& err, const std::string& program, const std::string& message, int nproc);
+
 // Starts, waits, returns.
 RunResult run_launcher(const std::vector<std::string>& args,
                        const std::vector<std::string>& extra_env = {}, double deadline_s = 60);
