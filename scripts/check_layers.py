@@ -53,8 +53,6 @@ def wrong_way_includes(root):
             continue
         inside = pathlib.PurePosixPath(path.relative_to(globe).as_posix())
         own_table = inside.parts[1] if inside.parts[0] == "kernels" and len(inside.parts) > 2 else None
-        if inside == pathlib.PurePosixPath("kernels/no_cuda.cpp"):
-            own_table = "cuda"  # the CUDA table's stand-in in a CPU-only build
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             m = INCLUDE_RE.match(line)
             if not m:

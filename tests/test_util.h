@@ -10,6 +10,13 @@
 
 #include "globe/globe.h"
 
+namespace globe {
+// The "cuda" kind under the names the tests use (the library names no kind: device/backend.h).
+inline Device cuda_device(int index = 0) { return Device::parse("cuda:" + std::to_string(index)); }
+inline bool cuda_built() { return device_built("cuda"); }
+inline int cuda_device_count() { return device_count("cuda"); }
+}  // namespace globe
+
 namespace globe::testing {
 
 // This process's world rank and the world size.

@@ -3,16 +3,29 @@
 #include <charconv>
 
 #include "globe/base/error.h"
-#include "globe/device/cuda_backend.h"
+#include "globe/device/backend.h"
 
 namespace globe {
 
-const char* device_type_name(DeviceType t) { return t == DeviceType::cpu ? "cpu" : "cuda"; }
+const char* device_type_name(DeviceType t) {
+  const auto& names = device_type_names();
+  GLOBE_CHECK(size_t(t) < names.size(), "[device] no device kind #", int(t));
+  return names[size_t(t)].c_str();
+}
+
+namespace {
+std::string supported() {
+  std::string list;
+  for (const std::string& n : device_type_names()) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+}  // namespace
 
 DeviceType parse_device_type(std::string_view name) {
-  if (name == "cpu") return DeviceType::cpu;
-  if (name == "cuda") return DeviceType::cuda;
-  GLOBE_FAIL("[device] unknown device type '", name, "' (supported: cpu, cuda)");
+  const auto& names = device_type_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return DeviceType(i);
+  GLOBE_FAIL("[device] unknown device type '", name, "' (supported: ", supported(), ")");
 }
 
 Device Device::parse(std::string_view text) {
@@ -22,28 +35,54 @@ Device Device::parse(std::string_view text) {
   const std::string_view digits = text.substr(colon + 1);
   int index = -1;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  const std::string kind = device_type_name(type == DeviceType::cpu && device_type_names().size() > 1 ? DeviceType(1) : type);
   GLOBE_CHECK(ec == std::errc() && end == digits.data() + digits.size() && !digits.empty() && index >= 0,
-              "[device] '", text, "' is not a device: write \"cpu\", \"cuda\" or \"cuda:N\" with N >= 0");
-  GLOBE_CHECK(type == DeviceType::cuda || index == 0, "[device] '", text, "': the cpu device has only index 0");
+              "[device] '", text, "' is not a device: write \"cpu\", \"", kind, "\" or \"", kind, ":N\" with N >= 0");
+  GLOBE_CHECK(type != DeviceType::cpu || index == 0, "[device] '", text, "': the cpu device has only index 0");
   return Device(type, index);
 }
 
 std::string Device::str() const {
-  return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+  return is_cpu() ? std::string("cpu") : std::string(device_type_name(type)) + ":" + std::to_string(index);
 }
 
-bool cuda_built() { return cuda::built(); }
+namespace {
+// The kind named `kind`, if the build has one by that name.
+const DeviceBackend* find_backend(std::string_view kind) {
+  const auto& names = device_type_names();
+  for (size_t i = 1; i < names.size(); ++i)
+    if (names[i] == kind) return &backend_of(DeviceType(i));
+  return nullptr;
+}
+}  // namespace
 
-int cuda_device_count() { return cuda::device_count(); }
+bool device_built(std::string_view kind) {
+  if (kind == "cpu") return true;
+  const DeviceBackend* b = find_backend(kind);
+  return b != nullptr && b->built();
+}
+
+int device_count(std::string_view kind) {
+  if (kind == "cpu") return 1;
+  const DeviceBackend* b = find_backend(kind);
+  return b != nullptr && b->built() ? b->count() : 0;
+}
+
+int accelerator_count() {
+  int n = 0;
+  for (size_t i = 1; i < device_type_names().size(); ++i) n += device_count(device_type_names()[i]);
+  return n;
+}
 
 void check_device_usable(const Device& d, std::string_view what) {
   if (d.is_cpu()) return;
-  GLOBE_CHECK(cuda::built(), what, " ", d.str(), ": this build has no CUDA (configure with a CUDA toolkit: "
-              "cmake -DGLOBE_CUDA=ON, or scripts/setup.sh on a machine that has one)");
-  const int n = cuda::device_count();
-  GLOBE_CHECK(n > 0, what, " ", d.str(), ": no CUDA device visible (", cuda::no_device_reason(), ")");
-  GLOBE_CHECK(d.index < n, what, " ", d.str(), " does not exist: ", n, " CUDA device", n == 1 ? "" : "s",
-              " visible (cuda:0", n > 1 ? " .. cuda:" + std::to_string(n - 1) : std::string(), ")");
+  const DeviceBackend& b = backend_of(d.type);
+  GLOBE_CHECK(b.built(), what, " ", d.str(), ": this build has no ", b.label(), " (", b.build_hint(), ")");
+  const int n = b.count();
+  GLOBE_CHECK(n > 0, what, " ", d.str(), ": no ", b.label(), " device visible (", b.no_device_reason(), ")");
+  GLOBE_CHECK(d.index < n, what, " ", d.str(), " does not exist: ", n, " ", b.label(), " device", n == 1 ? "" : "s",
+              " visible (", b.name(), ":0", n > 1 ? std::string(" .. ") + b.name() + ":" + std::to_string(n - 1) : std::string(),
+              ")");
 }
 
 }  // namespace globe

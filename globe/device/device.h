@@ -1,12 +1,14 @@
-// Device: where a tensor's memory lives and its kernels run — the CPU, or one GPU ("cuda:1").
+// Device: where a tensor's memory lives and its kernels run — the CPU, or one device of another
+// kind the build has ("cuda:1").
 //
 //   globe::Device d = globe::Device::parse("cuda:1");   // d.str() == "cuda:1"
 //   globe::Device cpu;                                  // the default: "cpu"
 //
 // The device layer (globe/device/) is the bottom of the library above the error helpers: devices,
-// memory per device (device/memory.h), streams and events (device/stream.h). Which backends exist
-// is fixed when Globe is built: cuda_built() says whether this build has the CUDA backend, and
-// cuda_device_count() how many GPUs the process sees (docs/design.md §16).
+// memory per device (device/memory.h), streams and events (device/stream.h). The kinds other than
+// the CPU are backends registered by their own folders (device/backend.h); which ones a build has
+// is fixed when Globe is built: device_built("cuda") says whether this one has it, and
+// device_count("cuda") how many such devices the process sees (docs/design.md §16).
 #pragma once
 
 #include <cstdint>
@@ -16,17 +18,18 @@
 
 namespace globe {
 
-enum class DeviceType : uint8_t { cpu, cuda };
+// A kind of device: the CPU (0), or the i-th kind the build registered (device/backend.h).
+enum class DeviceType : uint8_t { cpu = 0 };
 
-// "cpu" / "cuda".
+// "cpu", "cuda", ...: the kind's name.
 const char* device_type_name(DeviceType t);
-// "cpu" or "cuda" (OneFlow's and torch's names); anything else throws "[device] unknown device
-// type ..." naming the supported ones.
+// The kind named `name` ("cpu", "cuda", as OneFlow and torch name them); anything else throws
+// "[device] unknown device type ..." naming the kinds this build has.
 DeviceType parse_device_type(std::string_view name);
 
 struct Device {
   DeviceType type = DeviceType::cpu;
-  int index = 0;  // the GPU's ordinal for cuda; always 0 for cpu
+  int index = 0;  // the device's ordinal within its kind; always 0 for cpu
 
   constexpr Device() = default;
   constexpr Device(DeviceType t, int i) : type(t), index(i) {}
@@ -34,7 +37,6 @@ struct Device {
   static Device parse(std::string_view text);
 
   bool is_cpu() const { return type == DeviceType::cpu; }
-  bool is_cuda() const { return type == DeviceType::cuda; }
   // "cpu" or "cuda:N".
   std::string str() const;
 
@@ -43,15 +45,17 @@ struct Device {
 };
 
 inline constexpr Device kCPU{};
-inline Device cuda_device(int index = 0) { return Device(DeviceType::cuda, index); }
 
-// Whether this build has the CUDA backend (configured with a CUDA toolkit).
-bool cuda_built();
-// GPUs this process sees: 0 in a CPU-only build or where no GPU or driver is visible.
-int cuda_device_count();
-// Throws unless `d` can hold memory here: in a CPU-only build "this build has no CUDA (configure
-// with a CUDA toolkit)"; without a GPU "no CUDA device visible"; past the last GPU "cuda:N does
-// not exist (K visible)". `what` starts the message ("[to]", "[placement] ...").
+// Whether this build has the kind named `kind` (the CPU always; "cuda" where a CUDA toolkit was
+// found). False for a name that is no kind at all.
+bool device_built(std::string_view kind);
+// Devices of that kind this process sees: 0 where the build lacks it or none is visible.
+int device_count(std::string_view kind);
+// Devices of every kind other than the CPU this process sees (the machine report's "gpus").
+int accelerator_count();
+// Throws unless `d` can hold memory here: "this build has no CUDA (configure with a CUDA
+// toolkit ...)", "no CUDA device visible (...)" or "cuda:N does not exist (K visible)". `what`
+// starts the message ("[to]", "[placement] ...").
 void check_device_usable(const Device& d, std::string_view what);
 
 }  // namespace globe

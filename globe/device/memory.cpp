@@ -9,7 +9,7 @@
 
 #include "globe/base/error.h"
 #include "globe/base/free_lists.h"
-#include "globe/device/cuda_backend.h"
+#include "globe/device/backend.h"
 
 namespace globe {
 
@@ -20,14 +20,22 @@ struct Counter {
   std::atomic<int64_t> peak{0};
 };
 
-// Slot 0 counts the CPU, slot 1 + N cuda:N.
-constexpr int kMaxGpus = 64;
-Counter g_counters[1 + kMaxGpus];
+// Slot 0 counts the CPU; each other kind has kMaxDevices slots, its index's.
+constexpr int kMaxKinds = 8, kMaxDevices = 64;
+Counter g_counters[1 + kMaxKinds * kMaxDevices];
 
 Counter& counter(const Device& d) {
   if (d.is_cpu()) return g_counters[0];
-  GLOBE_CHECK(d.index >= 0 && d.index < kMaxGpus, "[memory] ", d.str(), ": Globe counts at most ", kMaxGpus, " GPUs");
-  return g_counters[1 + d.index];
+  GLOBE_CHECK(d.index >= 0 && d.index < kMaxDevices && int(d.type) <= kMaxKinds, "[memory] ", d.str(),
+              ": Globe counts at most ", kMaxDevices, " devices of each of ", kMaxKinds, " kinds");
+  return g_counters[1 + (int(d.type) - 1) * kMaxDevices + d.index];
+}
+
+// The device's backend where it has memory to report (a built kind, an existing index).
+DeviceBackend* reporting_backend(const Device& d) {
+  if (d.is_cpu()) return nullptr;
+  DeviceBackend& b = backend_of(d.type);
+  return b.built() && d.index < b.count() ? &b : nullptr;
 }
 
 void count(const Device& d, int64_t delta) {
@@ -82,8 +90,7 @@ void check_limit(const Device& device, size_t nbytes) {
 MemoryStats memory_stats(const Device& device) {
   const Counter& c = counter(device);
   MemoryStats m{c.current.load(), c.peak.load(), c.current.load()};
-  if (device.is_cuda() && cuda::built() && device.index < cuda::device_count())
-    m.reserved_bytes += int64_t(cuda::cached_bytes(device.index));
+  if (DeviceBackend* b = reporting_backend(device)) m.reserved_bytes += int64_t(b->cached_bytes(device.index));
   return m;
 }
 
@@ -93,7 +100,7 @@ void reset_peak_memory(const Device& device) {
 }
 
 void empty_cache(const Device& device) {
-  if (device.is_cuda() && cuda::built() && device.index < cuda::device_count()) cuda::empty_cache(device.index);
+  if (DeviceBackend* b = reporting_backend(device)) b->empty_cache(device.index);
 }
 
 namespace detail {
@@ -110,8 +117,9 @@ void* allocate(const Device& device, size_t nbytes, bool zero) {
     if (zero) std::memset(data, 0, kept_block_bytes(nbytes));
   } else {
     check_device_usable(device, "[alloc]");
-    data = cuda::allocate(device.index, std::max<size_t>(nbytes, 1));
-    if (zero) cuda::zero(device.index, data, nbytes);
+    DeviceBackend& b = backend_of(device.type);
+    data = b.allocate(device.index, std::max<size_t>(nbytes, 1));
+    if (zero) b.zero(device.index, data, nbytes);
   }
   count(device, int64_t(nbytes));
   return data;
@@ -122,7 +130,7 @@ void release(const Device& device, void* p, size_t nbytes) {
   if (device.is_cpu()) {
     if (!keep_block(BlockSource::aligned64, p, nbytes)) std::free(p);
   } else {
-    cuda::release(device.index, p);
+    backend_of(device.type).release(device.index, p);
   }
 }
 
@@ -130,11 +138,15 @@ void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, c
   if (n == 0) return;
   if (dst_device.is_cpu() && src_device.is_cpu()) {
     std::memcpy(dst, src, n);
-  } else if (dst_device.is_cuda() && src_device.is_cuda() && dst_device.index != src_device.index) {
-    cuda::copy_peer(dst_device.index, dst, src_device.index, src, n);
+  } else if (!dst_device.is_cpu() && !src_device.is_cpu()) {
+    GLOBE_CHECK(dst_device.type == src_device.type, "[copy] from ", src_device.str(), " to ", dst_device.str(),
+                ": devices of two kinds exchange bytes through the host");
+    DeviceBackend& b = backend_of(dst_device.type);
+    if (dst_device.index == src_device.index) b.copy(dst_device.index, dst, false, src, false, n);
+    else b.copy_peer(dst_device.index, dst, src_device.index, src, n);
   } else {
-    const int gpu = dst_device.is_cuda() ? dst_device.index : src_device.index;
-    cuda::copy(gpu, dst, dst_device.is_cpu(), src, src_device.is_cpu(), n);
+    const Device& dev = dst_device.is_cpu() ? src_device : dst_device;
+    backend_of(dev.type).copy(dev.index, dst, dst_device.is_cpu(), src, src_device.is_cpu(), n);
   }
 }
 

@@ -1,7 +1,7 @@
 // Memory per device: the bytes of tensor storage this process holds on each device, current and
 // peak (since the last reset), and the allocation, copy and fill primitives Storage uses.
 //
-//   globe::reset_peak_memory();                 // the CPU; reset_peak_memory(cuda_device(0)) a GPU
+//   globe::reset_peak_memory();                 // the CPU; reset_peak_memory(Device::parse("cuda:0")) a GPU
 //   ... a training step ...
 //   auto m = globe::memory_stats();             // m.peak_bytes - bytes held before = the step's high water
 //

@@ -1,41 +1,43 @@
 #include "globe/device/stream.h"
 
-#include "globe/device/cuda_backend.h"
+#include "globe/device/backend.h"
 
 namespace globe {
 
 Stream compute_stream(const Device& device) {
   if (device.is_cpu()) return {device, nullptr};
   check_device_usable(device, "[stream]");
-  return {device, cuda::compute_stream(device.index)};
+  return {device, backend_of(device.type).compute_stream(device.index)};
 }
 
 void synchronize(const Device& device) {
   if (device.is_cpu()) return;
   check_device_usable(device, "[synchronize]");
-  cuda::synchronize(device.index);
+  backend_of(device.type).synchronize(device.index);
 }
 
 Event::Event(const Device& device) : device_(device) {
   if (device.is_cpu()) return;
   check_device_usable(device, "[event]");
-  handle_ = cuda::event_create(device.index);
+  handle_ = backend_of(device.type).event_create(device.index);
 }
 
-Event::~Event() { cuda::event_destroy(handle_); }
+Event::~Event() {
+  if (handle_ != nullptr) backend_of(device_.type).event_destroy(handle_);
+}
 
 void Event::record(const Stream& stream) {
-  if (handle_ != nullptr) cuda::event_record(handle_, stream.handle);
+  if (handle_ != nullptr) backend_of(device_.type).event_record(handle_, stream.handle);
 }
 
 void Event::wait(const Stream& stream) const {
-  if (handle_ != nullptr && stream.handle != nullptr) cuda::stream_wait_event(stream.handle, handle_);
+  if (handle_ != nullptr && stream.handle != nullptr) backend_of(device_.type).stream_wait_event(stream.handle, handle_);
 }
 
 void Event::synchronize() const {
-  if (handle_ != nullptr) cuda::event_synchronize(handle_);
+  if (handle_ != nullptr) backend_of(device_.type).event_synchronize(handle_);
 }
 
-bool Event::done() const { return handle_ == nullptr || cuda::event_done(handle_); }
+bool Event::done() const { return handle_ == nullptr || backend_of(device_.type).event_done(handle_); }
 
 }  // namespace globe

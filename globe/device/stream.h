@@ -14,7 +14,7 @@ namespace globe {
 
 struct Stream {
   Device device;
-  void* handle = nullptr;  // cudaStream_t; nullptr on the CPU
+  void* handle = nullptr;  // the backend's stream (cudaStream_t); nullptr on the CPU
 };
 
 // The device's compute stream (created on first use).
@@ -40,7 +40,7 @@ class Event {
 
  private:
   Device device_;
-  void* handle_ = nullptr;  // cudaEvent_t; nullptr on the CPU
+  void* handle_ = nullptr;  // the backend's event (cudaEvent_t); nullptr on the CPU
 };
 
 }  // namespace globe

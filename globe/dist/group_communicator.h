@@ -4,7 +4,7 @@
 // else host-staged over MPI (staged_communicator.h): decided by every member together at the first
 // GPU tensor and said once on stderr. GPU point-to-point transfers (isend/irecv, the pipeline's)
 // stay host-staged: they carry tags, which NCCL does not, and a receive posted before its send
-// would block NCCL's stream. A CPU-only build (dist/no_cuda.cpp) wraps MPI only.
+// would block NCCL's stream. A CPU-only build (dist/cuda/no_cuda.cpp) wraps MPI only.
 #pragma once
 
 #include <memory>

@@ -69,7 +69,7 @@ std::vector<std::pair<std::string, std::string>> machine_info() {
           {"isa", isa()},
           {"blas", blas.str()},
           {"mpi", mpi_version()},
-          {"gpus", std::to_string(cuda_device_count())}};
+          {"gpus", std::to_string(accelerator_count())}};
 }
 
 }  // namespace globe::dist

@@ -9,6 +9,7 @@
 
 #include "globe/base/error.h"
 #include "globe/core/sbp.h"
+#include "globe/device/backend.h"
 #include "globe/core/shape.h"
 #include "globe/dist/runtime.h"
 
@@ -27,8 +28,20 @@ Interned& interned() {
   return *table;
 }
 
-// The device type as named, before the check that names a wrong one (which needs no type).
-DeviceType named_type(const std::string& device) { return device == "cuda" ? DeviceType::cuda : DeviceType::cpu; }
+// The kinds this build has, "cpu, cuda".
+std::string kind_list() {
+  std::string list;
+  for (const std::string& n : device_type_names()) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
+// The device kind as named; an unknown name is the cpu here, refused by the constructor's check.
+DeviceType named_type(const std::string& device) {
+  const auto& names = device_type_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == device) return DeviceType(i);
+  return DeviceType::cpu;
+}
 
 }  // namespace
 
@@ -54,9 +67,10 @@ Placement::Placement(std::string device_type, std::vector<int> members, std::vec
               " of placement(", device(), ", ...)");
   GLOBE_CHECK(mesh_shape().size() <= NdSbp::kMaxMeshAxes, "[placement] ", to_string(), " has a mesh of ",
               mesh_shape().size(), " axes: at most ", NdSbp::kMaxMeshAxes, " are supported");
-  GLOBE_CHECK(device() == "cpu" || device() == "cuda", "[placement] ", to_string(), ": unknown device type '",
-              device(), "' (supported: cpu, cuda)");
-  if (device() == "cuda") (void)local_device();  // "this build has no CUDA" / "no CUDA device visible", every rank
+  GLOBE_CHECK(device() == device_type_name(this->device_type()), "[placement] ", to_string(), ": unknown device type '",
+              device(), "' (supported: ", kind_list(), ")");
+  // "this build has no CUDA" / "no CUDA device visible", on every rank
+  if (this->device_type() != DeviceType::cpu) (void)local_device();
   std::set<int> seen;
   const int world = dist::world_size();
   for (int r : ranks()) {
@@ -90,8 +104,8 @@ Placement::Placement(std::string device_type, std::vector<int> members, std::vec
 
 Device Placement::local_device() const {
   if (device_type() == DeviceType::cpu) return kCPU;
-  const int gpus = cuda_device_count();
-  const Device d = cuda_device(gpus > 0 ? dist::local_rank() % gpus : 0);
+  const int visible = device_count(device());
+  const Device d(device_type(), visible > 0 ? dist::local_rank() % visible : 0);
   check_device_usable(d, "[placement] " + to_string() + " on rank " + std::to_string(dist::world_rank()) + ":");
   return d;
 }

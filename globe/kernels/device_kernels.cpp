@@ -1,17 +1,30 @@
-// The dispatcher of the kernel tables: the one file that includes kernels/cpu and kernels/cuda.
+// The dispatcher of the kernel tables: the one file that reaches every device kind's table.
 #include "globe/kernels/device_kernels.h"
 
 #include "globe/device/memory.h"
 #include "globe/kernels/cpu/table.h"
-#include "globe/kernels/cuda/table.h"
 #include "globe/kernels/via_float32.h"
+
+// Each device kind's table, in its kernels/<kind>/ folder (device/backend.h lists the kinds).
+#define GLOBE_DEVICE_KIND(kind)        \
+  namespace globe::kernels::kind {     \
+  const DeviceKernels& table();        \
+  }
+#include "globe/device_kinds.inc"
+#undef GLOBE_DEVICE_KIND
 
 namespace globe::kernels {
 
 const DeviceKernels& kernels_on(const Device& device) {
   if (device.is_cpu()) return cpu::table();
   check_device_usable(device, "[kernels]");
-  return cuda::table();
+  // In the device layer's order of kinds (the same list), after the CPU.
+  static const DeviceKernels& (*const tables[])() = {
+#define GLOBE_DEVICE_KIND(kind) &kind::table,
+#include "globe/device_kinds.inc"
+#undef GLOBE_DEVICE_KIND
+  };
+  return tables[size_t(device.type) - 1]();
 }
 
 void device_copy(const Tensor& dst, const Tensor& src) { kernels_on(dst.device()).copy_into(dst, src); }

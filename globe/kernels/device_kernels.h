@@ -1,7 +1,7 @@
 // The kernel table of each device: every kernel family that runs on more than the CPU has an entry
 // here, keyed by its op kind (kinds.h), and ops call it through kernels_on(the inputs' device), so
 // no op branches on the device (docs/design.md §16). The CPU table is in kernels/cpu/, the CUDA
-// table in kernels/cuda/ (a CPU-only build links kernels/no_cuda.cpp, whose entries throw); only
+// table in kernels/cuda/ (a CPU-only build links kernels/cuda/no_cuda.cpp, whose entries throw); only
 // device_kernels.cpp includes either (scripts/check_layers.py enforces it).
 //
 // Every entry takes local tensors on the table's device and returns (or writes) tensors there.

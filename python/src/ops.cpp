@@ -107,8 +107,8 @@ void bind_ops(pyb::module_& m) {
     const Device dev = Device::parse(d);
     return pyb::make_tuple(device_type_name(dev.type), dev.index);
   });
-  m.def("cuda_built", &cuda_built);
-  m.def("cuda_device_count", &cuda_device_count);
+  m.def("cuda_built", [] { return device_built("cuda"); });
+  m.def("cuda_device_count", [] { return device_count("cuda"); });
   m.def("zeros_like", &zeros_like);
   m.def("ones_like", &ones_like);
   creation(m, "rand", [](const Shape& s, DType d) { return rand(s, d); },

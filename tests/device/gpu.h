@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "globe/globe.h"
+#include "test_util.h"
 
 #define GLOBE_REQUIRE_GPU()                                                                        \
   do {                                                                                             \

@@ -9,6 +9,7 @@
 #include "device/gpu.h"
 #include "globe/base/free_lists.h"
 #include "globe/globe.h"
+#include "globe/device/backend.h"
 #include "test_util.h"
 
 namespace globe {
@@ -27,7 +28,8 @@ TEST(Device, ParsesAndPrintsTorchNames) {
   EXPECT_EQ(cuda_device(1).str(), "cuda:1");
   EXPECT_EQ(Device::parse(cuda_device(7).str()), cuda_device(7));
   EXPECT_TRUE(kCPU.is_cpu());
-  EXPECT_TRUE(cuda_device(0).is_cuda());
+  EXPECT_FALSE(cuda_device(0).is_cpu());
+  EXPECT_STREQ(device_type_name(cuda_device(0).type), "cuda");
   EXPECT_NE(cuda_device(0), cuda_device(1));
   EXPECT_NE(std::hash<Device>()(kCPU), std::hash<Device>()(cuda_device(0)));
 }
@@ -38,6 +40,27 @@ TEST(Device, RefusesWhatIsNotADevice) {
   EXPECT_THAT(error_of([] { Device::parse("cuda:-1"); }), HasSubstr("'cuda:-1' is not a device"));
   EXPECT_THAT(error_of([] { Device::parse("cuda:"); }), HasSubstr("'cuda:' is not a device"));
   EXPECT_THAT(error_of([] { Device::parse("cpu:1"); }), HasSubstr("the cpu device has only index 0"));
+}
+
+TEST(Device, KindsComeFromTheRegistryTheCpuFirst) {
+  // Every kind the build lists (GLOBE_DEVICE_KINDS) is registered, built or not; the CPU is kind 0.
+  const auto& names = device_type_names();
+  ASSERT_GE(names.size(), 2u);
+  EXPECT_EQ(names[0], "cpu");
+  EXPECT_EQ(names[1], "cuda");
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(parse_device_type(names[i]), DeviceType(i));
+    EXPECT_EQ(device_type_name(DeviceType(i)), names[i]);
+  }
+  EXPECT_TRUE(device_built("cpu"));
+  EXPECT_EQ(device_count("cpu"), 1);
+  EXPECT_FALSE(device_built("tpu"));  // no such kind: neither built nor counted
+  EXPECT_EQ(device_count("tpu"), 0);
+  int others = 0;
+  for (size_t i = 1; i < names.size(); ++i) others += device_count(names[i]);
+  EXPECT_EQ(accelerator_count(), others);
+  EXPECT_STREQ(backend_of(parse_device_type("cuda")).label(), "CUDA");
+  EXPECT_THAT(error_of([] { backend_of(DeviceType::cpu); }), HasSubstr("no backend for device kind #0"));
 }
 
 TEST(Device, KnowsWhetherThisBuildHasCuda) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "globe/globe.h"
+#include "test_util.h"
 
 namespace globe::testing {
 

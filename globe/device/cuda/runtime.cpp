@@ -11,7 +11,7 @@
 
 #include "globe/base/error.h"
 #include "globe/device/cuda/cuda_check.h"
-#include "globe/device/cuda_backend.h"
+#include "globe/device/cuda/runtime.h"
 
 namespace globe::cuda {
 

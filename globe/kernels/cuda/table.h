@@ -1,5 +1,5 @@
 // The CUDA kernel table (device_kernels.h). A CUDA build implements it in kernels/cuda/; a
-// CPU-only build links kernels/no_cuda.cpp, which throws (kernels_on checks the device first).
+// CPU-only build links kernels/cuda/no_cuda.cpp, which throws (kernels_on checks the device first).
 // Included only by kernels/device_kernels.cpp and the CUDA table's own sources.
 #pragma once
 

@@ -1,8 +1,8 @@
-// What the CUDA backend provides to the device layer: the one seam between device-neutral code and
-// the CUDA runtime. A CUDA build compiles globe/device/cuda/runtime.cpp; a CPU-only build compiles
-// globe/device/no_cuda.cpp instead, whose functions say "this build has no CUDA" (CMake picks one,
-// as MLX's no_cuda.cpp stubs). Internals of the device layer: programs use device.h, memory.h and
-// stream.h.
+// The CUDA runtime as the device layer uses it. A CUDA build compiles runtime.cpp; a CPU-only build
+// compiles no_cuda.cpp instead, whose functions say "this build has no CUDA" (CMake picks one, as
+// MLX's no_cuda.cpp stubs). registration.cpp, built either way, turns them into the "cuda" kind's
+// DeviceBackend (device/backend.h). Internals of the device layer: programs use device.h,
+// memory.h and stream.h.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The CUDA kernel table of a CPU-only build (CMake compiles this instead of kernels/cuda/).
+// The CUDA kernel table of a CPU-only build (CMake compiles this instead of the rest of kernels/cuda/).
 #include "globe/base/error.h"
 #include "globe/kernels/cuda/table.h"
 

@@ -2,7 +2,7 @@
 // globe/device/cuda/): it reports no devices, and anything that would touch one throws. The
 // public entry points check the device first (check_device_usable), so these throws are a guard.
 #include "globe/base/error.h"
-#include "globe/device/cuda_backend.h"
+#include "globe/device/cuda/runtime.h"
 
 namespace globe::cuda {
 
