@@ -34,6 +34,7 @@
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"
 #include "globe/global/grad_buckets.h"
+#include "globe/global/meta_wire.h"
 #include "globe/global/placement.h"
 #include "globe/core/sbp.h"
 #include "globe/io/checkpoint.h"

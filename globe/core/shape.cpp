@@ -50,4 +50,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
+void check_dims(const Shape& shape, const char* op) {
+  GLOBE_CHECK(shape.size() <= size_t(kMaxDims), "[", op, "] a tensor of ", shape.size(), " dims (", shape_str(shape),
+              "): tensors have at most ", kMaxDims);
+}
+
 }  // namespace globe

@@ -9,6 +9,12 @@ namespace globe {
 
 using Shape = std::vector<int64_t>;
 
+// The most dims a tensor has: one limit for every device and exchange (the CUDA kernels' strided
+// indexing carries shapes by value; the metadata rank exchange, global/meta_wire.h, is fixed width).
+inline constexpr int kMaxDims = 8;
+// Throws "[op] a tensor of N dims ([...]): tensors have at most 8" past the limit.
+void check_dims(const Shape& shape, const char* op);
+
 inline int64_t numel_of(const Shape& shape) {  // inline: every op and collective asks it
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

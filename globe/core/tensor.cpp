@@ -103,6 +103,7 @@ TensorImpl::~TensorImpl() {
 namespace {
 Tensor allocate(const Shape& shape, DType dtype, bool zero, const Device& device) {
   for (int64_t d : shape) GLOBE_CHECK(d >= 0, "[empty] negative extent in shape ", shape_str(shape));
+  check_dims(shape, "empty");
   auto impl = detail::make_kept<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
@@ -122,6 +123,7 @@ Tensor Tensor::uninitialized(const Shape& shape, DType dtype, const Device& devi
 Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner) {
   for (int64_t d : shape) GLOBE_CHECK(d >= 0, "[from_external] negative extent in shape ", shape_str(shape));
   GLOBE_CHECK(owner != nullptr, "[from_external] needs the owner of the memory");
+  check_dims(shape, "from_external");
   auto impl = detail::make_kept<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
@@ -137,6 +139,7 @@ Tensor Tensor::narrow_view(const Tensor& base, int64_t d, int64_t start, int64_t
 }
 
 Tensor Tensor::view_of(const Tensor& base, Shape shape, Shape strides, int64_t offset) {
+  check_dims(shape, "view");
   auto impl = detail::make_kept<TensorImpl>();
   impl->shape = std::move(shape);
   impl->dtype = base.dtype();

@@ -10,6 +10,7 @@
 #include "globe/global/global_tensor.h"
 #include "globe/global/op_history.h"
 #include "globe/global/hooks.h"
+#include "globe/global/meta_wire.h"
 #include "globe/kernels/device_kernels.h"
 #include "globe/kernels/elementwise.h"
 #include "globe/ops/op.h"
@@ -73,29 +74,22 @@ class LocalToGlobal final : public GraphOp {
   }
 };
 
-// Every member's [member, dtype, ndim, shape...] (fixed width), gathered over the placement's
-// ranks only (indexed by world rank; other rows stay empty): a pipeline's labels put on the last
+// Every member's dtype and shard shape (meta_wire.h records), gathered over the placement's ranks
+// only (indexed by world rank; other entries stay absent): a pipeline's labels put on the last
 // stage must not make every rank meet once per micro-batch.
-constexpr int kMaxDims = 13;
-std::vector<std::vector<int64_t>> gather_shapes(const Tensor& local, const Placement& p) {
-  GLOBE_CHECK(local.dim() <= kMaxDims, "[to_global] tensors of more than ", kMaxDims, " dims are not supported");
-  std::vector<int64_t> mine(3 + kMaxDims, 0);
-  mine[0] = 1;
-  mine[1] = int64_t(local.dtype());
-  mine[2] = local.dim();
-  for (int64_t d = 0; d < local.dim(); ++d) mine[3 + d] = local.shape()[d];
-  std::vector<std::vector<int64_t>> all(dist::world_size());
+std::vector<wire::Meta> gather_shapes(const Tensor& local, const Placement& p) {
+  const std::vector<int64_t> mine = wire::encode(local.dtype(), local.shape(), NdSbp(), "to_global");
+  std::vector<wire::Meta> all(size_t(dist::world_size()));
   const int n = p.size();
   if (n == 1) {
-    all[p.first()] = mine;
+    all[size_t(p.first())] = wire::decode(mine.data());
     return all;
   }
   std::vector<int> members = p.ranks();
-  Tensor out = Tensor::empty({int64_t(n) * int64_t(mine.size())}, kInt64);
-  dist::group(members).all_gather_v(from_vector(mine, {int64_t(mine.size())}), out,
-                                    std::vector<int64_t>(n, int64_t(mine.size())));
+  Tensor out = Tensor::empty({int64_t(n) * wire::kWords}, kInt64);
+  dist::group(members).all_gather_v(from_vector(mine, {wire::kWords}), out, std::vector<int64_t>(n, wire::kWords));
   const int64_t* d = out.data<int64_t>();
-  for (int i = 0; i < n; ++i) all[members[i]].assign(d + i * mine.size(), d + (i + 1) * mine.size());
+  for (int i = 0; i < n; ++i) all[size_t(members[size_t(i)])] = wire::decode(d + i * wire::kWords);
   return all;
 }
 
@@ -110,15 +104,11 @@ Shape guess_global_shape(const Tensor& local, const Placement& p, const NdSbp& s
   return global;
 }
 
-Shape shape_of(const std::vector<int64_t>& row) {
-  return Shape(row.begin() + 3, row.begin() + 3 + row[2]);
-}
-
 // The logical shape implied by the members' shards; every member's shard must be its balanced
 // block of it.
-Shape infer_global_shape(const std::vector<std::vector<int64_t>>& rows, const Placement& p, const NdSbp& sbp) {
+Shape infer_global_shape(const std::vector<wire::Meta>& rows, const Placement& p, const NdSbp& sbp) {
   const int first = p.first();
-  Shape global = shape_of(rows[first]);
+  Shape global = rows[size_t(first)].shape;
   // A dim split over mesh axes A: the sum of the extents held along A (other coordinates 0).
   for (int64_t d = 0; d < int64_t(global.size()); ++d) {
     std::vector<bool> splits_d(sbp.size(), false);
@@ -130,17 +120,19 @@ Shape infer_global_shape(const std::vector<std::vector<int64_t>>& rows, const Pl
       const auto& c = p.coord_of(i);
       bool on_line = true;
       for (size_t a = 0; a < sbp.size(); ++a) on_line &= splits_d[a] || c[a] == 0;
-      if (on_line) total += shape_of(rows[p.ranks()[i]])[d];
+      const Shape& held = rows[size_t(p.ranks()[size_t(i)])].shape;  // another rank count: checked below
+      if (on_line && size_t(d) < held.size()) total += held[size_t(d)];
     }
     global[d] = total;
   }
   std::ostringstream bad;
   for (int r : p.ranks()) {
-    const auto& row = rows[r];
+    const wire::Meta& row = rows[size_t(r)];
+    const DType want = rows[size_t(first)].dtype;
     const Shape expect = local_shape(global, p, sbp, r);
-    if (row[1] != rows[first][1] || row[2] != int64_t(global.size()) || shape_of(row) != expect)
-      bad << " rank " << r << " has " << dtype_name(DType(row[1])) << shape_str(shape_of(row)) << " but the layout needs "
-          << dtype_name(DType(rows[first][1])) << shape_str(expect) << ";";
+    if (row.dtype != want || row.shape != expect)
+      bad << " rank " << r << " has " << dtype_name(row.dtype) << shape_str(row.shape) << " but the layout needs "
+          << dtype_name(want) << shape_str(expect) << ";";
   }
   GLOBE_CHECK(bad.str().empty(), "[to_global] local tensors do not fit ", p.to_string(), " ", sbp.to_string(),
               " (global shape ", shape_str(global), " inferred from the ranks' shards):", bad.str());

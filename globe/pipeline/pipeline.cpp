@@ -15,6 +15,7 @@
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"
 #include "globe/global/grad_buckets.h"
+#include "globe/global/meta_wire.h"
 #include "globe/ops/ops.h"
 
 namespace globe::pipeline {
@@ -93,32 +94,14 @@ const char* phase_name(Phase p) {
   return "";
 }
 
-// Transfer header: dtype, ndim, shape[kMaxDims], mesh ndim, (kind, dim) per mesh axis.
-constexpr int kMaxDims = 13, kMaxMesh = 8;
-constexpr int64_t kHeaderLen = 3 + kMaxDims + 2 * kMaxMesh;
-
+// Transfer header: the stage output's dtype, global shape and layout (global/meta_wire.h).
 Tensor encode_header(const Tensor& t) {
-  GLOBE_CHECK(t.dim() <= kMaxDims && t.sbp().size() <= size_t(kMaxMesh), "[pipeline] a stage output of ", t.dim(),
-              " dims on a ", t.sbp().size(), "-D mesh is more than a transfer header holds");
-  std::vector<int64_t> h(kHeaderLen, 0);
-  h[0] = int64_t(t.dtype());
-  h[1] = t.dim();
-  for (int64_t d = 0; d < t.dim(); ++d) h[2 + d] = t.shape()[d];
-  h[2 + kMaxDims] = int64_t(t.sbp().size());
-  for (size_t a = 0; a < t.sbp().size(); ++a) {
-    h[3 + kMaxDims + 2 * a] = int64_t(t.sbp()[a].kind);
-    h[4 + kMaxDims + 2 * a] = t.sbp()[a].dim;
-  }
-  return from_vector(h, {kHeaderLen});
+  return from_vector(wire::encode(t.dtype(), t.shape(), t.sbp(), "pipeline"), {wire::kWords});
 }
 
 Tensor decode_header(const Tensor& header, const Placement& src) {
-  const int64_t* h = header.data<int64_t>();
-  const Shape shape(h + 2, h + 2 + h[1]);
-  std::vector<Sbp> s;
-  for (int64_t a = 0; a < h[2 + kMaxDims]; ++a)
-    s.push_back(Sbp{Sbp::Kind(h[3 + kMaxDims + 2 * a]), h[4 + kMaxDims + 2 * a]});
-  return phantom(shape, DType(h[0]), src, NdSbp(s));
+  const wire::Meta m = wire::decode(header.data<int64_t>());
+  return phantom(m.shape, m.dtype, src, m.sbp);
 }
 
 }  // namespace
@@ -268,7 +251,7 @@ Tensor Pipeline::transfer(const Tensor& t, int from, int to, int mb, bool fwd, c
       for (int r : dst.ranks()) dist::send_later(comm.isend(header, index_in(r), tag));
     }
     if (!sending) {
-      Tensor header = Tensor::empty({kHeaderLen}, kInt64);
+      Tensor header = Tensor::empty({wire::kWords}, kInt64);
       dist::WaitingFor waiting(what);
       comm.irecv(header, index_in(src.first()), tag).wait();
       value = decode_header(header, src);

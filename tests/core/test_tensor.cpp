@@ -9,6 +9,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <sstream>
 #include <type_traits>
 #include <vector>
@@ -105,6 +106,27 @@ TEST(TensorCreation, ZerosOnesFull) {
   EXPECT_EQ(full({}, 0.1).item(), double(0.1f));
   EXPECT_EQ(full({1}, 5.0, kInt64).item(), 5.0);
   EXPECT_EQ(full({1}, 5.0, kInt64).item<int64_t>(), 5);
+}
+
+// One limit on dims for every device and exchange (core/shape.h): past it, creation and views
+// refuse, naming the shape; at it, a tensor works and reshapes back.
+TEST(TensorCreation, AtMostKMaxDimsEverywhere) {
+  const Shape eight(kMaxDims, 1), nine(kMaxDims + 1, 1);
+  const Tensor t = ones(eight);
+  EXPECT_EQ(t.dim(), kMaxDims);
+  EXPECT_EQ(reshape(t, {1}).numel(), 1);
+  const auto message = [](const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message([&] { Tensor::empty(nine); }),
+              HasSubstr("[empty] a tensor of 9 dims ([1, 1, 1, 1, 1, 1, 1, 1, 1]): tensors have at most 8"));
+  EXPECT_THAT(message([&] { reshape(t, nine); }), HasSubstr("a tensor of 9 dims"));
+  EXPECT_THAT(message([&] { unsqueeze(t, 0); }), HasSubstr("a tensor of 9 dims"));
 }
 
 TEST(TensorCreation, Arange) {

@@ -39,6 +39,28 @@ int world() { return dist::world_size(); }
 
 // ---- equality, hash, order ----------------------------------------------------------------------
 
+// The one record of tensor metadata ranks exchange (to_global's shape gather, the pipeline's
+// header): what goes in comes out, a zero row reads as absent, and the dims limit is the tensors'.
+TEST(MetaWire, RoundTripsAndRefusesPastTheLimits) {
+  const NdSbp sbp{sbp::split(1), sbp::partial_sum};
+  const std::vector<int64_t> w = wire::encode(kInt32, {3, 0, 7}, sbp, "test");
+  ASSERT_EQ(int64_t(w.size()), wire::kWords);
+  const wire::Meta m = wire::decode(w.data());
+  EXPECT_TRUE(m.present);
+  EXPECT_EQ(m.dtype, kInt32);
+  EXPECT_EQ(m.shape, (Shape{3, 0, 7}));
+  EXPECT_EQ(m.sbp, sbp);
+  const std::vector<int64_t> zero(size_t(wire::kWords), 0);
+  EXPECT_FALSE(wire::decode(zero.data()).present);
+  EXPECT_EQ(wire::decode(wire::encode(kFloat32, {}, NdSbp(), "test").data()).shape, Shape{});
+  try {
+    wire::encode(kFloat32, Shape(kMaxDims + 1, 2), NdSbp(), "pipeline");
+    ADD_FAILURE() << "9 dims encoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[pipeline] a tensor of 9 dims"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Placement, SingleRankProperties) {
   const Placement p = placement("cpu", {0});
   EXPECT_EQ(p.device(), "cpu");
