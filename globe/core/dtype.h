@@ -166,22 +166,9 @@ decltype(auto) visit_dtype(DType t, Fn&& fn, const char* op = "dtype") {
              "to_dtype first (Python: .long() or .float())");
 }
 
-// visit_dtype's types, bool and the narrow integers: every dtype a kernel reads as it is stored,
-// for code that compares, selects or converts values but does no arithmetic in them
-// (comparisons' inputs, where's operands, casts).
-template <class Fn>
-decltype(auto) visit_exact(DType t, Fn&& fn, const char* op = "dtype") {
-  switch (t) {
-    case DType::boolean: return fn(bool{});
-    case DType::int32: return fn(int32_t{});
-    case DType::int8: return fn(int8_t{});
-    case DType::uint8: return fn(uint8_t{});
-    default: return visit_dtype(t, fn, op);
-  }
-}
-
 // visit_dtype's types and the narrow integers: for sums alone (a partial_sum reduced in boxing or
-// a collective, gradients accumulated), which OneFlow's integer tensors take too. Not bool.
+// a collective, gradients accumulated) and + and * by an integer, which OneFlow's integer tensors
+// take too. Not bool.
 template <class Fn>
 decltype(auto) visit_summable(DType t, Fn&& fn, const char* op = "sum") {
   switch (t) {
@@ -190,6 +177,15 @@ decltype(auto) visit_summable(DType t, Fn&& fn, const char* op = "sum") {
     case DType::uint8: return fn(uint8_t{});
     default: return visit_dtype(t, fn, op);
   }
+}
+
+// visit_summable's types and bool: every dtype a kernel reads as it is stored, for code that
+// compares, selects or converts values but does no arithmetic in them (comparisons' inputs,
+// where's operands, casts).
+template <class Fn>
+decltype(auto) visit_exact(DType t, Fn&& fn, const char* op = "dtype") {
+  if (t == DType::boolean) return fn(bool{});
+  return visit_summable(t, fn, op);
 }
 
 // A condition's (where, masked_fill): bool, or int64 read as non-zero (ops check which before).
