@@ -11,7 +11,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "globe/device/device.h"
@@ -59,5 +61,9 @@ class DeviceBackend {
 DeviceBackend& backend_of(DeviceType type);
 // Every kind the build has, the CPU first: DeviceType(i) is the i-th.
 const std::vector<std::string>& device_type_names();
+// The kind named `name`, if the build has one by that name.
+std::optional<DeviceType> find_device_type(std::string_view name);
+// The kinds' names for messages: "cpu, cuda".
+std::string device_type_list();
 
 }  // namespace globe

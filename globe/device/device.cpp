@@ -13,19 +13,22 @@ const char* device_type_name(DeviceType t) {
   return names[size_t(t)].c_str();
 }
 
-namespace {
-std::string supported() {
+std::optional<DeviceType> find_device_type(std::string_view name) {
+  const auto& names = device_type_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return DeviceType(i);
+  return std::nullopt;
+}
+
+std::string device_type_list() {
   std::string list;
   for (const std::string& n : device_type_names()) list += (list.empty() ? "" : ", ") + n;
   return list;
 }
-}  // namespace
 
 DeviceType parse_device_type(std::string_view name) {
-  const auto& names = device_type_names();
-  for (size_t i = 0; i < names.size(); ++i)
-    if (names[i] == name) return DeviceType(i);
-  GLOBE_FAIL("[device] unknown device type '", name, "' (supported: ", supported(), ")");
+  if (const auto t = find_device_type(name)) return *t;
+  GLOBE_FAIL("[device] unknown device type '", name, "' (supported: ", device_type_list(), ")");
 }
 
 Device Device::parse(std::string_view text) {
@@ -47,12 +50,10 @@ std::string Device::str() const {
 }
 
 namespace {
-// The kind named `kind`, if the build has one by that name.
+// The backend of the kind named `kind`, if the build has one by that name other than the CPU.
 const DeviceBackend* find_backend(std::string_view kind) {
-  const auto& names = device_type_names();
-  for (size_t i = 1; i < names.size(); ++i)
-    if (names[i] == kind) return &backend_of(DeviceType(i));
-  return nullptr;
+  const auto t = find_device_type(kind);
+  return t && *t != DeviceType::cpu ? &backend_of(*t) : nullptr;
 }
 }  // namespace
 

@@ -28,20 +28,8 @@ Interned& interned() {
   return *table;
 }
 
-// The kinds this build has, "cpu, cuda".
-std::string kind_list() {
-  std::string list;
-  for (const std::string& n : device_type_names()) list += (list.empty() ? "" : ", ") + n;
-  return list;
-}
-
 // The device kind as named; an unknown name is the cpu here, refused by the constructor's check.
-DeviceType named_type(const std::string& device) {
-  const auto& names = device_type_names();
-  for (size_t i = 0; i < names.size(); ++i)
-    if (names[i] == device) return DeviceType(i);
-  return DeviceType::cpu;
-}
+DeviceType named_type(const std::string& device) { return find_device_type(device).value_or(DeviceType::cpu); }
 
 }  // namespace
 
@@ -67,8 +55,8 @@ Placement::Placement(std::string device_type, std::vector<int> members, std::vec
               " of placement(", device(), ", ...)");
   GLOBE_CHECK(mesh_shape().size() <= NdSbp::kMaxMeshAxes, "[placement] ", to_string(), " has a mesh of ",
               mesh_shape().size(), " axes: at most ", NdSbp::kMaxMeshAxes, " are supported");
-  GLOBE_CHECK(device() == device_type_name(this->device_type()), "[placement] ", to_string(), ": unknown device type '",
-              device(), "' (supported: ", kind_list(), ")");
+  GLOBE_CHECK(find_device_type(device()).has_value(), "[placement] ", to_string(), ": unknown device type '",
+              device(), "' (supported: ", device_type_list(), ")");
   // "this build has no CUDA" / "no CUDA device visible", on every rank
   if (this->device_type() != DeviceType::cpu) (void)local_device();
   std::set<int> seen;
