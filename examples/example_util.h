@@ -21,7 +21,7 @@ namespace example {
 class Args {
  public:
   Args(int argc, char** argv, std::string about) : argv_(argv + 1, argv + argc), about_(std::move(about)) {
-    device_ = text("--device", "cpu", "device type of the placements: cpu or cuda");
+    device_ = text("--device", "cpu", "device type of the placements: cpu, cuda, or sim (a CPU-side test device)");
   }
   int integer(const char* name, int fallback, const char* meaning) {
     return std::atoi(text(name, std::to_string(fallback), meaning).c_str());

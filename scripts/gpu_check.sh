@@ -60,12 +60,12 @@ grep -E '^\[  FAILED  \] [A-Za-z]|Failure' -A3 "$out/test_device.log" | head -40
 say ""
 
 # ---- the consistency harness on a "cuda" placement: every op x layout against the CPU ------------
-say "## Consistency harness on cuda (OneDimensionalMeshOnCuda, 1 and 2 ranks)"
+say "## Consistency harness on every device, cuda and sim (OneDimensionalMeshOnEveryDevice, 1 and 2 ranks)"
 say ""
 for n in 1 2; do
   log="$out/test_consistency-cuda-np$n.log"
   if timeout 240 "$build/bin/globe-launch" --nproc_per_node "$n" "$build/bin/test_consistency" \
-       --gtest_filter='*OnCuda*' >"$log" 2>&1; then res=ok; else res=FAILED; status=1; fi
+       --gtest_filter='*OnEveryDevice*' >"$log" 2>&1; then res=ok; else res=FAILED; status=1; fi
   say "- $n rank(s): $res ($(plain "$log" | grep -cE '^\[       OK \]') OK lines over all ranks; the path the collectives took:" \
       "$(plain "$log" | grep -oE 'over NCCL [0-9.]+|host-staged over MPI[^:]*: .*' | cut -c1-200 | sort -u | head -2 | tr '\n' ' '))"
   grep -E '^\[  FAILED  \] [A-Za-z]|Failure' -A3 "$log" | head -20 | sed 's/^/    /' >>"$report"

@@ -197,7 +197,7 @@ int run(int argc, char** argv) {
                  {"recompute", nullptr, "recompute each block's forward in the backward"},
                  {"dtype", "float32", "compute dtype: float32, bf16 or fp16 (float32 master weights)"},
                  {"reduce-dtype", "float32", "dtype of the data-parallel gradient all-reduce: float32 or bf16"},
-                 {"device", "cpu", "cpu or cuda"},
+                 {"device", "cpu", "cpu, cuda, or sim (a CPU-side test device)"},
                  {"log-every", "10", "print the loss every N steps (0: never)"},
                  {"val-batches", "8", "validation batches at the end (0: none)"},
                  {"val-every", "0", "also validate every N steps (0: only at the end)"},

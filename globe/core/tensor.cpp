@@ -177,8 +177,8 @@ void* Tensor::device_data() const {
 }
 
 void* Tensor::raw_data() const {
-  GLOBE_CHECK(storage()->device.is_cpu(), "[data] host pointer asked for a ", describe(*this), " on ",
-              storage()->device.str(), ": host code must not read device memory (copy it with .to(\"cpu\"))");
+  GLOBE_CHECK(storage()->device.is_cpu(), "[data] host pointer asked for a ", describe(*this),
+              ": host code must not read device memory (copy it with .to(\"cpu\"))");
   return device_data();
 }
 

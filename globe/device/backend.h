@@ -4,7 +4,7 @@
 // its folder. Device, memory.h and stream.h look the kind up here, so nothing outside a kind's
 // folders names it. Internals of the device layer: programs use device.h, memory.h and stream.h.
 //
-// Adding a kind K: globe/device/K/registration.cpp defines globe::K::make_backend() (and the
+// Adding a kind K to Globe: globe/device/K/registration.cpp defines globe::K::make_backend() (and the
 // kernels and dist layers' K/ folders their parts: kernels::K::table(), dist's group
 // communicator), its no_K.cpp stubs for a build without its toolkit, and one CMake option.
 #pragma once
@@ -33,6 +33,8 @@ class DeviceBackend {
   // Devices of this kind the process sees, and the runtime's words for why there are none.
   virtual int count() const = 0;
   virtual std::string no_device_reason() const = 0;
+  // Whether its devices count as accelerators (the machine report's "gpus"); a test device does not.
+  virtual bool accelerator() const { return true; }
 
   // Memory: `nbytes` on device `index` (the backend may cache), its release, bytes cached for
   // reuse and their release. copy: n bytes between host and device `index` (host_dst / host_src
@@ -56,6 +58,14 @@ class DeviceBackend {
   virtual void event_synchronize(void* event) = 0;
   virtual bool event_done(void* event) = 0;
 };
+
+// Registers a kind at run time, after the built-in ones (a test's device, a plugin's): returns its
+// DeviceType; "[device] ..." for a name taken or malformed, or past the 8 kinds Globe holds. Call
+// it before other threads use devices. Its kernel table goes to kernels::register_kernel_table,
+// and its collectives are host-staged. Built-in kinds come from CMake's list instead.
+DeviceType register_device_kind(std::unique_ptr<DeviceBackend> backend);
+// How many kinds the build registered itself, the CPU included (the first DeviceTypes).
+size_t built_in_device_kinds();
 
 // The backend of a kind other than the CPU (a programming error for the CPU, which has none).
 DeviceBackend& backend_of(DeviceType type);

@@ -71,7 +71,8 @@ int device_count(std::string_view kind) {
 
 int accelerator_count() {
   int n = 0;
-  for (size_t i = 1; i < device_type_names().size(); ++i) n += device_count(device_type_names()[i]);
+  for (size_t i = 1; i < device_type_names().size(); ++i)
+    if (backend_of(DeviceType(i)).accelerator()) n += device_count(device_type_names()[i]);
   return n;
 }
 

@@ -51,7 +51,8 @@ inline constexpr Device kCPU{};
 bool device_built(std::string_view kind);
 // Devices of that kind this process sees: 0 where the build lacks it or none is visible.
 int device_count(std::string_view kind);
-// Devices of every kind other than the CPU this process sees (the machine report's "gpus").
+// Accelerators this process sees, of every kind (the machine report's "gpus"): not the CPU, nor
+// the test device "sim" (device/sim/).
 int accelerator_count();
 // Throws unless `d` can hold memory here: "this build has no CUDA (configure with a CUDA
 // toolkit ...)", "no CUDA device visible (...)" or "cuda:N does not exist (K visible)". `what`

@@ -52,7 +52,7 @@ class CopyBackOnCompletion final : public Request::Impl {
 }  // namespace
 
 void HostStagedCommunicator::say_once(const Device& d) {
-  if (said_ || why_.empty()) return;
+  if (said_ || why_.empty() || (about_ && d.type != *about_)) return;
   said_ = true;
   std::fprintf(stderr, "[globe] rank %d: tensors on %s cross ranks [%s] host-staged over MPI (copied to the host "
                "and back): %s\n", world_rank(), d.str().c_str(), ranks_str(world_ranks()).c_str(), why_.c_str());

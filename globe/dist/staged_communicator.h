@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "globe/dist/communicator.h"
@@ -17,9 +18,11 @@ namespace globe::dist {
 
 class HostStagedCommunicator final : public Communicator {
  public:
-  // `why`: the reason GPU tensors take this path, said with the first one; empty says nothing.
-  HostStagedCommunicator(std::unique_ptr<Communicator> inner, std::string why)
-      : inner_(std::move(inner)), why_(std::move(why)) {}
+  // `why`: the reason device tensors take this path, said with the first one (of kind `about`
+  // only, where given); empty says nothing.
+  HostStagedCommunicator(std::unique_ptr<Communicator> inner, std::string why,
+                         std::optional<DeviceType> about = std::nullopt)
+      : inner_(std::move(inner)), why_(std::move(why)), about_(about) {}
 
   // A group that chose this path for GPU collectives says why instead (group_communicator.h).
   void set_why(std::string why) {
@@ -54,6 +57,7 @@ class HostStagedCommunicator final : public Communicator {
 
   std::unique_ptr<Communicator> inner_;
   std::string why_;
+  std::optional<DeviceType> about_;
   bool said_ = false;
 };
 

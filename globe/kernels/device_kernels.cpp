@@ -1,6 +1,10 @@
 // The dispatcher of the kernel tables: the one file that reaches every device kind's table.
 #include "globe/kernels/device_kernels.h"
 
+#include <atomic>
+#include <iterator>
+
+#include "globe/device/backend.h"
 #include "globe/device/memory.h"
 #include "globe/kernels/cpu/table.h"
 #include "globe/kernels/via_float32.h"
@@ -15,6 +19,18 @@
 
 namespace globe::kernels {
 
+namespace {
+// Kinds registered at run time, by DeviceType (device/backend.h's limit of kinds).
+std::atomic<const DeviceKernels*> g_registered[16];
+}  // namespace
+
+void register_kernel_table(DeviceType type, const DeviceKernels& table) {
+  GLOBE_CHECK(size_t(type) >= built_in_device_kinds() && size_t(type) < std::size(g_registered),
+              "[kernels] register_kernel_table: ", device_type_name(type),
+              " is built in (its table is its kernels/<kind>/ folder's) or unknown");
+  g_registered[size_t(type)].store(&table);
+}
+
 const DeviceKernels& kernels_on(const Device& device) {
   if (device.is_cpu()) return cpu::table();
   check_device_usable(device, "[kernels]");
@@ -24,7 +40,11 @@ const DeviceKernels& kernels_on(const Device& device) {
 #include "globe/device_kinds.inc"
 #undef GLOBE_DEVICE_KIND
   };
-  return tables[size_t(device.type) - 1]();
+  const size_t i = size_t(device.type);
+  if (i <= std::size(tables)) return tables[i - 1]();
+  const DeviceKernels* registered = i < std::size(g_registered) ? g_registered[i].load() : nullptr;
+  GLOBE_CHECK(registered != nullptr, "[kernels] ", device.str(), ": its kind has no kernel table (register_kernel_table)");
+  return *registered;
 }
 
 void device_copy(const Tensor& dst, const Tensor& src) { kernels_on(dst.device()).copy_into(dst, src); }

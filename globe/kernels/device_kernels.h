@@ -90,7 +90,11 @@ struct DeviceKernels {
                       const Shape& start, const RandomParams& params);
 };
 
-// The table of `device`'s type (the CUDA one checks that the device is usable first).
+// The table of a kind registered at run time (device/backend.h's register_device_kind); kept by
+// reference. Built-in kinds' tables come from their kernels/<kind>/ folders instead.
+void register_kernel_table(DeviceType type, const DeviceKernels& table);
+
+// The table of `device`'s type (a device kind's checks that the device is usable first).
 const DeviceKernels& kernels_on(const Device& device);
 // The table of the device `t` lives on.
 inline const DeviceKernels& kernels_for(const Tensor& t) { return kernels_on(t.device()); }

@@ -36,7 +36,10 @@ pyb::dtype numpy_dtype(DType t) {
 
 // A local tensor's values as a numpy array that shares its storage (any strides), kept alive by
 // the array: no copy.
-pyb::array local_array(const Tensor& t) {
+// A local tensor's values as a numpy array: sharing a host tensor's memory (torch's .numpy()), a
+// host copy of a device tensor's (OneFlow's .numpy() of a GPU tensor).
+pyb::array local_array(const Tensor& device_t) {
+  const Tensor t = device_t.host_view();
   const size_t item = itemsize(t.dtype());
   std::vector<pyb::ssize_t> shape(t.shape().begin(), t.shape().end()), strides;
   for (int64_t s : t.strides()) strides.push_back(pyb::ssize_t(s * int64_t(item)));

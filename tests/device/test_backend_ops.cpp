@@ -1,10 +1,11 @@
-// Every entry of the CUDA kernel table against the CPU table (ggml's test-backend-ops idea): the
-// same op on the same inputs, on contiguous, transposed and broadcast operands, float32 and
+// Every entry of a device's kernel table against the CPU table (ggml's test-backend-ops idea), on
+// the device under test (device_under_test.h: a GPU where one is visible, else the sim device):
+// the same op on the same inputs, on contiguous, transposed and broadcast operands, float32 and
 // float64 (int64 where the op takes it). Exact where both devices round once per element (neg,
 // relu, the four arithmetic ops, sqrt, copies, fills); within a few ulp where the GPU's math
 // library differs from glibc (exp, log, tanh, erf, pow); matmul within a summation-order bound.
 // The random fills draw the same raw bits on both devices: uniform, randint and dropout masks
-// exact, normals within one float ulp. Skipped where no GPU is visible.
+// exact, normals within one float ulp. (The sim device runs the CPU's kernels: equal everywhere.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +15,7 @@
 #include <string>
 #include <utility>
 
-#include "device/gpu.h"
+#include "device/device_under_test.h"
 #include "globe/globe.h"
 #include "globe/kernels/device_kernels.h"
 #include "test_util.h"
@@ -22,11 +23,11 @@
 namespace globe {
 namespace {
 
-const Device kGpu = cuda_device(0);
+const Device kDevice = testing::device_under_test();
 
 // |gpu - cpu| <= tol * max(1, |cpu|) for every element (tol 0: equal bits, as doubles).
 void expect_close(const Tensor& cpu, const Tensor& gpu, double tol, const std::string& what) {
-  ASSERT_EQ(gpu.device(), kGpu) << what;
+  ASSERT_EQ(gpu.device(), kDevice) << what;
   ASSERT_EQ(cpu.shape(), gpu.shape()) << what;
   ASSERT_EQ(cpu.dtype(), gpu.dtype()) << what;
   const auto c = testing::values(cpu), g = testing::values(gpu);
@@ -46,7 +47,7 @@ void expect_close(const Tensor& cpu, const Tensor& gpu, double tol, const std::s
 // cos in double may differ between CUDA's math library and glibc's by an ulp of double, which moves
 // the rounded float only where the double lies next to a rounding boundary.
 void expect_within_float_ulp(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
-  ASSERT_EQ(gpu.device(), kGpu) << what;
+  ASSERT_EQ(gpu.device(), kDevice) << what;
   ASSERT_EQ(cpu.shape(), gpu.shape()) << what;
   ASSERT_EQ(cpu.dtype(), gpu.dtype()) << what;
   const auto c = testing::values(cpu), g = testing::values(gpu);
@@ -73,7 +74,7 @@ void expect_same_with_grads(const std::vector<Tensor>& inputs, const std::functi
   for (const Tensor& t : inputs) {
     const bool grad = is_floating(t.dtype());
     cpu.push_back(grad ? t.detach().set_requires_grad() : t);
-    gpu.push_back(grad ? to(t.detach(), kGpu).set_requires_grad() : to(t, kGpu));
+    gpu.push_back(grad ? to(t.detach(), kDevice).set_requires_grad() : to(t, kDevice));
   }
   const Tensor yc = f(cpu), yg = f(gpu);
   expect_close(yc, yg, tol, what);
@@ -99,7 +100,7 @@ std::vector<Case> layouts(const Shape& shape) {
 double tolerance(DType dt, bool exact) { return exact ? 0.0 : dt == kFloat32 ? 4e-6 : 1e-13; }
 
 TEST(BackendOps, UnaryKinds) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   struct U {
     const char* name;
     Tensor (*fn)(const Tensor&);
@@ -116,12 +117,12 @@ TEST(BackendOps, UnaryKinds) {
         Tensor x = c.make(dt);
         if (op.positive) x = add(abs(x), 0.1);
         const std::string what = std::string(op.name) + " " + c.name + " " + dtype_name(dt);
-        expect_close(op.fn(x), op.fn(to(x, kGpu)), tolerance(dt, op.exact), what);
+        expect_close(op.fn(x), op.fn(to(x, kDevice)), tolerance(dt, op.exact), what);
       }
 }
 
 TEST(BackendOps, BinaryKindsWithBroadcasting) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   struct B {
     const char* name;
     Tensor (*fn)(const Tensor&, const Tensor&);
@@ -134,13 +135,13 @@ TEST(BackendOps, BinaryKindsWithBroadcasting) {
         for (const Shape& bs : {Shape{9, 12}, Shape{12}, Shape{9, 1}, Shape{1}}) {
           const Tensor b = add(to_dtype(rand(bs), dt), 0.5);
           const std::string what = std::string(op.name) + " " + c.name + " with " + shape_str(bs) + " " + dtype_name(dt);
-          expect_close(op.fn(a, b), op.fn(to(a, kGpu), to(b, kGpu)), 0.0, what);
-          expect_close(op.fn(b, a), op.fn(to(b, kGpu), to(a, kGpu)), 0.0, what + " (swapped)");
+          expect_close(op.fn(a, b), op.fn(to(a, kDevice), to(b, kDevice)), 0.0, what);
+          expect_close(op.fn(b, a), op.fn(to(b, kDevice), to(a, kDevice)), 0.0, what + " (swapped)");
         }
       }
   const Tensor i = randint(-50, 50, {6, 5}), j = randint(-50, 50, {5});
   for (const B& op : {ops[0], ops[1], ops[2]})
-    expect_close(op.fn(i, j), op.fn(to(i, kGpu), to(j, kGpu)), 0.0, std::string(op.name) + " int64");
+    expect_close(op.fn(i, j), op.fn(to(i, kDevice), to(j, kDevice)), 0.0, std::string(op.name) + " int64");
 }
 
 // Sums over every kind of reduced set (globe/kernels/cuda/reduce.cu): the innermost dim (a warp
@@ -148,7 +149,7 @@ TEST(BackendOps, BinaryKindsWithBroadcasting) {
 // the whole tensor; sizes that cut the reduced elements into chunks added by a second kernel;
 // strided views; int64 exact.
 TEST(BackendOps, SumsOverEveryKindOfReducedSet) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   struct R {
     Shape shape;
     std::vector<int64_t> dims;
@@ -170,28 +171,28 @@ TEST(BackendOps, SumsOverEveryKindOfReducedSet) {
       const double tol = dt == kFloat32 ? 1e-6 : 1e-12;
       const std::string what = "sum over " + shape_str(Shape(r.dims.begin(), r.dims.end())) + " of " +
                                shape_str(r.shape) + " " + dtype_name(dt);
-      expect_close(sum(x, r.dims), sum(to(x, kGpu), r.dims), tol, what);
-      expect_close(sum(x, r.dims, true), sum(to(x, kGpu), r.dims, true), tol, what + " keepdim");
+      expect_close(sum(x, r.dims), sum(to(x, kDevice), r.dims), tol, what);
+      expect_close(sum(x, r.dims, true), sum(to(x, kDevice), r.dims, true), tol, what + " keepdim");
       if (r.shape.size() != 2) continue;
       // The same reductions of a transposed and of a narrowed view.
       std::vector<int64_t> swapped;
       for (int64_t d : r.dims) swapped.push_back(1 - d);
       const Tensor t = transpose(x, 0, 1), n = narrow(x, 1, 3, r.shape[1] - 5);
-      expect_close(sum(t, swapped), sum(transpose(to(x, kGpu), 0, 1), swapped), tol, what + " transposed");
-      expect_close(sum(n, r.dims), sum(narrow(to(x, kGpu), 1, 3, r.shape[1] - 5), r.dims), tol, what + " narrowed");
+      expect_close(sum(t, swapped), sum(transpose(to(x, kDevice), 0, 1), swapped), tol, what + " transposed");
+      expect_close(sum(n, r.dims), sum(narrow(to(x, kDevice), 1, 3, r.shape[1] - 5), r.dims), tol, what + " narrowed");
     }
   const Tensor i = randint(-1000, 1000, {4096, 300});
   for (const std::vector<int64_t>& dims : {std::vector<int64_t>{0}, std::vector<int64_t>{1}, std::vector<int64_t>{}})
-    expect_close(sum(i, dims), sum(to(i, kGpu), dims), 0.0, "int64 sum");
+    expect_close(sum(i, dims), sum(to(i, kDevice), dims), 0.0, "int64 sum");
 }
 
 // The backward kernels of the unary ops, through autograd on both devices.
 TEST(BackendOps, UnaryGradients) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   for (Tensor (*fn)(const Tensor&) : {relu, gelu, gelu_tanh, tanh, sigmoid, exp})
     for (DType dt : {kFloat32, kFloat64}) {
       const Tensor x0 = to_dtype(randn({8, 16}), dt);
-      Tensor xc = x0.detach().set_requires_grad(), xg = to(x0, kGpu).set_requires_grad();
+      Tensor xc = x0.detach().set_requires_grad(), xg = to(x0, kDevice).set_requires_grad();
       sum(mul(fn(xc), 0.5)).backward();
       sum(mul(fn(xg), 0.5)).backward();
       expect_close(xc.grad(), xg.grad(), tolerance(dt, false), std::string("gradient ") + dtype_name(dt));
@@ -199,10 +200,10 @@ TEST(BackendOps, UnaryGradients) {
 }
 
 TEST(BackendOps, ScalarKinds) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   for (DType dt : {kFloat32, kFloat64})
     for (const Case& c : layouts({5, 11})) {
-      const Tensor x = c.make(dt), xg = to(x, kGpu);
+      const Tensor x = c.make(dt), xg = to(x, kDevice);
       expect_close(add(x, 0.25), add(xg, 0.25), 0.0, "add_scalar");
       expect_close(mul(x, -3.0), mul(xg, -3.0), 0.0, "mul_scalar");
       expect_close(pow(x, 2.0), pow(xg, 2.0), 0.0, "square");
@@ -211,7 +212,7 @@ TEST(BackendOps, ScalarKinds) {
 }
 
 TEST(BackendOps, ClampAndMaskedFill) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   for (DType dt : {kFloat32, kFloat64})
     for (const Case& c : layouts({6, 9})) {
       const Tensor x = c.make(dt), mask = randint(0, 2, {6, 9});
@@ -220,7 +221,7 @@ TEST(BackendOps, ClampAndMaskedFill) {
       expect_same_with_grads({x, mask}, [](const auto& in) { return masked_fill(in[0], in[1], -3.0); }, 0.0,
                              "masked_fill");
       // Comparisons (bool out, cast back to compare values) and where / masked_fill on their masks.
-      const Tensor xg = to(x, kGpu);
+      const Tensor xg = to(x, kDevice);
       for (auto [cmp, name] : std::vector<std::pair<Tensor (*)(const Tensor&, double), const char*>>{
                {&lt, "lt"}, {&le, "le"}, {&gt, "gt"}, {&ge, "ge"}, {&eq, "eq"}, {&ne, "ne"}})
         expect_close(to_dtype(cmp(relu(x), 0.0), dt), to_dtype(cmp(relu(xg), 0.0), dt), 0.0, name);
@@ -232,18 +233,18 @@ TEST(BackendOps, ClampAndMaskedFill) {
 }
 
 TEST(BackendOps, CastsAndCopies) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   for (const Case& c : layouts({7, 6}))
     for (DType from : {kFloat32, kFloat64})
       for (DType into : {kFloat32, kFloat64, kInt64}) {
         const Tensor x = mul(c.make(from), 10.0);
-        expect_close(to_dtype(x, into), to_dtype(to(x, kGpu), into), 0.0, std::string("cast ") + c.name);
-        expect_close(contiguous(x), contiguous(to(x, kGpu)), 0.0, std::string("contiguous ") + c.name);
+        expect_close(to_dtype(x, into), to_dtype(to(x, kDevice), into), 0.0, std::string("cast ") + c.name);
+        expect_close(contiguous(x), contiguous(to(x, kDevice)), 0.0, std::string("contiguous ") + c.name);
       }
 }
 
 TEST(BackendOps, MatmulShapes) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   for (DType dt : {kFloat32, kFloat64}) {
     const double tol = dt == kFloat32 ? 2e-5 : 1e-12;
     auto r = [dt](const Shape& s) { return to_dtype(randn(s), dt); };
@@ -263,13 +264,13 @@ TEST(BackendOps, MatmulShapes) {
         {"a broadcast whole", r({3, 4}), r({2, 4, 5})},
     };
     for (const M& m : cases)
-      expect_close(matmul(m.a, m.b), matmul(to(m.a, kGpu), to(m.b, kGpu)), tol, std::string("matmul ") + m.name);
+      expect_close(matmul(m.a, m.b), matmul(to(m.a, kDevice), to(m.b, kDevice)), tol, std::string("matmul ") + m.name);
     const Tensor x = r({6, 10}), w = r({4, 10}), bias = r({4});
-    expect_close(linear(x, w, bias), linear(to(x, kGpu), to(w, kGpu), to(bias, kGpu)), tol, "linear with bias");
+    expect_close(linear(x, w, bias), linear(to(x, kDevice), to(w, kDevice), to(bias, kDevice)), tol, "linear with bias");
     // The bias as cuBLASLt's epilogue (a vector over the last dim: one GEMM over a batch's rows,
     // batched GEMMs) and written into the output first (any other shape).
     const Tensor x3 = r({2, 3, 10});
-    expect_close(linear(x3, w, bias), linear(to(x3, kGpu), to(w, kGpu), to(bias, kGpu)), tol, "linear 3-D with bias");
+    expect_close(linear(x3, w, bias), linear(to(x3, kDevice), to(w, kDevice), to(bias, kDevice)), tol, "linear 3-D with bias");
     struct B {
       const char* name;
       Tensor a, b, bias;
@@ -280,11 +281,11 @@ TEST(BackendOps, MatmulShapes) {
         {"bias per row", r({2, 5, 4}), r({3, 4}), r({5, 1})},
     };
     for (const B& c : biased)
-      expect_close(matmul_nt(c.a, c.b, c.bias), matmul_nt(to(c.a, kGpu), to(c.b, kGpu), to(c.bias, kGpu)), tol,
+      expect_close(matmul_nt(c.a, c.b, c.bias), matmul_nt(to(c.a, kDevice), to(c.b, kDevice), to(c.bias, kDevice)), tol,
                    std::string("matmul_nt ") + c.name);
     // The gradients of a product, which are products too.
     Tensor a = r({5, 3}).set_requires_grad(), b = r({3, 4}).set_requires_grad();
-    Tensor ag = to(a.detach(), kGpu).set_requires_grad(), bg = to(b.detach(), kGpu).set_requires_grad();
+    Tensor ag = to(a.detach(), kDevice).set_requires_grad(), bg = to(b.detach(), kDevice).set_requires_grad();
     sum(matmul(a, b)).backward();
     sum(matmul(ag, bg)).backward();
     expect_close(a.grad(), ag.grad(), tol, "matmul gradient a");
@@ -293,16 +294,16 @@ TEST(BackendOps, MatmulShapes) {
 }
 
 TEST(BackendOps, Fills) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   for (DType dt : {kFloat32, kFloat64, kInt64}) {
-    expect_close(full({4, 3}, 7.0, dt), full({4, 3}, 7.0, dt, kGpu), 0.0, "full");
-    expect_close(zeros({5}, dt), zeros({5}, dt, kGpu), 0.0, "zeros");
-    expect_close(ones_like(full({2}, 3.0, dt)), ones_like(full({2}, 3.0, dt, kGpu)), 0.0, "ones_like");
+    expect_close(full({4, 3}, 7.0, dt), full({4, 3}, 7.0, dt, kDevice), 0.0, "full");
+    expect_close(zeros({5}, dt), zeros({5}, dt, kDevice), 0.0, "zeros");
+    expect_close(ones_like(full({2}, 3.0, dt)), ones_like(full({2}, 3.0, dt, kDevice)), 0.0, "ones_like");
   }
 }
 
 TEST(BackendOps, SoftmaxFamily) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   manual_seed(253);  // its own inputs, whichever tests ran before
   for (DType dt : {kFloat32, kFloat64}) {
     // The gradient of sum(y * y) sums 2y over a row (|y| up to ~20 for log_softmax of 3 randn):
@@ -320,7 +321,7 @@ TEST(BackendOps, SoftmaxFamily) {
 }
 
 TEST(BackendOps, LayerNormEmbeddingAndLosses) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   for (DType dt : {kFloat32, kFloat64}) {
     const double tol = dt == kFloat32 ? 2e-5 : 1e-12;
     const Tensor x = to_dtype(randn({6, 33}), dt), w = to_dtype(randn({33}), dt), b = to_dtype(randn({33}), dt);
@@ -335,13 +336,13 @@ TEST(BackendOps, LayerNormEmbeddingAndLosses) {
                            "cross_entropy");
     expect_same_with_grads({logits, target}, [](const auto& in) { return pick(in[0], in[1]); }, 0.0, "pick");
     expect_same_with_grads({logits}, [](const auto& in) { return max(in[0], {-1}); }, 0.0, "max");
-    expect_close(argmax(logits, -1), argmax(to(logits, kGpu), -1), 0.0, "argmax");
+    expect_close(argmax(logits, -1), argmax(to(logits, kDevice), -1), 0.0, "argmax");
     expect_same_with_grads({x, w}, [](const auto& in) { return mse_loss(in[0], expand(in[1], {6, 33})); }, tol, "mse");
   }
 }
 
 TEST(BackendOps, CausalAttention) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   for (DType dt : {kFloat32, kFloat64}) {
     const double tol = dt == kFloat32 ? 2e-5 : 1e-12;
     // Packed [3, B, H, T, D], and GPT's layout: a [B, T, 3, H, D] projection viewed as heads.
@@ -354,12 +355,12 @@ TEST(BackendOps, CausalAttention) {
 }
 
 TEST(BackendOps, DropoutDrawsTheSameMask) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   const Tensor x = randn({64, 16});
   manual_seed(7);
   const Tensor c = dropout(x, 0.3);
   manual_seed(7);
-  const Tensor g = dropout(to(x, kGpu), 0.3);
+  const Tensor g = dropout(to(x, kDevice), 0.3);
   expect_close(c, g, 0.0, "dropout");
 }
 
@@ -368,7 +369,7 @@ TEST(BackendOps, DropoutDrawsTheSameMask) {
 // CPU's raw bits. uniform, randint and dropout masks equal bit for bit; normals within one float ulp
 // (expect_within_float_ulp says why).
 TEST(BackendOps, RandomFillsOnABlock) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   using kernels::RandomKind;
   struct Block {
     const char* name;
@@ -389,7 +390,7 @@ TEST(BackendOps, RandomFillsOnABlock) {
       return t;
     };
     auto both = [&](RandomKind kind, DType dt, const kernels::RandomParams& params) {
-      return std::pair{draw(kCPU, kind, dt, params), draw(kGpu, kind, dt, params)};
+      return std::pair{draw(kCPU, kind, dt, params), draw(kDevice, kind, dt, params)};
     };
     for (DType dt : {kFloat32, kFloat64}) {
       const std::string what = std::string(b.name) + " " + dtype_name(dt);
@@ -408,7 +409,7 @@ TEST(BackendOps, RandomFillsOnABlock) {
     for (const auto& [low, high] : {std::pair<int64_t, int64_t>{0, 2}, std::pair<int64_t, int64_t>{-7, 1000003},
                                     std::pair<int64_t, int64_t>{-(int64_t(1) << 61) + 12345, (int64_t(1) << 61) - 7}}) {
       const auto [ic, ig] = both(RandomKind::randint, kInt64, {.int_low = low, .int_high = high});
-      ASSERT_EQ(ig.device(), kGpu);
+      ASSERT_EQ(ig.device(), kDevice);
       EXPECT_EQ(ig.to_vector<int64_t>(), ic.to_vector<int64_t>())
           << "randint " << b.name << " [" << low << ", " << high << ")";
     }
@@ -417,26 +418,26 @@ TEST(BackendOps, RandomFillsOnABlock) {
 
 // randn / rand / dropout on a GPU draw there, from the same stream as on the CPU.
 TEST(BackendOps, RandomCreationOnTheGpu) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   for (DType dt : {kFloat32, kFloat64}) {
     manual_seed(31);
     const Tensor nc = randn({37, 29}, dt), uc = rand({37, 29}, dt);
     manual_seed(31);
-    const Tensor ng = randn({37, 29}, dt, kGpu), ug = rand({37, 29}, dt, kGpu);
+    const Tensor ng = randn({37, 29}, dt, kDevice), ug = rand({37, 29}, dt, kDevice);
     expect_within_float_ulp(nc, ng, std::string("randn ") + dtype_name(dt));
     expect_close(uc, ug, 0.0, std::string("rand ") + dtype_name(dt));
     const Tensor x = to_dtype(add(rand({21, 13}), 0.5), dt);
     manual_seed(8);
     const Tensor dc = dropout(x, 0.25);
     manual_seed(8);
-    const Tensor dg = dropout(to(x, kGpu), 0.25);
+    const Tensor dg = dropout(to(x, kDevice), 0.25);
     expect_close(dc, dg, 0.0, std::string("dropout ") + dtype_name(dt));
   }
 }
 
 // One optimizer step on each device from the same parameters and gradients.
 TEST(BackendOps, OptimizerStepsAndClipping) {
-  GLOBE_REQUIRE_GPU();
+  GLOBE_REQUIRE_DEVICE();
   for (DType dt : {kFloat32, kFloat64}) {
     const double tol = dt == kFloat32 ? 1e-6 : 1e-14;
     auto run = [&](const Device& d, int which) {
@@ -461,7 +462,7 @@ TEST(BackendOps, OptimizerStepsAndClipping) {
       return std::vector<Tensor>{w.detach(), b.detach()};
     };
     for (int which = 0; which < 4; ++which) {
-      const auto c = run(kCPU, which), g = run(kGpu, which);
+      const auto c = run(kCPU, which), g = run(kDevice, which);
       expect_close(c[0], g[0], tol, "optimizer " + std::to_string(which) + " weight");
       expect_close(c[1], g[1], tol, "optimizer " + std::to_string(which) + " bias");
     }

@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "device/gpu.h"
+#include "device/device_under_test.h"
 #include "globe/base/free_lists.h"
 #include "globe/globe.h"
 #include "globe/device/backend.h"
@@ -35,7 +35,7 @@ TEST(Device, ParsesAndPrintsTorchNames) {
 }
 
 TEST(Device, RefusesWhatIsNotADevice) {
-  EXPECT_THAT(error_of([] { Device::parse("gpu"); }), HasSubstr("unknown device type 'gpu' (supported: cpu, cuda)"));
+  EXPECT_THAT(error_of([] { Device::parse("gpu"); }), HasSubstr("unknown device type 'gpu' (supported: cpu, cuda, sim)"));
   EXPECT_THAT(error_of([] { Device::parse("cuda:x"); }), HasSubstr("'cuda:x' is not a device"));
   EXPECT_THAT(error_of([] { Device::parse("cuda:-1"); }), HasSubstr("'cuda:-1' is not a device"));
   EXPECT_THAT(error_of([] { Device::parse("cuda:"); }), HasSubstr("'cuda:' is not a device"));
@@ -45,9 +45,10 @@ TEST(Device, RefusesWhatIsNotADevice) {
 TEST(Device, KindsComeFromTheRegistryTheCpuFirst) {
   // Every kind the build lists (GLOBE_DEVICE_KINDS) is registered, built or not; the CPU is kind 0.
   const auto& names = device_type_names();
-  ASSERT_GE(names.size(), 2u);
+  ASSERT_EQ(names.size(), 3u);
   EXPECT_EQ(names[0], "cpu");
   EXPECT_EQ(names[1], "cuda");
+  EXPECT_EQ(names[2], "sim");
   for (size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(parse_device_type(names[i]), DeviceType(i));
     EXPECT_EQ(device_type_name(DeviceType(i)), names[i]);
@@ -58,7 +59,7 @@ TEST(Device, KindsComeFromTheRegistryTheCpuFirst) {
   EXPECT_EQ(device_count("tpu"), 0);
   int others = 0;
   for (size_t i = 1; i < names.size(); ++i) others += device_count(names[i]);
-  EXPECT_EQ(accelerator_count(), others);
+  EXPECT_EQ(accelerator_count(), others - device_count("sim"));  // the test device is no accelerator
   EXPECT_STREQ(backend_of(parse_device_type("cuda")).label(), "CUDA");
   EXPECT_THAT(error_of([] { backend_of(DeviceType::cpu); }), HasSubstr("no backend for device kind #0"));
 }
@@ -94,7 +95,7 @@ TEST(Device, WithoutAGpuEveryWayInSaysWhy) {
 
 TEST(Device, PlacementNamesOnlyKnownDeviceTypes) {
   EXPECT_THAT(error_of([] { placement("tpu", {0}); }),
-              HasSubstr("[placement] placement(tpu, [0]): unknown device type 'tpu' (supported: cpu, cuda)"));
+              HasSubstr("[placement] placement(tpu, [0]): unknown device type 'tpu' (supported: cpu, cuda, sim)"));
   EXPECT_EQ(placement("cpu", {0}).local_device(), kCPU);
   EXPECT_EQ(placement("cpu", {0}).device_type(), DeviceType::cpu);
 }
@@ -222,11 +223,11 @@ TEST(Device, CpuWorkNeverLoadsCublas) {
   while (std::getline(maps, line)) EXPECT_EQ(line.find("libcublas"), std::string::npos) << line;
 }
 
-// ---- on a GPU --------------------------------------------------------------------------------
+// ---- on the device under test (device_under_test.h: a GPU, else the sim device) --------------------------------------------------------------------------------
 
-TEST(DeviceGpu, MovesTensorsBothWaysBitExact) {
-  GLOBE_REQUIRE_GPU();
-  const Device gpu = cuda_device(0);
+TEST(OnDevice, MovesTensorsBothWaysBitExact) {
+  GLOBE_REQUIRE_DEVICE();
+  const Device gpu = testing::device_under_test();
   const Tensor x = randn({5, 7});
   const Tensor on_gpu = to(x, gpu);
   EXPECT_EQ(on_gpu.device(), gpu);
@@ -240,41 +241,44 @@ TEST(DeviceGpu, MovesTensorsBothWaysBitExact) {
   EXPECT_EQ(testing::values(zeros({3}, kInt64, gpu)), std::vector<double>(3, 0.0));
 }
 
-TEST(DeviceGpu, GradientsGoBackToTheSourceDevice) {
-  GLOBE_REQUIRE_GPU();
+TEST(OnDevice, GradientsGoBackToTheSourceDevice) {
+  GLOBE_REQUIRE_DEVICE();
   Tensor w = randn({4, 3}).set_requires_grad();
-  const Tensor y = to(mul(to(w, cuda_device(0)), 3.0), kCPU);
+  const Tensor y = to(mul(to(w, testing::device_under_test()), 3.0), kCPU);
   sum(y).backward();
   EXPECT_EQ(w.grad().device(), kCPU);
   EXPECT_EQ(testing::values(w.grad()), std::vector<double>(12, 3.0));
 }
 
-TEST(DeviceGpu, MixingDevicesInOneOpNamesBoth) {
-  GLOBE_REQUIRE_GPU();
-  const Tensor a = ones({2, 2}), b = ones({2, 2}, kFloat32, cuda_device(0));
+TEST(OnDevice, MixingDevicesInOneOpNamesBoth) {
+  GLOBE_REQUIRE_DEVICE();
+  const Device gpu = testing::device_under_test();
+  const Tensor a = ones({2, 2}), b = ones({2, 2}, kFloat32, gpu);
   EXPECT_THAT(error_of([&] { add(a, b); }),
-              HasSubstr("[add] expects all tensors on one device, but input 0 is on cpu and input 1 on cuda:0"));
-  EXPECT_THAT(error_of([&] { matmul(b, a); }), HasSubstr("input 0 is on cuda:0 and input 1 on cpu"));
+              HasSubstr("[add] expects all tensors on one device, but input 0 is on cpu and input 1 on " + gpu.str()));
+  EXPECT_THAT(error_of([&] { matmul(b, a); }), HasSubstr("input 0 is on " + gpu.str() + " and input 1 on cpu"));
 }
 
-TEST(DeviceGpu, AskingForMoreThanTheGpuHoldsIsAnErrorNotACrash) {
-  GLOBE_REQUIRE_GPU();
-  EXPECT_THAT(error_of([] { Tensor::empty({int64_t(1) << 50}, kFloat32, cuda_device(0)); }),
-              AllOf(HasSubstr("[alloc] out of memory on cuda:0: asked 4503599627370496 bytes"), HasSubstr("free of")));
-  // The GPU still works afterwards.
-  EXPECT_EQ(testing::values(ones({2}, kFloat32, cuda_device(0))), std::vector<double>(2, 1.0));
+TEST(OnDevice, AskingForMoreThanTheGpuHoldsIsAnErrorNotACrash) {
+  GLOBE_REQUIRE_DEVICE();
+  const Device gpu = testing::device_under_test();
+  EXPECT_THAT(error_of([&] { Tensor::empty({int64_t(1) << 50}, kFloat32, gpu); }),
+              HasSubstr("[alloc] out of memory on " + gpu.str() + ": asked 4503599627370496 bytes"));
+  // The device still works afterwards.
+  EXPECT_EQ(testing::values(ones({2}, kFloat32, gpu)), std::vector<double>(2, 1.0));
 }
 
-TEST(DeviceGpu, AGpuPastTheLastOneIsRefused) {
-  GLOBE_REQUIRE_GPU();
-  const int n = cuda_device_count();
-  EXPECT_THAT(error_of([&] { zeros({1}, kFloat32, cuda_device(n)); }),
-              HasSubstr("cuda:" + std::to_string(n) + " does not exist"));
+TEST(OnDevice, AGpuPastTheLastOneIsRefused) {
+  GLOBE_REQUIRE_DEVICE();
+  const std::string kind = testing::kind_under_test();
+  const int n = device_count(kind);
+  EXPECT_THAT(error_of([&] { zeros({1}, kFloat32, Device::parse(kind + ":" + std::to_string(n))); }),
+              HasSubstr(kind + ":" + std::to_string(n) + " does not exist"));
 }
 
-TEST(DeviceGpu, TheCachingAllocatorReusesBlocks) {
-  GLOBE_REQUIRE_GPU();
-  const Device gpu = cuda_device(0);
+TEST(OnDevice, TheCachingAllocatorReusesBlocks) {
+  GLOBE_REQUIRE_DEVICE();
+  const Device gpu = testing::device_under_test();
   { const Tensor warm = Tensor::empty({1 << 20}, kFloat32, gpu); }
   const MemoryStats before = memory_stats(gpu);
   for (int step = 0; step < 5; ++step) {
@@ -286,9 +290,9 @@ TEST(DeviceGpu, TheCachingAllocatorReusesBlocks) {
   EXPECT_EQ(memory_stats(gpu).reserved_bytes, memory_stats(gpu).current_bytes);
 }
 
-TEST(DeviceGpu, EventsOrderTheComputeStream) {
-  GLOBE_REQUIRE_GPU();
-  const Device gpu = cuda_device(0);
+TEST(OnDevice, EventsOrderTheComputeStream) {
+  GLOBE_REQUIRE_DEVICE();
+  const Device gpu = testing::device_under_test();
   const Tensor x = ones({1 << 16}, kFloat32, gpu);
   Event e(gpu);
   e.record(compute_stream(gpu));
@@ -297,19 +301,20 @@ TEST(DeviceGpu, EventsOrderTheComputeStream) {
   EXPECT_EQ(sum(to(x, kCPU)).item(), double(1 << 16));
 }
 
-// A global tensor on a "cuda" placement: shards on the GPU, ops through the CUDA table, boxing
-// through the host-staged communicator; its values are the CPU placement's.
-TEST(DeviceGpu, GlobalTensorsOnACudaPlacement) {
-  GLOBE_REQUIRE_GPU();
-  const Placement gpu = placement("cuda", {0}), cpu = placement("cpu", {0});
-  EXPECT_EQ(gpu.local_device(), cuda_device(0));
+// A global tensor on a placement of the device's kind: shards on the device, ops through its table,
+// boxing through the host-staged communicator; its values are the CPU placement's.
+TEST(OnDevice, GlobalTensorsOnADevicePlacement) {
+  GLOBE_REQUIRE_DEVICE();
+  const Device dev = testing::device_under_test();
+  const Placement gpu = placement(testing::kind_under_test(), {0}), cpu = placement("cpu", {0});
+  EXPECT_EQ(gpu.local_device(), Device(dev.type, 0));
   // The same seed and call number on both (each random op takes the next call number).
   manual_seed(21);
   const Tensor xc = randn({6, 4}, cpu, {sbp::split(0)});
   manual_seed(21);
   const Tensor xg = randn({6, 4}, gpu, {sbp::split(0)});
-  EXPECT_EQ(xg.device(), cuda_device(0));
-  EXPECT_EQ(xg.to_local().device(), cuda_device(0));
+  EXPECT_EQ(xg.device(), Device(dev.type, 0));
+  EXPECT_EQ(xg.to_local().device(), Device(dev.type, 0));
   // The same random values on every device: drawn on the GPU, a normal may differ, rarely, by one
   // float ulp (docs/design.md §16).
   const auto vc = testing::values(xc), vg = testing::values(xg);
@@ -324,14 +329,14 @@ TEST(DeviceGpu, GlobalTensorsOnACudaPlacement) {
   EXPECT_NEAR(sum(xg * 2.0).item(), sum(xc * 2.0).item(), 1e-5);
 }
 
-// A shard made on the host and wrapped for a "cuda" placement (the GPT's batches) lands on the
-// GPU, so ops with the placement's parameters find one device.
-TEST(DeviceGpu, AHostShardWrappedForACudaPlacementMovesToTheGpu) {
-  GLOBE_REQUIRE_GPU();
-  const Placement gpu = placement("cuda", {0});
+// A shard made on the host and wrapped for a device placement (the GPT's batches) lands on the
+// device, so ops with the placement's parameters find one device.
+TEST(OnDevice, AHostShardWrappedForADevicePlacementMovesToTheDevice) {
+  GLOBE_REQUIRE_DEVICE();
+  const Placement gpu = placement(testing::kind_under_test(), {0});
   const Tensor ids = reshape(arange(6, kInt64), {2, 3});
   const Tensor g = make_global(ids, {2, 3}, gpu, {sbp::split(0)});
-  EXPECT_EQ(g.to_local().device(), cuda_device(0));
+  EXPECT_EQ(g.to_local().device(), Device(testing::device_under_test().type, 0));
   EXPECT_EQ(testing::values(g), testing::values(ids));
   const Tensor table = randn({6, 4}, gpu, {sbp::broadcast});
   const Tensor on_host = table.to_global(placement("cpu", {0})).to_local();

@@ -232,7 +232,7 @@ TEST(PlacementErrors, BadMeshShape) {
 TEST(PlacementErrors, UnknownDevice) {
   for (const std::string dev : {"tpu", "gpu"})
     expect_error([&] { placement(dev, {0}); }, "[placement]",
-                 {"unknown device type '" + dev + "' (supported: cpu, cuda)", "placement(" + dev + ", [0])"},
+                 {"unknown device type '" + dev + "' (supported: cpu, cuda, sim)", "placement(" + dev + ", [0])"},
                  "device " + dev);
 }
 

@@ -89,6 +89,27 @@ TEST(Gpt, EveryLayoutGivesTheSingleProcessLosses) {
   }
 }
 
+// Each parallel dimension with the placements on the sim device (globe/device/sim/: memory of its
+// own, host-staged collectives, the pipeline's device-to-device transfers through the host): the
+// single process's losses on the CPU.
+TEST(Gpt, LayoutsOnTheSimDeviceGiveTheSingleProcessLosses) {
+  TempDir dir;
+  const auto args = with(kSmall, {"--steps", "4", "--microbatches", "2"});
+  const auto one = train(1, args, dir, "single");
+  ASSERT_EQ(one.size(), 4u);
+  const std::vector<std::pair<int, std::vector<std::string>>> layouts = {
+      {2, {"--dp", "2"}},
+      {4, {"--tp", "2", "--pp", "2"}},
+  };
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    std::string name = "sim:";
+    for (const auto& s : layouts[i].second) name += " " + s;
+    expect_same(one, train(layouts[i].first, with(with(args, layouts[i].second), {"--device", "sim"}), dir,
+                           "sim" + std::to_string(i)),
+                1e-5, name);
+  }
+}
+
 // Deterministic mode (GLOBE_DETERMINISTIC=1, docs/design.md §10): every layout, 3 ranks and
 // ZeRO-3 included, prints the single process's losses to the last bit (the JSON holds each float
 // exactly), and so does a run resumed on another world size. On a batch of 64 sequences, 2

@@ -32,6 +32,25 @@ def test_python_edition_prints_the_cpp_losses(program, losses, ranks, tmp_path):
     assert py.count(" loss ") == losses
 
 
+@pytest.mark.parametrize("program", ["quickstart", "data_parallel", "model_parallel", "save_load", "pipeline", "gpt"])
+def test_python_edition_on_the_sim_device_prints_the_cpu_losses(program, tmp_path):
+    """With --device sim each rank's shards live in the sim device's memory (globe/device/sim/),
+    collectives are staged through the host and .numpy() copies back, as on a GPU: the losses
+    are the CPU's, on 2 ranks."""
+    if program == "gpt" and not os.path.isdir("/usr/share/games/fortunes"):
+        pytest.skip("the corpus (apt-get install fortunes: scripts/setup.sh) is missing")
+    flags = ["--steps", "3", "--dp", "2", "--log-every", "1"] if program == "gpt" else ["--iters", "3"]
+    cmd = [sys.executable, "-m", "globe.launch", "--nproc_per_node", "2", "--no-prefix",
+           os.path.join(ROOT, "examples", "python", program + ".py")] + flags
+
+    def losses(out):
+        return [line for line in out.splitlines() if " loss " in line]
+
+    cpu = losses(run(cmd, tmp_path))
+    sim = losses(run(cmd + ["--device", "sim"], tmp_path))
+    assert sim == cpu and len(cpu) >= 3, (cpu, sim)
+
+
 def test_oneflow_launch_module_path_runs_the_same(tmp_path):
     """The tutorial's `python3 -m oneflow.distributed.launch`, with only the package renamed:
     `python3 -m globe.distributed.launch` prints what `python3 -m globe.launch` prints."""

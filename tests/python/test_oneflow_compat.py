@@ -221,7 +221,7 @@ def test_devices_and_cuda():
     assert flow.device("cpu") == "cpu" and flow.device("cpu:0").index == 0 and repr(flow.device("cpu")) == "device(type='cpu')"
     assert flow.tensor([1.0]).device == flow.device("cpu")
     assert flow.device("cuda:1").index == 1 and str(flow.device("cuda", 2)) == "cuda:2"
-    with pytest.raises(flow.Error, match=r"\[device\] unknown device type 'gpu' \(supported: cpu, cuda\)"):
+    with pytest.raises(flow.Error, match=r"\[device\] unknown device type 'gpu' \(supported: cpu, cuda, sim\)"):
         flow.device("gpu")
     with pytest.raises(flow.Error, match=r"'cuda:x' is not a device"):
         flow.device("cuda:x")

@@ -154,6 +154,21 @@ def test_errors_carry_the_cores_message():
         flow.placement("tpu", ranks=[0])
 
 
+def test_numpy_of_a_device_tensor_is_a_host_copy_as_oneflows():
+    """On the sim device (every build has it): .numpy() copies to the host, as OneFlow's does for a
+    GPU tensor; the host tensor's array shares memory; .to("cpu") and back keep the values."""
+    x = flow.randn(3, 4)
+    s = x.to("sim")
+    assert str(s.device) == "sim:0"
+    a = s.numpy()
+    np.testing.assert_array_equal(a, x.numpy())
+    a[0, 0] = 7.0  # a copy: the device tensor keeps its value
+    assert s.numpy()[0, 0] == x.numpy()[0, 0]
+    np.testing.assert_array_equal(((s * 2).to("cpu")).numpy(), (x * 2).numpy())
+    with pytest.raises(flow.Error, match=r"input 0 is on sim:0 and input 1 on cpu"):
+        flow.add(s, x)
+
+
 def test_from_numpy_shares_memory_where_it_can():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = flow.from_numpy(a)

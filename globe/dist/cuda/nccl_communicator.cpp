@@ -40,6 +40,11 @@ namespace globe::dist {
 
 namespace {
 
+DeviceType cuda_type() {
+  static const DeviceType kind = parse_device_type("cuda");
+  return kind;
+}
+
 constexpr const char* kPointToPointWhy = "point-to-point transfers carry tags, which NCCL lacks";
 
 bool ok(ncclResult_t rc) { return rc == ncclSuccess || rc == ncclInProgress; }
@@ -150,7 +155,7 @@ class DoneEvent {
 class NcclCommunicator final : public Communicator {
  public:
   explicit NcclCommunicator(std::unique_ptr<MpiCommunicator> mpi)
-      : mpi_(mpi.get()), host_(std::make_unique<HostStagedCommunicator>(std::move(mpi), kPointToPointWhy)) {}
+      : mpi_(mpi.get()), host_(std::make_unique<HostStagedCommunicator>(std::move(mpi), kPointToPointWhy, cuda_type())) {}
   ~NcclCommunicator() override;
 
   int rank() const override { return mpi_->rank(); }
@@ -289,7 +294,7 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 bool NcclCommunicator::on_nccl(const Tensor& t, const char* op) {
-  if (t.device().is_cpu()) return false;
+  if (t.device().type != cuda_type()) return false;  // the host's, or another kind's: host-staged
   if (path_ == Path::undecided) decide(t.device());
   if (path_ == Path::staged) return false;
   GLOBE_CHECK(t.device() == device_, "[", op, "] the NCCL communicator of ranks ", members(), " runs on ",
@@ -576,20 +581,27 @@ void NcclCommunicator::exchange(const std::vector<Tensor>& send, const std::vect
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_group_communicator(std::unique_ptr<MpiCommunicator> mpi) {
-  return std::make_unique<NcclCommunicator>(std::move(mpi));
+namespace cuda {
+GroupCommunicatorFactory group_communicator_factory() {
+  return [](std::unique_ptr<MpiCommunicator> mpi) -> std::unique_ptr<Communicator> {
+    return std::make_unique<NcclCommunicator>(std::move(mpi));
+  };
 }
+}  // namespace cuda
 
 }  // namespace globe::dist
 
 #else  // a CUDA build where CMake found no NCCL
 
-namespace globe::dist {
+namespace globe::dist::cuda {
 
-std::unique_ptr<Communicator> make_group_communicator(std::unique_ptr<MpiCommunicator> mpi) {
-  return std::make_unique<HostStagedCommunicator>(std::move(mpi), "this build has no NCCL (CMake did not find it)");
+GroupCommunicatorFactory group_communicator_factory() {
+  return [](std::unique_ptr<MpiCommunicator> mpi) -> std::unique_ptr<Communicator> {
+    return std::make_unique<HostStagedCommunicator>(std::move(mpi), "this build has no NCCL (CMake did not find it)",
+                                                    parse_device_type("cuda"));
+  };
 }
 
-}  // namespace globe::dist
+}  // namespace globe::dist::cuda
 
 #endif

@@ -1,12 +1,8 @@
-// A CPU-only build's group communicator: MPI, with the staging wrapper that passes host tensors
-// straight through (no GPU tensor can exist in this build).
+// A build without CUDA: the "cuda" kind brings no group communicator (no GPU tensor can exist).
 #include "globe/dist/group_communicator.h"
-#include "globe/dist/staged_communicator.h"
 
-namespace globe::dist {
+namespace globe::dist::cuda {
 
-std::unique_ptr<Communicator> make_group_communicator(std::unique_ptr<MpiCommunicator> mpi) {
-  return std::make_unique<HostStagedCommunicator>(std::move(mpi), "this build has no CUDA");
-}
+GroupCommunicatorFactory group_communicator_factory() { return nullptr; }
 
-}  // namespace globe::dist
+}  // namespace globe::dist::cuda
