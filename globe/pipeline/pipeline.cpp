@@ -278,158 +278,229 @@ Tensor Pipeline::evaluate(const Tensor& input, const Tensor& target, const LossF
   return run(input, target, loss_fn, false).loss;
 }
 
-StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn& loss_fn, bool train) {
-  check_ties_unsharded();  // a module may have been sharded after tie()
-  const trace::Span span(trace::Kind::region, "pipeline step");  // the extent its bubble is a share of
-  const auto t0 = Clock::now();
-  StepResult result;
-  const int S = stages(), m = schedule_.microbatches();
-  const int64_t rows = input.dim() > 0 ? input.shape()[0] : 0;
-  GLOBE_CHECK(input.dim() > 0 && target.dim() > 0 && target.shape()[0] == rows, "[pipeline] step: input ",
-              globe::describe(input), " and target ", globe::describe(target), " need the same number of rows (dim 0)");
-  GLOBE_CHECK(rows >= m, "[pipeline] step: ", m, " micro-batches need at least ", m, " rows; the batch has ", rows);
-  if (train) check_microbatches("pipeline", rows, m);  // deterministic mode: the whole batch's bits, or an error
+// One step's run, in phases: place the batch and the tied values, run this rank's actions in the
+// schedule's order, give tied slots' gradients back to their parameters, give every parameter a
+// gradient on every rank (metadata where its stage is elsewhere), and box the loss.
+struct Pipeline::StepRun {
+  StepRun(Pipeline& pipe, const Tensor& input, const Tensor& target, const LossFn& loss_fn, bool train);
 
-  // Inputs to the first stage, targets to the last, tied values to their users: collective moves.
-  const Tensor in = onto(input, placement_of(0));
-  const Tensor tgt = onto(target, placement_of(S - 1));
-  for (Tie& tie : ties_) {
+  // Tied values to their users' stages, as leaves whose gradients go back at the end.
+  void share_ties();
+  // Every action of this rank's stages, in the schedule's order; an error names the action.
+  void run_actions();
+  // Tied slots give their gradient back to the parameter (collective over both stages' ranks).
+  void return_tie_gradients();
+  // SPMD reads (an optimizer step, a norm, item()) see every parameter's gradient on every rank:
+  // where a stage's parameters are not held, their gradient is metadata as they are.
+  void give_absent_gradients_metadata();
+  // The loss, summed inside the last stage (partial under data parallelism) and broadcast over it
+  // so that every rank knows its layout.
+  Tensor finish_loss(DType input_dtype);
+
+  StepResult result;
+
+ private:
+  void forward(int s, int k);
+  void backward(int s, int k, Phase phase);
+  void weights(int s, int k);
+  // The micro-batch's loss into the step's total: in the gradients' tree in deterministic mode.
+  void add_loss(const Tensor& loss);
+  // `t` from stage `from` to stage `to`: a transfer between rank groups, or a handoff within one.
+  Tensor move(const Tensor& t, int from, int to, int mb, bool fwd, const Tensor& like);
+
+  Pipeline& p_;
+  const LossFn& loss_fn_;
+  const bool train_;
+  const int S_, m_;
+  const int64_t rows_;
+  Tensor in_, tgt_;
+  std::map<std::pair<int, int>, Live> live_;         // (stage, micro-batch)
+  std::map<std::pair<int, int>, Tensor> handoff_;    // same rank group: (to stage, mb) -> tensor
+  std::vector<int> alive_;
+  Tensor total_;
+  TreeAccumulator losses_;  // deterministic mode's total (autograd/tree_accumulator.h)
+};
+
+Pipeline::StepRun::StepRun(Pipeline& pipe, const Tensor& input, const Tensor& target, const LossFn& loss_fn, bool train)
+    : p_(pipe),
+      loss_fn_(loss_fn),
+      train_(train),
+      S_(pipe.stages()),
+      m_(pipe.schedule_.microbatches()),
+      rows_(input.dim() > 0 ? input.shape()[0] : 0),
+      alive_(size_t(pipe.stages()), 0) {
+  p_.check_ties_unsharded();  // a module may have been sharded after tie()
+  GLOBE_CHECK(input.dim() > 0 && target.dim() > 0 && target.shape()[0] == rows_, "[pipeline] step: input ",
+              globe::describe(input), " and target ", globe::describe(target), " need the same number of rows (dim 0)");
+  GLOBE_CHECK(rows_ >= m_, "[pipeline] step: ", m_, " micro-batches need at least ", m_, " rows; the batch has ", rows_);
+  if (train_) check_microbatches("pipeline", rows_, m_);  // deterministic mode: the whole batch's bits, or an error
+  // Inputs to the first stage, targets to the last: collective moves.
+  in_ = onto(input, p_.placement_of(0));
+  tgt_ = onto(target, p_.placement_of(S_ - 1));
+  result.peak_alive.assign(size_t(S_), 0);
+}
+
+void Pipeline::StepRun::share_ties() {
+  for (Tie& tie : p_.ties_) {
     NoGradGuard no_grad;
-    const Placement& p = placement_of(tie.slot_stage);
+    const Placement& p = p_.placement_of(tie.slot_stage);
     Tensor v = box(tie.parameter->detach(), p, layout_on(tie.parameter->sbp(), tie.parameter->placement(), p)).detach();
     v.set_requires_grad(true);
     *tie.slot = v;
   }
+}
 
-  waited_ = 0;
-  std::map<std::pair<int, int>, Live> live;  // (stage, micro-batch)
-  std::map<std::pair<int, int>, Tensor> handoff;  // same rank group: (to stage, mb) -> tensor
-  std::vector<int> alive(size_t(S), 0);
-  result.peak_alive.assign(size_t(S), 0);
-  Tensor total;
-  TreeAccumulator losses;  // deterministic mode's total (autograd/tree_accumulator.h)
-  auto move = [&](const Tensor& t, int from, int to, int mb, bool fwd, const Tensor& like) -> Tensor {
-    if (placement_of(from) != placement_of(to)) return transfer(t, from, to, mb, fwd, like);
-    const auto key = std::make_pair(fwd ? to : -1 - to, mb);
-    if (t.defined()) {
-      handoff[key] = t;
-      return t;
-    }
-    Tensor got = handoff.at(key);
-    handoff.erase(key);
-    return got;
-  };
+Tensor Pipeline::StepRun::move(const Tensor& t, int from, int to, int mb, bool fwd, const Tensor& like) {
+  if (p_.placement_of(from) != p_.placement_of(to)) return p_.transfer(t, from, to, mb, fwd, like);
+  const auto key = std::make_pair(fwd ? to : -1 - to, mb);
+  if (t.defined()) {
+    handoff_[key] = t;
+    return t;
+  }
+  Tensor got = handoff_.at(key);
+  handoff_.erase(key);
+  return got;
+}
 
+void Pipeline::StepRun::add_loss(const Tensor& loss) {
+  NoGradGuard no_grad;
+  if (deterministic()) losses_.add(loss.detach());
+  else total_ = total_.defined() ? add(total_, loss.detach()) : loss.detach();
+}
+
+void Pipeline::StepRun::forward(int s, int k) {
+  Live& l = live_[{s, k}];
+  Tensor x;
+  if (s == 0) {
+    x = microbatch(in_, m_, k);
+  } else {
+    x = move(Tensor(), s - 1, s, k, true, Tensor()).detach();
+    if (train_) x.set_requires_grad(true);
+  }
+  l.input = x;
+  Tensor y = p_.forward(s, x);
+  if (s == S_ - 1) {
+    // The micro-batch's mean loss weighted by its share of the rows: the losses sum to the
+    // batch's mean loss, and so do their gradients.
+    const Range r = split_range(rows_, m_, k);
+    l.output = mul(loss_fn_(y, microbatch(tgt_, m_, k)), double(r.length) / double(rows_));
+    add_loss(l.output);
+  } else {
+    l.output = y;
+    move(y, s, s + 1, k, true, Tensor());
+  }
+  if (!train_) live_.erase({s, k});
+  else result.peak_alive[size_t(s)] = std::max(result.peak_alive[size_t(s)], ++alive_[size_t(s)]);
+}
+
+void Pipeline::StepRun::backward(int s, int k, Phase phase) {
+  Live& l = live_.at({s, k});
+  Tensor seed;
+  if (s < S_ - 1) seed = move(Tensor(), s + 1, s, k, false, l.output);
+  std::vector<Tensor> inputs;
+  if (s > 0) inputs.push_back(l.input);
+  if (phase == Phase::input_grad) {
+    l.weights = run_input_backward(l.output, seed, inputs);
+  } else {
+    run_backward(l.output, seed);
+  }
+  if (s > 0) move(l.input.grad(), s, s - 1, k, false, Tensor());
+  l.input = Tensor();
+  l.output = Tensor();
+  if (phase == Phase::backward) {
+    live_.erase({s, k});
+    --alive_[size_t(s)];
+  }
+}
+
+void Pipeline::StepRun::weights(int s, int k) {
+  live_.at({s, k}).weights.run();
+  live_.erase({s, k});
+  --alive_[size_t(s)];
+}
+
+void Pipeline::StepRun::run_actions() {
+  const Schedule& schedule = p_.schedule_;
   // Each stage's last action that adds to its parameters' gradients: only there may their
   // data-parallel reductions start during backward (one reduction per step, not per micro-batch).
-  std::vector<const Action*> last_grad(size_t(S), nullptr);
-  for (const Action& a : schedule_.order())
+  std::vector<const Action*> last_grad(size_t(S_), nullptr);
+  for (const Action& a : schedule.order())
     if (a.phase == Phase::backward || a.phase == Phase::weight_grad) last_grad[size_t(a.stage)] = &a;
 
-  for (const Action& a : schedule_.order()) {
+  for (const Action& a : schedule.order()) {
     const int s = a.stage, k = a.microbatch;
-    if (!mine(s) || (!train && a.phase != Phase::forward)) continue;
+    if (!p_.mine(s) || (!train_ && a.phase != Phase::forward)) continue;
     const auto ta = Clock::now();
     trace::Span span(trace::Kind::pipeline);  // "F3@s1": the schedule's own name for the action
     if (span) {
       span->name = to_string(a);
       span->args = {{"stage", std::to_string(s)}, {"microbatch", std::to_string(k)}, {"phase", phase_name(a.phase)}};
     }
-    const Range r = split_range(rows, m, k);
     std::optional<NoSyncGuard> accumulate;
     if (&a != last_grad[size_t(s)]) accumulate.emplace();
     try {
-      if (a.phase == Phase::forward) {
-        Live& l = live[{s, k}];
-        Tensor x;
-        if (s == 0) {
-          x = microbatch(in, m, k);
-        } else {
-          x = move(Tensor(), s - 1, s, k, true, Tensor()).detach();
-          if (train) x.set_requires_grad(true);
-        }
-        l.input = x;
-        Tensor y = forward(s, x);
-        if (s == S - 1) {
-          // The micro-batch's mean loss weighted by its share of the rows: the losses sum to the
-          // batch's mean loss, and so do their gradients.
-          l.output = mul(loss_fn(y, microbatch(tgt, m, k)), double(r.length) / double(rows));
-          NoGradGuard no_grad;
-          if (deterministic()) losses.add(l.output.detach());  // in the gradients' tree
-          else total = total.defined() ? add(total, l.output.detach()) : l.output.detach();
-        } else {
-          l.output = y;
-          move(y, s, s + 1, k, true, Tensor());
-        }
-        if (!train) live.erase({s, k});
-        else result.peak_alive[size_t(s)] = std::max(result.peak_alive[size_t(s)], ++alive[size_t(s)]);
-      } else if (a.phase == Phase::backward || a.phase == Phase::input_grad) {
-        Live& l = live.at({s, k});
-        Tensor seed;
-        if (s < S - 1) seed = move(Tensor(), s + 1, s, k, false, l.output);
-        std::vector<Tensor> inputs;
-        if (s > 0) inputs.push_back(l.input);
-        if (a.phase == Phase::input_grad) {
-          l.weights = run_input_backward(l.output, seed, inputs);
-        } else {
-          run_backward(l.output, seed);
-        }
-        if (s > 0) move(l.input.grad(), s, s - 1, k, false, Tensor());
-        l.input = Tensor();
-        l.output = Tensor();
-        if (a.phase == Phase::backward) {
-          live.erase({s, k});
-          --alive[size_t(s)];
-        }
-      } else {
-        live.at({s, k}).weights.run();
-        live.erase({s, k});
-        --alive[size_t(s)];
-      }
+      if (a.phase == Phase::forward) forward(s, k);
+      else if (a.phase == Phase::backward || a.phase == Phase::input_grad) backward(s, k, a.phase);
+      else weights(s, k);
     } catch (const std::exception& e) {
       std::ostringstream os;
-      os << "[pipeline] " << phase_name(a.phase) << " of stage " << s << " on " << placement_of(s).to_string()
-         << ", micro-batch " << k << " (action " << schedule_.position(a) << " of " << schedule_.order().size()
-         << " in the " << schedule_.name() << " order): " << e.what();
+      os << "[pipeline] " << phase_name(a.phase) << " of stage " << s << " on " << p_.placement_of(s).to_string()
+         << ", micro-batch " << k << " (action " << schedule.position(a) << " of " << schedule.order().size()
+         << " in the " << schedule.name() << " order): " << e.what();
       throw Error(os.str());
     }
     result.busy_seconds += seconds_since(ta);
   }
+}
 
-  // Tied slots give their gradient back to the parameter (collective over both stages' ranks).
-  if (train) {
-    for (Tie& tie : ties_) {
-      NoGradGuard no_grad;
-      const Placement& p = placement_of(tie.slot_stage);
-      Tensor g = p.contains(dist::world_rank()) ? tie.slot->grad() : Tensor();
-      if (!g.defined()) g = phantom(tie.slot->shape(), tie.slot->dtype(), p, tie.slot->sbp());
-      Tensor back = box(g, tie.parameter->placement(), tie.parameter->sbp());
-      if (tie.parameter->placement().contains(dist::world_rank())) {
-        Tensor mine_g = tie.parameter->grad();
-        tie.parameter->set_grad(mine_g.defined() ? add(mine_g, back) : back);
-      }
-      tie.slot->set_grad(Tensor());
+void Pipeline::StepRun::return_tie_gradients() {
+  for (Tie& tie : p_.ties_) {
+    NoGradGuard no_grad;
+    const Placement& p = p_.placement_of(tie.slot_stage);
+    Tensor g = p.contains(dist::world_rank()) ? tie.slot->grad() : Tensor();
+    if (!g.defined()) g = phantom(tie.slot->shape(), tie.slot->dtype(), p, tie.slot->sbp());
+    Tensor back = box(g, tie.parameter->placement(), tie.parameter->sbp());
+    if (tie.parameter->placement().contains(dist::world_rank())) {
+      Tensor mine_g = tie.parameter->grad();
+      tie.parameter->set_grad(mine_g.defined() ? add(mine_g, back) : back);
     }
+    tie.slot->set_grad(Tensor());
   }
+}
 
-  // SPMD reads (an optimizer step, a norm, item()) see every parameter's gradient on every rank:
-  // where a stage's parameters are not held, their gradient is metadata as they are.
-  for (int s = 0; s < S && train; ++s) {
-    if (mine(s)) continue;
-    for (nn::UnaryModule* mod : stages_[size_t(s)].modules)
+void Pipeline::StepRun::give_absent_gradients_metadata() {
+  for (int s = 0; s < S_; ++s) {
+    if (p_.mine(s)) continue;
+    for (nn::UnaryModule* mod : p_.stages_[size_t(s)].modules)
       for (const Tensor& prm : mod->parameters())
         if (prm.requires_grad() && prm.is_global() && !Tensor(prm.impl().grad).defined())
           prm.set_grad(phantom(prm.shape(), prm.dtype(), prm.placement(), prm.sbp()));
   }
+}
 
-  const Placement& last = placement_of(S - 1);
+Tensor Pipeline::StepRun::finish_loss(DType input_dtype) {
+  const Placement& last = p_.placement_of(S_ - 1);
   // Ranks outside the last stage hold the loss as metadata; its dtype is the input's when that is
   // floating point (a model of float64 computes a float64 loss), else float32.
-  const DType loss_dtype = is_floating(input.dtype()) ? input.dtype() : kFloat32;
-  // The loss is summed inside the last stage (partial under data parallelism) so that every rank
-  // knows its layout: broadcast over the last stage.
-  if (losses.count() > 0) total = losses.value();
-  result.loss = total.defined() ? box(total, last, replicated(last.mesh_ndim())) : phantom({}, loss_dtype, last, replicated(last.mesh_ndim()));
+  const DType loss_dtype = is_floating(input_dtype) ? input_dtype : kFloat32;
+  if (losses_.count() > 0) total_ = losses_.value();
+  return total_.defined() ? box(total_, last, replicated(last.mesh_ndim()))
+                          : phantom({}, loss_dtype, last, replicated(last.mesh_ndim()));
+}
+
+StepResult Pipeline::run(const Tensor& input, const Tensor& target, const LossFn& loss_fn, bool train) {
+  const trace::Span span(trace::Kind::region, "pipeline step");  // the extent its bubble is a share of
+  const auto t0 = Clock::now();
+  StepRun step(*this, input, target, loss_fn, train);
+  step.share_ties();
+  waited_ = 0;
+  step.run_actions();
+  if (train) {
+    step.return_tie_gradients();
+    step.give_absent_gradients_metadata();
+  }
+  StepResult result = std::move(step.result);
+  result.loss = step.finish_loss(input.dtype());
   result.busy_seconds -= waited_;
   result.step_seconds = seconds_since(t0);
   return result;

@@ -105,6 +105,7 @@ class Pipeline {
     WeightGradWork weights;
   };
 
+  struct StepRun;  // one step's run, in phases (pipeline.cpp)
   StepResult run(const Tensor& input, const Tensor& target, const LossFn& loss, bool train);
   // A tied parameter must not be fully sharded: an error naming it otherwise.
   void check_ties_unsharded() const;
