@@ -5,7 +5,7 @@ import ctypes
 import os
 import re
 
-# The widest vector ISA of an OpenBLAS kernel set, as globe/kernels/blas_core.cpp ranks them.
+# The widest vector ISA of an OpenBLAS kernel set, as globe/kernels/cpu/blas_core.cpp ranks them.
 _CORE_LEVEL = {"sandybridge": 1, "bulldozer": 1, "piledriver": 1, "steamroller": 1, "excavator": 2, "haswell": 2,
                "zen": 2, "skylakex": 3, "cooperlake": 4, "sapphirerapids": 4}
 _BEST_CORE = {4: "Cooperlake", 3: "SkylakeX", 2: "Haswell", 1: "Sandybridge"}
@@ -35,7 +35,7 @@ def _openblas():
 def same_blas_kernels_as_globe():
     """Before torch loads: where OpenBLAS picked kernels that use less of the CPU than it has (0.3.21 on
     an Emerald Rapids runs Prescott's), re-run its selection as Globe does when it loads
-    (globe/kernels/blas_core.cpp: the best kernel set the library holds for the CPU's ISA, once), so
+    (globe/kernels/cpu/blas_core.cpp: the best kernel set the library holds for the CPU's ISA, once), so
     that PyTorch and Globe multiply with the same kernels."""
     lib = _openblas()
     if lib is None or "OPENBLAS_CORETYPE" in os.environ or os.environ.get("GLOBE_BLAS_CORE") == "keep" \
@@ -50,7 +50,7 @@ def same_blas_kernels_as_globe():
     if _CORE_LEVEL.get(lib.openblas_get_corename().decode().lower(), 0) >= level:
         return
     # OpenBLAS's memory initialised first: its threads, starting, then no longer run the selection,
-    # which would race this one (globe/kernels/blas_core.cpp says how that crashed).
+    # which would race this one (globe/kernels/cpu/blas_core.cpp says how that crashed).
     lib.blas_memory_alloc.restype = ctypes.c_void_p
     lib.blas_memory_free.argtypes = [ctypes.c_void_p]
     lib.blas_memory_free(lib.blas_memory_alloc(0))

@@ -23,7 +23,7 @@
 #include "checkpoint.h"
 #include "corpus.h"
 #include "generate.h"
-#include "globe/kernels/matmul.h"
+#include "globe/kernels/cpu/matmul.h"
 #include "model.h"
 
 extern "C" void openblas_set_num_threads(int);

@@ -1,6 +1,5 @@
 #include "globe/dist/machine.h"
 
-#include <cblas.h>
 #include <mpi.h>
 #include <sched.h>
 
@@ -8,7 +7,7 @@
 #include <sstream>
 
 #include "globe/device/device.h"
-#include "globe/kernels/blas_core.h"
+#include "globe/kernels/blas_info.h"
 
 namespace globe::dist {
 
@@ -61,13 +60,10 @@ std::vector<std::pair<std::string, std::string>> machine_info() {
   cpu_set_t set;
   CPU_ZERO(&set);
   const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-  std::ostringstream blas;
-  blas << openblas_get_config() << "; core " << openblas_get_corename();
-  if (!kernels::blas_core_note().empty()) blas << " (" << kernels::blas_core_note() << ")";
   return {{"cpu", cpuinfo("model name")},
           {"cores", std::to_string(cores)},
           {"isa", isa()},
-          {"blas", blas.str()},
+          {"blas", kernels::blas_description()},
           {"mpi", mpi_version()},
           {"gpus", std::to_string(accelerator_count())}};
 }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "globe/core/tensor.h"
-#include "globe/kernels/elementwise.h"
+#include "globe/kernels/host_arrays.h"
 
 namespace globe::dist::mpi {
 

@@ -9,7 +9,7 @@
 #include "globe/dist/mpi_communicator.h"
 #include "globe/dist/mpi_internal.h"
 #include "globe/dist/runtime.h"
-#include "globe/kernels/elementwise.h"
+#include "globe/kernels/host_arrays.h"
 
 namespace globe::dist {
 

@@ -17,7 +17,6 @@
 #include "globe/global/op_history.h"
 #include "globe/global/zero_layout.h"
 #include "globe/kernels/device_kernels.h"
-#include "globe/kernels/elementwise.h"
 
 namespace globe {
 

@@ -12,7 +12,6 @@
 #include "globe/global/hooks.h"
 #include "globe/global/meta_wire.h"
 #include "globe/kernels/device_kernels.h"
-#include "globe/kernels/elementwise.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"
 

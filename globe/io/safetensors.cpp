@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "globe/kernels/elementwise.h"
+#include "globe/kernels/device_kernels.h"
 
 namespace globe::io {
 
@@ -148,7 +148,7 @@ void SafetensorsWriter::append(const Tensor& value) {
   GLOBE_CHECK(!value.is_global() && value.dtype() == t.dtype && value.shape() == t.shape, "[", op_,
               "] '", path(), "': tensor '", t.name, "' was declared ", dtype_name(t.dtype),
               shape_str(t.shape), " but got ", describe(value));
-  const Tensor dense = kernels::dense(value.host_view());  // a GPU tensor is copied to the host first
+  const Tensor dense = kernels::device_dense(value.host_view());  // a GPU tensor is copied to the host first
   file_.write(dense.raw_data(), size_t(dense.numel()) * itemsize(dense.dtype()),
               "tensor '" + t.name + "'");
   ++next_;

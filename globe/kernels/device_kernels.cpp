@@ -1,7 +1,11 @@
-// The dispatcher of the kernel tables: the one file that reaches every device kind's table.
+// The dispatcher of the kernel tables: the one file that reaches every device kind's table. Ops
+// get its own table from kernels_on; each of its entries picks the device kind's table by the
+// tensors it is given and applies the one 16-bit rule (via_float32.h) to entries that table has
+// no 16-bit form of.
 #include "globe/kernels/device_kernels.h"
 
 #include <atomic>
+#include <type_traits>
 #include <iterator>
 
 #include "globe/device/backend.h"
@@ -31,20 +35,59 @@ void register_kernel_table(DeviceType type, const DeviceKernels& table) {
   g_registered[size_t(type)].store(&table);
 }
 
-const DeviceKernels& kernels_on(const Device& device) {
-  if (device.is_cpu()) return cpu::table();
-  check_device_usable(device, "[kernels]");
-  // In the device layer's order of kinds (the same list), after the CPU.
+namespace {
+
+// The table of a device kind: the CPU's, a built-in kind's (in the device layer's order of kinds,
+// the same list, after the CPU), or one registered at run time.
+const DeviceKernels& table_of(DeviceType type) {
+  if (type == DeviceType::cpu) return cpu::table();
   static const DeviceKernels& (*const tables[])() = {
 #define GLOBE_DEVICE_KIND(kind) &kind::table,
 #include "globe/device_kinds.inc"
 #undef GLOBE_DEVICE_KIND
   };
-  const size_t i = size_t(device.type);
+  const size_t i = size_t(type);
   if (i <= std::size(tables)) return tables[i - 1]();
   const DeviceKernels* registered = i < std::size(g_registered) ? g_registered[i].load() : nullptr;
-  GLOBE_CHECK(registered != nullptr, "[kernels] ", device.str(), ": its kind has no kernel table (register_kernel_table)");
+  GLOBE_CHECK(registered != nullptr, "[kernels] ", device_type_name(type),
+              ": the kind has no kernel table (register_kernel_table)");
   return *registered;
+}
+
+template <class A>
+void note_tensor(const Tensor*& first, const A& a) {
+  if constexpr (std::is_same_v<std::decay_t<A>, Tensor>)
+    if (first == nullptr && a.defined()) first = &a;
+}
+
+// An entry of the dispatcher's table: the device of its first tensor argument picks the kind's
+// table, whose entry runs as it is where it takes 16-bit floats, else through call_via_float32.
+template <auto Entry>
+struct Dispatch;
+
+template <class R, class... A, R (*DeviceKernels::*Entry)(A...)>
+struct Dispatch<Entry> {
+  static R call(A... args) {
+    const Tensor* first = nullptr;
+    (note_tensor(first, args), ...);
+    const DeviceKernels& table = table_of(first != nullptr ? first->device().type : DeviceType::cpu);
+    if (table.native_16bit & entry_bit<Entry>()) return (table.*Entry)(std::forward<A>(args)...);
+    return call_via_float32<R, A...>(table.*Entry, std::forward<A>(args)...);
+  }
+};
+
+}  // namespace
+
+const DeviceKernels& kernels_on(const Device& device) {
+  if (!device.is_cpu()) check_device_usable(device, "[kernels]");
+#define GLOBE_DISPATCH(entry) .entry = &Dispatch<&DeviceKernels::entry>::call,
+  static const DeviceKernels dispatched{
+      .device_name = "dispatch",
+      GLOBE_KERNEL_ENTRIES(GLOBE_DISPATCH)
+      .native_16bit = ~uint64_t(0),
+  };
+#undef GLOBE_DISPATCH
+  return dispatched;
 }
 
 void device_copy(const Tensor& dst, const Tensor& src) { kernels_on(dst.device()).copy_into(dst, src); }

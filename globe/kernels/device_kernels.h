@@ -1,11 +1,15 @@
 // The kernel table of each device: every kernel family that runs on more than the CPU has an entry
 // here, keyed by its op kind (kinds.h), and ops call it through kernels_on(the inputs' device), so
-// no op branches on the device (docs/design.md §16). The CPU table is in kernels/cpu/, the CUDA
+// no op branches on the device (docs/design.md §16). Between an op and a device's table sits the
+// dispatcher (device_kernels.cpp), which takes 16-bit floats through float32 where the table
+// has no 16-bit form of the entry. The CPU table is in kernels/cpu/, the CUDA
 // table in kernels/cuda/ (a CPU-only build links kernels/cuda/no_cuda.cpp, whose entries throw); only
 // device_kernels.cpp includes either (scripts/check_layers.py enforces it).
 //
 // Every entry takes local tensors on the table's device and returns (or writes) tensors there.
 #pragma once
+
+#include <cstdint>
 
 #include "globe/core/random.h"
 #include "globe/core/tensor.h"
@@ -41,7 +45,7 @@ struct DeviceKernels {
   // The sum of `a` over the dims where `keep_shape` (a's rank) is 1 and a is not: a new tensor of
   // keep_shape; float32 accumulates in float64.
   Tensor (*sum_to_keepdim)(const Tensor& a, const Shape& keep_shape);
-  // Indexing (kernels/reduce.h describes each): argmax along dim (int64, dim kept as 1), torch's
+  // Indexing (kernels/cpu/reduce.h describes each): argmax along dim (int64, dim kept as 1), torch's
   // gather, and its adjoint scatter_add into zeros of `shape`.
   Tensor (*argmax_keepdim)(const Tensor& a, int64_t dim);
   Tensor (*gather)(const Tensor& a, int64_t dim, const Tensor& index);
@@ -58,7 +62,7 @@ struct DeviceKernels {
   // bits of the product followed by a separate add, in one pass.
   void (*fixed_order_gemm)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias, int64_t leaf);
 
-  // The neural-network rows (kernels/nn.h describes each; undefined tensors where optional).
+  // The neural-network rows (kernels/cpu/nn.h describes each; undefined tensors where optional).
   Tensor (*softmax)(const Tensor& a, int64_t dim, bool log);
   Tensor (*softmax_backward_last)(const Tensor& y, const Tensor& g, double scale);
   Tensor (*causal_softmax_last)(const Tensor& x, double scale, int64_t row0);
@@ -70,7 +74,7 @@ struct DeviceKernels {
   Tensor (*embedding_backward)(const Tensor& grad, const Tensor& indices, int64_t vocab);
   Tensor (*pick)(const Tensor& x, const Tensor& index, int64_t c0, int64_t classes);
   Tensor (*pick_backward)(const Tensor& grad, const Tensor& index, const Shape& out_shape, int64_t c0);
-  // Fused causal attention on packed qkv (kernels/attention.h).
+  // Fused causal attention on packed qkv (kernels/cpu/attention.h).
   Tensor (*causal_attention)(const Tensor& qkv, double scale, Tensor* probs);
   Tensor (*causal_attention_backward)(const Tensor& qkv, const Tensor& gy, double scale, const Tensor& probs);
 
@@ -82,19 +86,73 @@ struct DeviceKernels {
   // The sum of the squares of a's elements (floating), accumulated in double, back on the host.
   double (*sum_of_squares)(const Tensor& a);
 
-  // A random fill (kinds.h's RandomKind, kernels/random_fill.h): `out` (contiguous, floating;
+  // A random fill (kinds.h's RandomKind, kernels/cpu/random_fill.h): `out` (contiguous, floating;
   // int64 for randint) holds the block of a `logical`-shaped tensor starting at `start`, each
   // element drawn from stream s at its logical position, so every device and every layout draws
   // the same raw bits (core/philox.h).
   void (*random_fill)(RandomKind kind, const Tensor& out, const RandomStream& s, const Shape& logical,
                       const Shape& start, const RandomParams& params);
+
+  // The entries that take bfloat16 and float16 themselves (entry_bit<&DeviceKernels::e>() each).
+  // The dispatcher runs every other entry's 16-bit calls through its float32 form: the one 16-bit
+  // rule (via_float32.h), for every device. copy_into and fill, which that rule uses to widen and
+  // round, must take them.
+  uint64_t native_16bit = 0;
 };
+
+// Every entry of DeviceKernels, in its order: X(entry) each, for tables made from another
+// (the dispatcher's, kernels/host_memory_table.h).
+#define GLOBE_KERNEL_ENTRIES(X) \
+  X(unary) \
+  X(binary) \
+  X(scalar) \
+  X(compare) \
+  X(clamp) \
+  X(clamp_backward) \
+  X(where) \
+  X(copy_into) \
+  X(fill) \
+  X(sum_to_keepdim) \
+  X(argmax_keepdim) \
+  X(gather) \
+  X(scatter_add) \
+  X(matmul) \
+  X(fixed_order_gemm) \
+  X(softmax) \
+  X(softmax_backward_last) \
+  X(causal_softmax_last) \
+  X(causal_fill) \
+  X(normalize_last) \
+  X(normalize_last_backward) \
+  X(normalize_last_weight_grad) \
+  X(embedding) \
+  X(embedding_backward) \
+  X(pick) \
+  X(pick_backward) \
+  X(causal_attention) \
+  X(causal_attention_backward) \
+  X(sgd_update) \
+  X(adam_update) \
+  X(sum_of_squares) \
+  X(random_fill)
+
+// An entry's bit in native_16bit: its place among the table's function pointers.
+template <auto Entry>
+uint64_t entry_bit() {
+  static const uint64_t bit = [] {
+    const DeviceKernels probe{};
+    const auto at = reinterpret_cast<const char*>(&(probe.*Entry)) - reinterpret_cast<const char*>(&probe.unary);
+    return uint64_t(1) << (size_t(at) / sizeof(void*));
+  }();
+  return bit;
+}
 
 // The table of a kind registered at run time (device/backend.h's register_device_kind); kept by
 // reference. Built-in kinds' tables come from their kernels/<kind>/ folders instead.
 void register_kernel_table(DeviceType type, const DeviceKernels& table);
 
-// The table of `device`'s type (a device kind's checks that the device is usable first).
+// The dispatcher's table for `device` (checked usable): each entry finds the device from its
+// tensor arguments, applies the 16-bit rule, and calls that device kind's table.
 const DeviceKernels& kernels_on(const Device& device);
 // The table of the device `t` lives on.
 inline const DeviceKernels& kernels_for(const Tensor& t) { return kernels_on(t.device()); }

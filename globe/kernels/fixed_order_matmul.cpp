@@ -1,7 +1,7 @@
 #include "globe/kernels/fixed_order_matmul.h"
 
 #include "globe/kernels/device_kernels.h"
-#include "globe/kernels/elementwise.h"
+#include "globe/kernels/strides.h"
 
 namespace globe::kernels {
 

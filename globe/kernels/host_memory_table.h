@@ -106,41 +106,12 @@ struct OnHost<Guard, Entry> {
 template <class Guard>
 const DeviceKernels& host_memory_table(const char* name) {
   using K = DeviceKernels;
-#define GLOBE_ON_HOST(entry) .entry = &host_memory_detail::OnHost<Guard, &K::entry>::call
+#define GLOBE_ON_HOST(entry) .entry = &host_memory_detail::OnHost<Guard, &K::entry>::call,
   static const DeviceKernels t{
       .device_name = name,
-      GLOBE_ON_HOST(unary),
-      GLOBE_ON_HOST(binary),
-      GLOBE_ON_HOST(scalar),
-      GLOBE_ON_HOST(compare),
-      GLOBE_ON_HOST(clamp),
-      GLOBE_ON_HOST(clamp_backward),
-      GLOBE_ON_HOST(where),
-      GLOBE_ON_HOST(copy_into),
-      GLOBE_ON_HOST(fill),
-      GLOBE_ON_HOST(sum_to_keepdim),
-      GLOBE_ON_HOST(argmax_keepdim),
-      GLOBE_ON_HOST(gather),
-      GLOBE_ON_HOST(scatter_add),
-      GLOBE_ON_HOST(matmul),
-      GLOBE_ON_HOST(fixed_order_gemm),
-      GLOBE_ON_HOST(softmax),
-      GLOBE_ON_HOST(softmax_backward_last),
-      GLOBE_ON_HOST(causal_softmax_last),
-      GLOBE_ON_HOST(causal_fill),
-      GLOBE_ON_HOST(normalize_last),
-      GLOBE_ON_HOST(normalize_last_backward),
-      GLOBE_ON_HOST(normalize_last_weight_grad),
-      GLOBE_ON_HOST(embedding),
-      GLOBE_ON_HOST(embedding_backward),
-      GLOBE_ON_HOST(pick),
-      GLOBE_ON_HOST(pick_backward),
-      GLOBE_ON_HOST(causal_attention),
-      GLOBE_ON_HOST(causal_attention_backward),
-      GLOBE_ON_HOST(sgd_update),
-      GLOBE_ON_HOST(adam_update),
-      GLOBE_ON_HOST(sum_of_squares),
-      GLOBE_ON_HOST(random_fill),
+      GLOBE_KERNEL_ENTRIES(GLOBE_ON_HOST)
+      // The CPU's entries it calls are the dispatcher's, which apply the 16-bit rule there.
+      .native_16bit = ~uint64_t(0),
   };
 #undef GLOBE_ON_HOST
   return t;

@@ -17,7 +17,7 @@ enum class CompareKind { eq, ne, lt, le, gt, ge };
 // x + s, x * s, x ^ s with a scalar s.
 enum class ScalarKind { add, mul, pow };
 
-// The random fills (kernels/random_fill.h describes each): randn's standard normals, rand's /
+// The random fills (kernels/cpu/random_fill.h describes each): randn's standard normals, rand's /
 // uniform's [low, high), randint's int64 [int_low, int_high), dropout's keep-mask of drop
 // probability p. Each draws from the logical position only (core/philox.h).
 enum class RandomKind { normal, uniform, randint, dropout_mask };

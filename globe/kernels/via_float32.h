@@ -1,6 +1,7 @@
-// The 16-bit floats (bfloat16, float16) through a device's float32 kernels: via_float32<F> is an
-// entry of the same signature as F that, when any tensor argument is 16-bit, widens every such
-// argument to float32 (exact), runs F, and rounds its floating results back to that dtype once.
+// The 16-bit floats (bfloat16, float16) through a device's float32 kernels: call_via_float32(f,
+// args...), when any tensor argument is 16-bit, widens every such argument to float32 (exact),
+// runs f, and rounds its floating results back to that dtype once. The dispatcher applies it to
+// every entry a device's table does not mark as taking 16-bit floats itself (device_kernels.h).
 // So every kernel of a table computes and accumulates a 16-bit op in float32 (matmul, sums,
 // softmax, layer norm, Adam), the mixed-precision contract of docs/design.md §17, without a second
 // copy of each kernel. Entries that write into their arguments (the optimizers' updates, random
@@ -58,6 +59,11 @@ struct Arg<Tensor*> {
   }
 };
 
+template <class X>
+void finish_output(X& a, DType to) {
+  if constexpr (std::is_same_v<X, Arg<Tensor*>>) a.finish(to);
+}
+
 template <class A>
 DType first_low(DType found, const A& a) {
   if constexpr (std::is_same_v<std::decay_t<A>, Tensor>) {
@@ -68,43 +74,30 @@ DType first_low(DType found, const A& a) {
 
 }  // namespace via_detail
 
-template <auto F>
-struct ViaFloat32;
-
-template <class R, class... A, R (*F)(A...)>
-struct ViaFloat32<F> {
-  static R call(A... args) {
-    using namespace via_detail;
-    if (!(low(args) || ...)) return F(std::forward<A>(args)...);
-    DType to = DType::float32;
-    ((to = first_low(to, args)), ...);
-    // A tensor-valued output pointer (Tensor*) takes the rounded result after the call.
-    std::tuple<Arg<A>...> wide{Arg<A>{std::forward<A>(args)}...};
-    auto finish = [&] { std::apply([&](auto&... a) { (a.finish(to), ...); }, wide); };
-    if constexpr (std::is_void_v<R>) {
-      std::apply([](auto&... a) { F(a.get()...); }, wide);
-      finish();  // in-place entries: the written values go back into the 16-bit tensors
+// f(args...) with every 16-bit tensor argument widened to float32 and f's floating results
+// rounded back once (what the dispatcher does for an entry without a 16-bit form:
+// device_kernels.cpp); straight to f where no argument is 16-bit.
+template <class R, class... A>
+R call_via_float32(R (*f)(A...), std::type_identity_t<A>... args) {
+  using namespace via_detail;
+  if (!(low(args) || ...)) return f(std::forward<A>(args)...);
+  DType to = DType::float32;
+  ((to = first_low(to, args)), ...);
+  // A tensor-valued output pointer (Tensor*) takes the rounded result after the call.
+  std::tuple<Arg<A>...> wide{Arg<A>{std::forward<A>(args)}...};
+  if constexpr (std::is_void_v<R>) {
+    std::apply([&](auto&... a) { f(a.get()...); }, wide);
+    std::apply([&](auto&... a) { (a.finish(to), ...); }, wide);  // in-place entries: written values go back
+  } else {
+    R r = std::apply([&](auto&... a) { return f(a.get()...); }, wide);
+    if constexpr (std::is_same_v<R, Tensor>) {
+      // After a value-returning entry only output pointers are finished: its tensors are inputs.
+      std::apply([&](auto&... a) { (finish_output(a, to), ...); }, wide);
+      return narrow(r, to);
     } else {
-      R r = std::apply([](auto&... a) { return F(a.get()...); }, wide);
-      if constexpr (std::is_same_v<R, Tensor>) {
-        std::apply([&](auto&... a) { (finish_output(a, to), ...); }, wide);
-        return narrow(r, to);
-      } else {
-        return r;
-      }
+      return r;
     }
   }
-
- private:
-  // After a value-returning entry only output pointers are finished: its tensor arguments are inputs.
-  template <class X>
-  static void finish_output(X& a, DType to) {
-    if constexpr (std::is_same_v<X, via_detail::Arg<Tensor*>>) a.finish(to);
-  }
-};
-
-// The entry itself: `.unary = via_float32<cpu::unary>`.
-template <auto F>
-inline constexpr auto via_float32 = &ViaFloat32<F>::call;
+}
 
 }  // namespace globe::kernels

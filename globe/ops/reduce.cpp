@@ -3,7 +3,6 @@
 #include <numeric>
 
 #include "globe/kernels/device_kernels.h"
-#include "globe/kernels/reduce.h"
 #include "globe/kernels/tree_sum.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"

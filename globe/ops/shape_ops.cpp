@@ -3,7 +3,7 @@
 #include <numeric>
 
 #include "globe/kernels/device_kernels.h"
-#include "globe/kernels/elementwise.h"
+#include "globe/kernels/strides.h"
 #include "globe/ops/hooks.h"
 #include "globe/ops/op.h"
 #include "globe/ops/ops.h"

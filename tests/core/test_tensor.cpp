@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "globe/globe.h"
-#include "globe/kernels/random_fill.h"
+#include "globe/kernels/cpu/random_fill.h"
 
 namespace globe {
 namespace {

@@ -1,4 +1,4 @@
-// A Globe program where Globe's re-pick of OpenBLAS's kernels (kernels/blas_core.h) applies on any
+// A Globe program where Globe's re-pick of OpenBLAS's kernels (kernels/cpu/blas_core.h) applies on any
 // x86 CPU with AVX: started with OPENBLAS_CORETYPE=Prescott, OpenBLAS loads with its SSE3 kernels
 // and starts its threads; this program's first constructor then forgets the variable, so Globe,
 // initialised after it, finds a pick below the CPU and chooses again, as it does where OpenBLAS
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "globe/kernels/blas_core.h"
+#include "globe/kernels/cpu/blas_core.h"
 
 extern "C" char* openblas_get_corename(void);
 

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "globe/globe.h"
-#include "globe/kernels/blas_core.h"
+#include "globe/kernels/cpu/blas_core.h"
 #include "test_util.h"
 
 namespace globe {
@@ -325,7 +325,7 @@ TEST(Communicator, StartedAllGathersBesideBlockingOnes) {
 }
 
 // OpenBLAS's kernels use the CPU's widest vector ISA that the library holds kernels for: where its
-// own pick used less (Prescott on an Emerald Rapids), Globe chose again at load (kernels/blas_core.h).
+// own pick used less (Prescott on an Emerald Rapids), Globe chose again at load (kernels/cpu/blas_core.h).
 TEST(Machine, BlasKernelsUseTheCpusVectorIsa) {
   if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("GLOBE_BLAS_CORE")) GTEST_SKIP() << "the kernels were chosen by hand";
   if (!dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init")) GTEST_SKIP() << "OpenBLAS without DYNAMIC_ARCH: one kernel set";

@@ -17,8 +17,8 @@
 #include "global_test_util.h"
 #include "test_util.h"
 #include "globe/autograd/tree_accumulator.h"
-#include "globe/kernels/matmul.h"
-#include "globe/kernels/nn.h"
+#include "globe/kernels/cpu/matmul.h"
+#include "globe/kernels/cpu/nn.h"
 #include "globe/kernels/tree_order.h"
 #include "globe/kernels/tree_sum.h"
 
@@ -208,7 +208,7 @@ TEST_F(Deterministic, AProductsBitsDoNotDependOnBlasThreads) {
   EXPECT_TRUE(same_bits(two, one));
 }
 
-// The product keeps its helper threads between calls (kernels/worker_pool.h); a child forked after
+// The product keeps its helper threads between calls (kernels/cpu/worker_pool.h); a child forked after
 // they started (a Python data loader's worker, say) has none of them, and its threaded products
 // still finish, with the parent's bits, instead of waiting for helpers that do not exist there.
 TEST_F(Deterministic, AProcessForkedAfterThreadedProductsStillMultiplies) {

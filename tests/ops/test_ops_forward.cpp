@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "globe/globe.h"
-#include "globe/kernels/attention.h"
+#include "globe/kernels/cpu/attention.h"
 #include "test_util.h"
 
 namespace globe {

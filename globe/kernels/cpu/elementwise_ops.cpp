@@ -5,8 +5,8 @@
 #include <type_traits>
 
 #include "globe/kernels/cpu/table.h"
-#include "globe/kernels/elementwise.h"
-#include "globe/kernels/fast_math.h"
+#include "globe/kernels/cpu/elementwise.h"
+#include "globe/kernels/cpu/fast_math.h"
 
 namespace globe::kernels::cpu {
 

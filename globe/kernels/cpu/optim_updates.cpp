@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "globe/kernels/cpu/table.h"
-#include "globe/kernels/vector_clones.h"
+#include "globe/kernels/cpu/vector_clones.h"
 
 namespace globe::kernels::cpu {
 

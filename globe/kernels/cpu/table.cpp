@@ -1,55 +1,57 @@
 #include "globe/kernels/cpu/table.h"
 
-#include "globe/kernels/attention.h"
-#include "globe/kernels/elementwise.h"
-#include "globe/kernels/matmul.h"
-#include "globe/kernels/nn.h"
-#include "globe/kernels/random_fill.h"
-#include "globe/kernels/reduce.h"
-#include "globe/kernels/via_float32.h"
+#include "globe/kernels/cpu/attention.h"
+#include "globe/kernels/cpu/elementwise.h"
+#include "globe/kernels/cpu/matmul.h"
+#include "globe/kernels/cpu/nn.h"
+#include "globe/kernels/cpu/random_fill.h"
+#include "globe/kernels/cpu/reduce.h"
 
 namespace globe::kernels::cpu {
 
-// Every entry takes bfloat16 and float16 through its float32 kernel (via_float32.h) but copy_into and fill,
-// which convert natively, and matmul, which picks a bf16 GEMM itself.
+// The dispatcher takes bfloat16 and float16 through every entry's float32 kernel (via_float32.h)
+// but copy_into and fill, which convert natively, matmul, which picks a bf16 GEMM itself, and
+// fixed_order_gemm, which is handed float32 (kernels/fixed_order_matmul.cpp widens first).
 
 const DeviceKernels& table() {
   static const DeviceKernels t{
       .device_name = "cpu",
-      .unary = via_float32<unary>,
-      .binary = via_float32<binary>,
-      .scalar = via_float32<scalar>,
-      .compare = via_float32<compare>,
-      .clamp = via_float32<clamp>,
-      .clamp_backward = via_float32<clamp_backward>,
-      .where = via_float32<where>,
+      .unary = unary,
+      .binary = binary,
+      .scalar = scalar,
+      .compare = compare,
+      .clamp = clamp,
+      .clamp_backward = clamp_backward,
+      .where = where,
       .copy_into = kernels::copy_into,
       .fill = fill,
-      .sum_to_keepdim = via_float32<kernels::sum_to_keepdim>,
-      .argmax_keepdim = via_float32<kernels::argmax_keepdim>,
-      .gather = via_float32<kernels::gather>,
-      .scatter_add = via_float32<kernels::scatter_add>,
+      .sum_to_keepdim = kernels::sum_to_keepdim,
+      .argmax_keepdim = kernels::argmax_keepdim,
+      .gather = kernels::gather,
+      .scatter_add = kernels::scatter_add,
       .matmul = [](const Tensor& a, const Tensor& b, const Shape& out, const Tensor& bias) {
         return kernels::matmul(a, b, out, bias);  // 16-bit floats too (matmul.h)
       },
       .fixed_order_gemm = kernels::fixed_order_gemm,
-      .softmax = via_float32<kernels::softmax>,
-      .softmax_backward_last = via_float32<kernels::softmax_backward_last>,
-      .causal_softmax_last = via_float32<kernels::causal_softmax_last>,
-      .causal_fill = via_float32<kernels::causal_fill>,
-      .normalize_last = via_float32<kernels::normalize_last>,
-      .normalize_last_backward = via_float32<kernels::normalize_last_backward>,
-      .normalize_last_weight_grad = via_float32<kernels::normalize_last_weight_grad>,
-      .embedding = via_float32<kernels::embedding>,
-      .embedding_backward = via_float32<kernels::embedding_backward>,
-      .pick = via_float32<kernels::pick>,
-      .pick_backward = via_float32<kernels::pick_backward>,
-      .causal_attention = via_float32<kernels::causal_attention>,
-      .causal_attention_backward = via_float32<kernels::causal_attention_backward>,
-      .sgd_update = via_float32<sgd_update>,
-      .adam_update = via_float32<adam_update>,
-      .sum_of_squares = via_float32<kernels::sum_of_squares>,
-      .random_fill = via_float32<kernels::random_fill>,
+      .softmax = kernels::softmax,
+      .softmax_backward_last = kernels::softmax_backward_last,
+      .causal_softmax_last = kernels::causal_softmax_last,
+      .causal_fill = kernels::causal_fill,
+      .normalize_last = kernels::normalize_last,
+      .normalize_last_backward = kernels::normalize_last_backward,
+      .normalize_last_weight_grad = kernels::normalize_last_weight_grad,
+      .embedding = kernels::embedding,
+      .embedding_backward = kernels::embedding_backward,
+      .pick = kernels::pick,
+      .pick_backward = kernels::pick_backward,
+      .causal_attention = kernels::causal_attention,
+      .causal_attention_backward = kernels::causal_attention_backward,
+      .sgd_update = sgd_update,
+      .adam_update = adam_update,
+      .sum_of_squares = kernels::sum_of_squares,
+      .random_fill = kernels::random_fill,
+      .native_16bit = entry_bit<&DeviceKernels::copy_into>() | entry_bit<&DeviceKernels::fill>() |
+                      entry_bit<&DeviceKernels::matmul>() | entry_bit<&DeviceKernels::fixed_order_gemm>(),
   };
   return t;
 }

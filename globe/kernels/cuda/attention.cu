@@ -1,4 +1,4 @@
-// The CUDA table's fused causal attention (kernels/attention.h): q, k, v copied dense when they are
+// The CUDA table's fused causal attention (kernels/cpu/attention.h): q, k, v copied dense when they are
 // not already, the products as cuBLAS strided-batched GEMMs in full float32 / float64 precision,
 // and the causal softmax and its backward as one block per row, all on the device's compute
 // stream. Unlike the CPU, y and dqkv come back contiguous (not in q's / qkv's memory order), and

@@ -1,4 +1,4 @@
-// The CUDA table's argmax, gather and scatter_add (kernels/reduce.h describes each). Out-of-range
+// The CUDA table's argmax, gather and scatter_add (kernels/cpu/reduce.h describes each). Out-of-range
 // indices cannot be reported from a kernel without a host synchronisation: gather reads 0 for
 // them and scatter_add skips them (the CPU throws naming the index). scatter_add adds with
 // atomics, so a float32 sum over repeated indices may differ from the CPU's in the last bits and

@@ -26,7 +26,7 @@ Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& index, const T
 Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Tensor& bias);
 // fixed_order_gemm.cu
 void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias, int64_t leaf);
-// nn.cu: the rows of the neural-network functions (kernels/nn.h describes each)
+// nn.cu: the rows of the neural-network functions (kernels/cpu/nn.h describes each)
 Tensor softmax(const Tensor& a, int64_t dim, bool log);
 Tensor softmax_backward_last(const Tensor& y, const Tensor& g, double scale);
 Tensor causal_softmax_last(const Tensor& x, double scale, int64_t row0);
@@ -44,10 +44,10 @@ void sgd_update(const Tensor& p, const Tensor& g, const Tensor& momentum_buffer,
 void adam_update(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const AdamStep& step);
 double sum_of_squares(const Tensor& a);
-// random.cu (kernels/random_fill.h)
+// random.cu (kernels/cpu/random_fill.h)
 void random_fill(RandomKind kind, const Tensor& out, const RandomStream& s, const Shape& logical, const Shape& start,
                  const RandomParams& params);
-// attention.cu (kernels/attention.h)
+// attention.cu (kernels/cpu/attention.h)
 Tensor causal_attention(const Tensor& qkv, double scale, Tensor* probs);
 Tensor causal_attention_backward(const Tensor& qkv, const Tensor& gy, double scale, const Tensor& probs);
 

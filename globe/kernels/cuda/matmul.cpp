@@ -28,7 +28,7 @@
 #include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/cublas.h"
 #include "globe/kernels/cuda/kernels.h"
-#include "globe/kernels/elementwise.h"
+#include "globe/kernels/strides.h"
 
 namespace globe::kernels::cuda {
 

@@ -1,5 +1,5 @@
-// The CUDA table's neural-network rows (kernels/nn.h describes each; kernels/nn.cpp and
-// kernels/softmax_rows.h are the CPU versions whose formulas these follow). Row functions give each
+// The CUDA table's neural-network rows (kernels/cpu/nn.h describes each; kernels/cpu/nn.cpp and
+// kernels/cpu/softmax_rows.h are the CPU versions whose formulas these follow). Row functions give each
 // row one block of kRowThreads threads, which stride over the row and combine their partial results
 // through warp shuffles and shared memory; row sums (softmax denominators, layer-norm moments,
 // weight-grad sums) are taken in double as on the CPU. Every reduction combines in a fixed order,

@@ -1,4 +1,4 @@
-// The CUDA table's causal_fill, pick and pick_backward (kernels/nn.h describes each): one thread
+// The CUDA table's causal_fill, pick and pick_backward (kernels/cpu/nn.h describes each): one thread
 // per element or row. An index outside [0, classes) cannot be reported from here without a host
 // synchronisation, so pick leaves such a row 0 (the CPU throws naming it); cross_entropy's targets
 // are checked where they are made.

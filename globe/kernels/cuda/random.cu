@@ -1,4 +1,4 @@
-// The CUDA table's random fills (kernels/random_fill.h describes each): one thread per element of
+// The CUDA table's random fills (kernels/cpu/random_fill.h describes each): one thread per element of
 // the block, which maps its local index to its logical index in the whole tensor (the block of
 // `logical` starting at `start`, out contiguous) and draws it with core/philox.h, the functions the
 // CPU calls. uniform, randint and dropout masks equal the CPU's bit for bit (integer Philox, exact
@@ -63,7 +63,7 @@ void random_fill(RandomKind kind, const Tensor& out, const RandomStream& s, cons
     GLOBE_CHECK(out.dim() <= kMaxDims, "[", op, "] CUDA kernels take at most ", kMaxDims, " dims, got ",
                 shape_str(out.shape()));
     // The local index's coordinates in the block, walked through the logical tensor's strides
-    // from the block's start: its logical index (kernels/random_fill.cpp's for_each_logical).
+    // from the block's start: its logical index (kernels/cpu/random_fill.cpp's for_each_logical).
     Indexer<1> ix;
     ix.dims = int(out.dim());
     const Shape lstrides = contiguous_strides(logical);

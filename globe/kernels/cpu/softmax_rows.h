@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "globe/kernels/fast_math.h"
-#include "globe/kernels/vector_clones.h"
+#include "globe/kernels/cpu/fast_math.h"
+#include "globe/kernels/cpu/vector_clones.h"
 
 namespace globe::kernels {
 

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "globe/core/deterministic.h"
-#include "globe/kernels/blas.h"
-#include "globe/kernels/matmul.h"
-#include "globe/kernels/tiled_transpose.h"
+#include "globe/kernels/cpu/blas.h"
+#include "globe/kernels/cpu/matmul.h"
+#include "globe/kernels/cpu/tiled_transpose.h"
 #include "globe/kernels/tree_order.h"
-#include "globe/kernels/worker_pool.h"
+#include "globe/kernels/cpu/worker_pool.h"
 
 namespace globe::kernels {
 
@@ -104,7 +104,7 @@ GLOBE_VEC(F, float, __m512, 16, _mm512_setzero_ps, _mm512_set1_ps, _mm512_loadu_
           _mm512_fmadd_ps)
 GLOBE_VEC(D, double, __m512d, 8, _mm512_setzero_pd, _mm512_set1_pd, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_add_pd,
           _mm512_fmadd_pd)
-#include "globe/kernels/fixed_order_block.inc"
+#include "globe/kernels/cpu/fixed_order_block.inc"
 template <class T>
 void run_strips(const Gemm<T>& g, int64_t j0, int64_t j1) {
   if constexpr (std::is_same_v<T, float>) strips<T, F, 8, 2>(g, j0, j1);
@@ -120,7 +120,7 @@ GLOBE_VEC(F, float, __m256, 8, _mm256_setzero_ps, _mm256_set1_ps, _mm256_loadu_p
           _mm256_fmadd_ps)
 GLOBE_VEC(D, double, __m256d, 4, _mm256_setzero_pd, _mm256_set1_pd, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_add_pd,
           _mm256_fmadd_pd)
-#include "globe/kernels/fixed_order_block.inc"
+#include "globe/kernels/cpu/fixed_order_block.inc"
 template <class T>
 void run_strips(const Gemm<T>& g, int64_t j0, int64_t j1) {
   if constexpr (std::is_same_v<T, float>) strips<T, F, 6, 2>(g, j0, j1);

@@ -1,10 +1,10 @@
-#include "globe/kernels/reduce.h"
+#include "globe/kernels/cpu/reduce.h"
 
 #include <limits>
 
 #include "globe/core/strided.h"
-#include "globe/kernels/elementwise.h"
-#include "globe/kernels/vector_clones.h"
+#include "globe/kernels/cpu/elementwise.h"
+#include "globe/kernels/cpu/vector_clones.h"
 
 namespace globe::kernels {
 

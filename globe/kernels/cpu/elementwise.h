@@ -3,11 +3,10 @@
 
 #include "globe/core/strided.h"
 #include "globe/core/tensor.h"
+#include "globe/kernels/host_arrays.h"
+#include "globe/kernels/strides.h"
 
 namespace globe::kernels {
-
-// Strides that read `t` as if broadcast to `out` (0 along broadcast dims).
-Shape broadcast_strides(const Tensor& t, const Shape& out);
 
 // out = f(a), out dtype TOut.
 template <class TIn, class TOut, class F>
@@ -74,11 +73,6 @@ Tensor dense(const Tensor& t);
 void exp_f32(const float* x, float* y, int64_t n);
 void gelu_tanh_f32(const float* x, float* y, int64_t n);
 void gelu_tanh_grad_f32(const float* g, const float* x, float* out, int64_t n);
-
-// Sums over host arrays of `dtype` that do not alias (the ring collectives' steps, on MPI's host
-// buffers): out[i] = a[i] + b[i], and acc[i] += x[i].
-void add_arrays(DType dtype, void* out, const void* a, const void* b, int64_t n);
-void accumulate_array(DType dtype, void* acc, const void* x, int64_t n);
 
 // Copies `src` (any strides, any dtype) into `dst` (same shape, any strides), converting types.
 void copy_into(const Tensor& dst, const Tensor& src);

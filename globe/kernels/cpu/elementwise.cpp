@@ -1,21 +1,12 @@
-#include "globe/kernels/elementwise.h"
-#include "globe/kernels/fast_math.h"
-#include "globe/kernels/tiled_transpose.h"
-#include "globe/kernels/vector_clones.h"
+#include "globe/kernels/cpu/elementwise.h"
+#include "globe/kernels/cpu/fast_math.h"
+#include "globe/kernels/cpu/tiled_transpose.h"
+#include "globe/kernels/cpu/vector_clones.h"
 
 #include <algorithm>
 #include <cstring>
 
 namespace globe::kernels {
-
-Shape broadcast_strides(const Tensor& t, const Shape& out) {
-  const Shape& s = t.shape();
-  const Shape& st = t.strides();
-  Shape r(out.size(), 0);
-  const size_t lead = out.size() - s.size();
-  for (size_t i = 0; i < s.size(); ++i) r[lead + i] = s[i] == 1 ? 0 : st[i];
-  return r;
-}
 
 Tensor dense(const Tensor& t) {
   if (t.is_contiguous()) return t;

@@ -1,4 +1,4 @@
-#include "globe/kernels/random_fill.h"
+#include "globe/kernels/cpu/random_fill.h"
 
 #include "globe/core/strided.h"
 

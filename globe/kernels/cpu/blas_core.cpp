@@ -1,10 +1,12 @@
-#include "globe/kernels/blas_core.h"
+#include "globe/kernels/cpu/blas_core.h"
+#include "globe/kernels/blas_info.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
 #include <strings.h>
 
 #include <cstdlib>
+#include <sstream>
 
 namespace globe::kernels {
 
@@ -98,5 +100,12 @@ const std::string& note() {
 const std::string& blas_core_note() { return note(); }
 int blas_core_level(const char* core) { return level_of_core(core); }
 int blas_best_level() { return best_level(); }
+
+std::string blas_description() {
+  std::ostringstream blas;
+  blas << openblas_get_config() << "; core " << openblas_get_corename();
+  if (!blas_core_note().empty()) blas << " (" << blas_core_note() << ")";
+  return blas.str();
+}
 
 }  // namespace globe::kernels

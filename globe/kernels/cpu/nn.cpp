@@ -1,4 +1,4 @@
-#include "globe/kernels/nn.h"
+#include "globe/kernels/cpu/nn.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,10 +6,10 @@
 #include <utility>
 #include <vector>
 
-#include "globe/kernels/elementwise.h"
-#include "globe/kernels/fast_math.h"
-#include "globe/kernels/softmax_rows.h"
-#include "globe/kernels/vector_clones.h"
+#include "globe/kernels/cpu/elementwise.h"
+#include "globe/kernels/cpu/fast_math.h"
+#include "globe/kernels/cpu/softmax_rows.h"
+#include "globe/kernels/cpu/vector_clones.h"
 
 namespace globe::kernels {
 

@@ -1,13 +1,13 @@
-#include "globe/kernels/matmul.h"
+#include "globe/kernels/cpu/matmul.h"
 
 #include <dlfcn.h>
 
 #include <algorithm>
 
 #include "globe/core/strided.h"
-#include "globe/kernels/blas.h"
-#include "globe/kernels/blas_core.h"
-#include "globe/kernels/elementwise.h"
+#include "globe/kernels/cpu/blas.h"
+#include "globe/kernels/cpu/blas_core.h"
+#include "globe/kernels/cpu/elementwise.h"
 #include "globe/kernels/via_float32.h"
 
 namespace globe::kernels {
@@ -135,8 +135,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Shape& out_shape, const Te
     case DType::float64: return product<double, double>(a, b, out_shape, bias);
     case DType::bfloat16:
       if (bf16_gemm()) return via_detail::narrow(product<bfloat16, float>(a, b, out_shape, bias), a.dtype());
-      return via_float32<matmul_float32>(a, b, out_shape, bias);
-    case DType::float16: return via_float32<matmul_float32>(a, b, out_shape, bias);
+      return call_via_float32(&matmul_float32, a, b, out_shape, bias);
+    case DType::float16: return call_via_float32(&matmul_float32, a, b, out_shape, bias);
     default: break;
   }
   return visit_floating(a.dtype(), "matmul", [](auto) { return Tensor(); });

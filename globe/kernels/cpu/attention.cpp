@@ -1,4 +1,4 @@
-#include "globe/kernels/attention.h"
+#include "globe/kernels/cpu/attention.h"
 
 #include <algorithm>
 #include <array>
@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "globe/core/strided.h"
-#include "globe/kernels/blas.h"
-#include "globe/kernels/elementwise.h"
-#include "globe/kernels/softmax_rows.h"
-#include "globe/kernels/vector_clones.h"
+#include "globe/kernels/cpu/blas.h"
+#include "globe/kernels/cpu/elementwise.h"
+#include "globe/kernels/cpu/softmax_rows.h"
+#include "globe/kernels/cpu/vector_clones.h"
 
 namespace globe::kernels {
 

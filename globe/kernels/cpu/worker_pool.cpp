@@ -2,7 +2,7 @@
 // the work, bumps the generation, does its share, and waits until every helper kept has answered
 // that generation (those beyond the call's thread count answer without working), so no helper is
 // still looking at one call's work when the next is published.
-#include "globe/kernels/worker_pool.h"
+#include "globe/kernels/cpu/worker_pool.h"
 
 #include <immintrin.h>
 #include <unistd.h>
