@@ -59,6 +59,10 @@ class DeviceBackend {
   virtual bool event_done(void* event) = 0;
 };
 
+// How many kinds a process holds, the CPU included: the registry's room, memory.cpp's counters
+// and the kernels' registered tables are sized by it.
+inline constexpr size_t kMaxDeviceKinds = 9;
+
 // Registers a kind at run time, after the built-in ones (a test's device, a plugin's): returns its
 // DeviceType; "[device] ..." for a name taken or malformed, or past the 8 kinds Globe holds. Call
 // it before other threads use devices. Its kernel table goes to kernels::register_kernel_table,

@@ -21,7 +21,7 @@ struct Counter {
 };
 
 // Slot 0 counts the CPU; each other kind has kMaxDevices slots, its index's.
-constexpr int kMaxKinds = 8, kMaxDevices = 64;
+constexpr int kMaxKinds = int(kMaxDeviceKinds) - 1, kMaxDevices = 64;
 Counter g_counters[1 + kMaxKinds * kMaxDevices];
 
 Counter& counter(const Device& d) {

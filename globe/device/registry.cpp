@@ -17,10 +17,8 @@ namespace globe {
 
 namespace {
 
-// Room for every kind without reallocating, so a kind registered at run time never moves the
-// names another thread reads (memory.cpp counts up to 8 kinds besides the CPU).
-constexpr size_t kMaxKinds = 9;
-
+// Room for every kind (kMaxDeviceKinds) without reallocating, so a kind registered at run time
+// never moves the names another thread reads.
 struct Registry {
   std::vector<std::unique_ptr<DeviceBackend>> backends;  // [0] is the CPU's: none
   std::vector<std::string> names;
@@ -30,8 +28,8 @@ struct Registry {
 Registry& registry() {
   static Registry* r = [] {
     auto* out = new Registry;  // never destroyed: devices outlive static destructors
-    out->backends.reserve(kMaxKinds);
-    out->names.reserve(kMaxKinds);
+    out->backends.reserve(kMaxDeviceKinds);
+    out->names.reserve(kMaxDeviceKinds);
     out->backends.emplace_back();
     out->names.emplace_back("cpu");
 #define GLOBE_DEVICE_KIND(kind)                            \
@@ -72,8 +70,8 @@ DeviceType register_device_kind(std::unique_ptr<DeviceBackend> backend) {
               "[device] register_device_kind: '", name, "' is not a kind's name (no ':' or ',')");
   for (const std::string& n : r.names)
     GLOBE_CHECK(n != name, "[device] register_device_kind: the kind '", name, "' is registered already");
-  GLOBE_CHECK(r.names.size() < kMaxKinds, "[device] register_device_kind: '", name, "' would be kind #",
-              r.names.size(), "; Globe holds at most ", kMaxKinds - 1, " kinds besides the CPU");
+  GLOBE_CHECK(r.names.size() < kMaxDeviceKinds, "[device] register_device_kind: '", name, "' would be kind #",
+              r.names.size(), "; Globe holds at most ", kMaxDeviceKinds - 1, " kinds besides the CPU");
   r.backends.push_back(std::move(backend));
   r.names.push_back(name);
   return DeviceType(r.names.size() - 1);

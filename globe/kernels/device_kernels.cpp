@@ -5,12 +5,12 @@
 #include "globe/kernels/device_kernels.h"
 
 #include <atomic>
-#include <type_traits>
 #include <iterator>
 
 #include "globe/device/backend.h"
 #include "globe/device/memory.h"
 #include "globe/kernels/cpu/table.h"
+#include "globe/kernels/entry_args.h"
 #include "globe/kernels/via_float32.h"
 
 // Each device kind's table, in its kernels/<kind>/ folder (device/backend.h lists the kinds).
@@ -24,8 +24,8 @@
 namespace globe::kernels {
 
 namespace {
-// Kinds registered at run time, by DeviceType (device/backend.h's limit of kinds).
-std::atomic<const DeviceKernels*> g_registered[16];
+// Kinds registered at run time, by DeviceType.
+std::atomic<const DeviceKernels*> g_registered[kMaxDeviceKinds];
 }  // namespace
 
 void register_kernel_table(DeviceType type, const DeviceKernels& table) {
@@ -54,12 +54,6 @@ const DeviceKernels& table_of(DeviceType type) {
   return *registered;
 }
 
-template <class A>
-void note_tensor(const Tensor*& first, const A& a) {
-  if constexpr (std::is_same_v<std::decay_t<A>, Tensor>)
-    if (first == nullptr && a.defined()) first = &a;
-}
-
 // An entry of the dispatcher's table: the device of its first tensor argument picks the kind's
 // table, whose entry runs as it is where it takes 16-bit floats, else through call_via_float32.
 template <auto Entry>
@@ -68,8 +62,7 @@ struct Dispatch;
 template <class R, class... A, R (*DeviceKernels::*Entry)(A...)>
 struct Dispatch<Entry> {
   static R call(A... args) {
-    const Tensor* first = nullptr;
-    (note_tensor(first, args), ...);
+    const Tensor* first = first_tensor(args...);
     const DeviceKernels& table = table_of(first != nullptr ? first->device().type : DeviceType::cpu);
     if (table.native_16bit & entry_bit<Entry>()) return (table.*Entry)(std::forward<A>(args)...);
     return call_via_float32<R, A...>(table.*Entry, std::forward<A>(args)...);

@@ -13,35 +13,29 @@
 
 #include "globe/device/memory.h"
 #include "globe/kernels/device_kernels.h"
+#include "globe/kernels/entry_args.h"
 
 namespace globe::kernels {
 
 namespace host_memory_detail {
 
-inline Tensor with_storage(const Tensor& t, std::shared_ptr<Storage> s) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->shape = t.shape();
-  impl->dtype = t.dtype();
-  impl->storage = std::move(s);
-  impl->strides = t.strides();
-  impl->offset = t.offset();
-  return Tensor(std::move(impl));
-}
+// The elements `t`'s storage holds, as a 1-D extent of t's dtype.
+inline Shape storage_extent(const Tensor& t) { return {int64_t(t.storage()->nbytes / itemsize(t.dtype()))}; }
 
 // `t` as a host tensor over the same bytes (t itself when it is on the host or undefined).
 inline Tensor host_alias(const Tensor& t) {
   if (!t.defined() || t.device().is_cpu()) return t;
   const std::shared_ptr<Storage>& s = t.storage();
-  return with_storage(t, std::make_shared<Storage>(s->data, s->nbytes, std::shared_ptr<void>(s)));
+  const Tensor whole = Tensor::from_external(s->data, storage_extent(t), t.dtype(), s);
+  return Tensor::view_of(whole, t.shape(), t.strides(), t.offset());
 }
 
-// A host result copied into `device`'s memory.
+// A host result copied into `device`'s memory, its layout kept.
 inline Tensor on_device(const Tensor& host, const Device& device) {
   if (!host.defined()) return host;
-  const Storage& from = *host.storage();
-  auto s = std::make_shared<Storage>(from.nbytes, false, device);
-  detail::copy_bytes(device, s->data, kCPU, from.data, from.nbytes);
-  return with_storage(host, std::move(s));
+  const Tensor whole = Tensor::uninitialized(storage_extent(host), host.dtype(), device);
+  detail::copy_bytes(device, whole.device_data(), kCPU, host.storage()->data, host.storage()->nbytes);
+  return Tensor::view_of(whole, host.shape(), host.strides(), host.offset());
 }
 
 // One argument on its way to the CPU kernel.
@@ -69,21 +63,16 @@ struct Arg<Tensor*> {  // an output: filled by the CPU kernel, then moved to the
   }
 };
 
-template <class A>
-void note_device(Device& found, const A& a) {
-  if constexpr (std::is_same_v<std::decay_t<A>, Tensor>)
-    if (found.is_cpu() && a.defined() && !a.device().is_cpu()) found = a.device();
-}
-
 template <class Guard, auto Entry>
 struct OnHost;
 
 template <class Guard, class R, class... A, R (*DeviceKernels::*Entry)(A...)>
 struct OnHost<Guard, Entry> {
   static R call(A... args) {
-    Device device;
-    (note_device(device, args), ...);
-    GLOBE_CHECK(!device.is_cpu(), "[kernels] a device's table was called without a tensor on the device");
+    const Tensor* first = first_tensor(args...);
+    GLOBE_CHECK(first != nullptr && !first->device().is_cpu(),
+                "[kernels] a device's table was called without a tensor on the device");
+    const Device device = first->device();
     [[maybe_unused]] const Guard open;
     const DeviceKernels& cpu = kernels_on(kCPU);
     std::tuple<Arg<A>...> host{Arg<A>{std::forward<A>(args)}...};
