@@ -23,7 +23,8 @@ using testing::error_of;
 // ---- the whole device: memory, copies, synchronous streams ----
 class ToyBackend final : public DeviceBackend {
  public:
-  const char* name() const override { return "toy"; }
+  explicit ToyBackend(const char* name = "toy") : name_(name) {}
+  const char* name() const override { return name_; }
   const char* label() const override { return "toy"; }
   bool built() const override { return true; }
   std::string build_hint() const override { return ""; }
@@ -44,6 +45,9 @@ class ToyBackend final : public DeviceBackend {
   void stream_wait_event(void*, void*) override {}
   void event_synchronize(void*) override {}
   bool event_done(void*) override { return true; }
+
+ private:
+  const char* name_;
 };
 struct NoGuard {};
 
@@ -63,6 +67,22 @@ TEST(RegisteredKind, ParsesPrintsAndIsNamedInErrors) {
               HasSubstr("the kind 'toy' is registered already"));
   EXPECT_THAT(error_of([] { kernels::register_kernel_table(DeviceType::cpu, kernels::host_memory_table<NoGuard>("x")); }),
               HasSubstr("is built in"));
+}
+
+TEST(RegisteredKind, BadRegistrationsAreClearErrors) {
+  EXPECT_THAT(error_of([] { register_device_kind(std::make_unique<ToyBackend>("bad:name")); }),
+              HasSubstr("'bad:name' is not a kind's name (no ':' or ',')"));
+  EXPECT_THAT(error_of([] { register_device_kind(nullptr); }), HasSubstr("register_device_kind: no backend"));
+  // A kind without a kernel table: its tensors exist, an op on them says what is missing.
+  register_device_kind(std::make_unique<ToyBackend>("bare"));
+  const Tensor x = to(ones({2}), Device::parse("bare"));
+  EXPECT_THAT(error_of([&] { (void)(x * 2.0); }), HasSubstr("bare: the kind has no kernel table (register_kernel_table)"));
+  // Globe holds kMaxDeviceKinds kinds, the CPU included.
+  static const char* const names[] = {"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8"};
+  size_t i = 0;
+  while (device_type_names().size() < kMaxDeviceKinds) register_device_kind(std::make_unique<ToyBackend>(names[i++]));
+  EXPECT_THAT(error_of([&] { register_device_kind(std::make_unique<ToyBackend>(names[i])); }),
+              HasSubstr("Globe holds at most 8 kinds besides the CPU"));
 }
 
 TEST(RegisteredKind, OpsRunThroughDispatchWithTheCpusValuesAndGradients) {
