@@ -3,15 +3,14 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "globe/autograd/grad_route.h"
-#include "globe/autograd/tree_accumulator.h"
+#include "globe/autograd/leaf_gradients.h"
+#include "globe/autograd/remade_inputs.h"
 #include "globe/base/trace.h"
-#include "globe/core/deterministic.h"
 #include "globe/core/grad_mode.h"
-#include "globe/core/hooks.h"
 #include "globe/core/node.h"
 #include "globe/ops/ops.h"
 
@@ -57,46 +56,8 @@ Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? a
 uint64_t g_passes = 0, g_pass = 0;
 uint64_t next_pass() { return ++g_passes; }
 
-// Deterministic mode's sum of a leaf's gradient terms, in the tree of autograd/tree_accumulator.h.
-// Terms after the first arrive in the leaf's layout (the first may still be pending: with one
-// term per step, a bucket reduces it during backward), so the additions communicate nothing.
-Tensor tree_accumulated(const Tensor& leaf, const Tensor& g) {
-  TensorImpl& impl = leaf.impl();
-  if (impl.grad_pending && impl.grad) impl.grad = grad_route().to_leaf_layout(Tensor(impl.grad), leaf).impl_ptr();
-  if (!impl.grad_terms) impl.grad_terms = std::make_shared<GradTerms>();
-  GradTerms& t = *impl.grad_terms;
-  const bool new_pass = t.pass != g_pass;
-  if (new_pass) t.pass = g_pass, t.next_use = 0;
-  if (!impl.grad || t.grad.lock() != impl.grad) {
-    t.uses.clear();
-    if (impl.grad) t.uses.emplace_back().add(Tensor(impl.grad));
-    t.next_use = new_pass ? 0 : t.uses.size();
-  }
-  if (t.next_use == t.uses.size()) t.uses.emplace_back();
-  TreeAccumulator& use = t.uses[t.next_use++];
-  use.add(use.count() == 0 ? contiguous(g) : g);
-  Tensor sum;
-  for (const TreeAccumulator& u : t.uses) sum = sum.defined() ? add(sum, u.value()) : u.value();
-  return sum;
-}
-
-void accumulate_into_leaf(const Tensor& leaf, Tensor g) {
-  GradRoute& route = grad_route();
-  if (leaf.impl().grad && leaf.impl().grad_pending) route.finish(leaf);  // its reduction may be in flight
-  const bool tree = deterministic();
-  if (!route.may_stay_pending(g, leaf) || (tree && leaf.impl().grad)) g = route.to_leaf_layout(g, leaf);
-  GLOBE_CHECK(g.shape() == leaf.shape(), "[backward] gradient of shape ", shape_str(g.shape()),
-              " does not match its leaf of shape ", shape_str(leaf.shape()));
-  if (g.dtype() != leaf.dtype()) g = to_dtype(g, leaf.dtype());
-  TensorImpl& impl = leaf.impl();
-  Tensor sum = tree ? tree_accumulated(leaf, g) : impl.grad ? add(Tensor(impl.grad), g) : contiguous(g);
-  // Deferred reduction: a sum that may stay pending keeps its layout until read; otherwise the
-  // sum of two gradients may come out in another layout (add picks its cheapest signature).
-  impl.grad_pending = route.may_stay_pending(sum, leaf);
-  if (!impl.grad_pending) sum = route.to_leaf_layout(sum, leaf);
-  impl.grad = sum.impl_ptr();
-  if (tree) impl.grad_terms->grad = impl.grad;
-}
+// Every term of a leaf's gradient goes to the installed route (autograd/leaf_gradients.h).
+void accumulate_into_leaf(const Tensor& leaf, const Tensor& g) { leaf_gradients().accumulate(leaf, g, g_pass); }
 
 // One backward pass, resumable: it stops before a node that must wait for another placement's
 // ranks (Node::waits_for_peer) and continues from there when resumed.
@@ -114,10 +75,8 @@ class GraphTask {
     }
     order_ = detail::backward_order(root.grad_fn(), stop);
     pending_[order_.front().get()] = seed;
-    if (mode_ == Mode::kAll) {
-      find_last_uses();
-      find_last_reads_of_remakeable();
-    }
+    if (mode_ == Mode::kAll) find_last_uses();
+    if (RemadeInputs* r = remade_inputs()) remade_ = r->plan(order_, mode_ == Mode::kAll);
   }
 
   // Runs until done (true) or until a node that waits for a peer when `may_pause` (false).
@@ -143,7 +102,7 @@ class GraphTask {
         }
       }
       if (any_later) deferred_.push_back({node, grad, later});
-      make_inputs_again(*node);
+      if (remade_) remade_->before(next_);
       std::vector<Tensor> grads = apply_in_module(*node, grad, needs);
       for (size_t i = 0; i < in.size(); ++i) {
         if (!needs[i] || !grads[i].defined()) continue;
@@ -168,10 +127,9 @@ class GraphTask {
         if (any_later) node->keep_for_weight_pass();
         else node->release_saved();
       }
-      grad_route().progress();
     }
-    settle_prefetched();
-    if (mode_ != Mode::kTargets) grad_route().backward_done();
+    if (remade_) remade_->done();
+    if (mode_ != Mode::kTargets) leaf_gradients().pass_done();
     return true;
   }
 
@@ -203,60 +161,16 @@ class GraphTask {
         last.erase(it);  // a leaf used twice by one node is announced once
       }
   }
-  // Storage that can be released and made again (a fully sharded module's gathered parameters,
-  // released after its forward) is made again before a node that reads it runs, and released
-  // again after the last node of this pass that reads it. Its groups (one module call's
-  // parameters each) are numbered in the order this pass first reads them: reaching one starts
-  // the next remake_ahead groups too (ZeRO-3's backward prefetch), so their gathers run while
-  // this group's nodes compute.
-  void find_last_reads_of_remakeable() {
-    std::unordered_map<Storage*, size_t> last;
-    std::unordered_map<uint64_t, size_t> group_at;
-    for (size_t i = 0; i < order_.size(); ++i)
-      for (const Tensor& in : order_[i]->inputs())
-        if (Storage* st = detail::core_hooks.storage_of(in); st && st->remake) {
-          if (!last.count(st)) {
-            auto [it, fresh] = group_at.emplace(st->remake_group, groups_.size());
-            if (fresh) groups_.emplace_back();
-            groups_[it->second].push_back(st);
-            group_of_[st] = it->second;
-          }
-          last[st] = i;
-        }
-    if (last.empty()) return;
-    release_after_.resize(order_.size());
-    for (const auto& [st, i] : last) release_after_[i].push_back(st);
-  }
-  void make_inputs_again(const Node& node) {
-    for (const Tensor& in : node.inputs()) {
-      Storage* st = detail::core_hooks.storage_of(in);
-      if (st == nullptr || st->ready()) continue;
-      if (auto it = group_of_.find(st); it != group_of_.end())
-        for (size_t g = it->second + 1; g <= it->second + size_t(st->remake_ahead) && g < groups_.size(); ++g)
-          for (Storage* ahead : groups_[g]) ahead->start_make_again();
-      st->make_again();
-    }
-  }
-  // A group started ahead whose nodes this pass skipped (no gradient reached them) lands and is
-  // released: no gather stays in flight after the pass.
-  void settle_prefetched() {
-    for (const auto& group : groups_)
-      for (Storage* st : group)
-        if (!st->ready() && !st->released()) st->release();
-  }
-
+  // After node i ran (or was skipped): its last reads' bytes released, its leaves' gradients
+  // announced, reductions in flight moved on.
   void announce_ready(size_t i) {
-    if (i < release_after_.size())
-      for (Storage* st : release_after_[i]) st->release();
-    if (i < ready_.size())
-      for (const Tensor& leaf : ready_[i]) grad_route().grad_ready(leaf);
+    if (remade_) remade_->after(i);
+    leaf_gradients().ready(i < ready_.size() ? std::span<const Tensor>(ready_[i]) : std::span<const Tensor>());
   }
 
   std::vector<std::shared_ptr<Node>> order_;
   std::vector<std::vector<Tensor>> ready_;
-  std::vector<std::vector<Storage*>> release_after_;
-  std::vector<std::vector<Storage*>> groups_;  // remakeable storages by group, in order of first read
-  std::unordered_map<Storage*, size_t> group_of_;
+  std::unique_ptr<RemadeInputs::Pass> remade_;  // null when nothing the pass reads is released
   size_t next_ = 0;
   std::unordered_map<Node*, Tensor> pending_;
   std::vector<Tensor> inputs_;
@@ -289,23 +203,18 @@ Tensor checked_seed(const Tensor& root, const Tensor& grad_seed) {
 }  // namespace
 
 namespace {
-GradRoute g_local_route;  // the defaults: nothing pending, nothing in flight
-GradRoute* g_route = &g_local_route;
+RemadeInputs* g_remade = nullptr;
 }  // namespace
 
-GradRoute& grad_route() { return *g_route; }
-void set_grad_route(GradRoute* route) { g_route = route != nullptr ? route : &g_local_route; }
+RemadeInputs* remade_inputs() { return g_remade; }
+void set_remade_inputs(RemadeInputs* inputs) { g_remade = inputs; }
 
-Tensor detail::resolve_pending_grad(const Tensor& leaf) {
+Tensor detail::read_grad(const Tensor& leaf) {
   finish_backward();
-  TensorImpl& impl = leaf.impl();
-  if (impl.grad_pending && impl.grad) {
-    NoGradGuard no_grad;
-    impl.grad = grad_route().to_leaf_layout(Tensor(impl.grad), leaf).impl_ptr();
-  }
-  impl.grad_pending = false;
-  return Tensor(impl.grad);
+  return leaf_gradients().read(leaf);
 }
+
+bool detail::backward_paused() { return !paused().empty(); }
 
 void run_backward(const Tensor& root, const Tensor& grad_seed) {
   NoGradGuard no_grad;
@@ -330,7 +239,6 @@ void finish_backward() {
     paused().front().run(/*may_pause=*/false);
     paused().pop_front();
   }
-  grad_route().finish_all();
 }
 
 WeightGradWork run_input_backward(const Tensor& root, const Tensor& grad_seed, const std::vector<Tensor>& inputs) {
@@ -371,11 +279,11 @@ void WeightGradWork::run() {
         std::erase_if(leaves, [&](const Tensor& t) { return t.same(leaf); });
         leaves.push_back(leaf);
       }
-    grad_route().progress();
+    leaf_gradients().ready({});
   }
   items_.clear();
-  for (const Tensor& leaf : leaves) grad_route().grad_ready(leaf);
-  grad_route().backward_done();
+  leaf_gradients().ready(leaves);
+  leaf_gradients().pass_done();
 }
 
 void Tensor::backward() const { run_backward(*this); }

@@ -59,10 +59,11 @@ namespace detail {
 std::vector<std::shared_ptr<Node>> backward_order(const std::shared_ptr<Node>& root,
                                                   const std::function<bool(const Tensor&)>& stop = {});
 
-// grad() of a leaf whose backward may be paused or whose gradient may be pending (grad_route.h):
-// finishes the paused passes and resolves it (core's resolve_pending_grad hook, installed with the
-// global layer).
-Tensor resolve_pending_grad(const Tensor& leaf);
+// grad() of a leaf whose backward may be paused: finishes the paused passes and reads it through
+// the gradients' route (leaf_gradients.h; core's read_grad hook, installed with the global layer).
+Tensor read_grad(const Tensor& leaf);
+// Whether a backward pass is paused (finish_backward would run it).
+bool backward_paused();
 }  // namespace detail
 
 }  // namespace globe

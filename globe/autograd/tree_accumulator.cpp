@@ -21,4 +21,20 @@ Tensor TreeAccumulator::value() const {
   return sum;
 }
 
+Tensor GradTerms::add(const Tensor& grad, const Tensor& term, uint64_t pass) {
+  const bool new_pass = pass_ != pass;
+  if (new_pass) pass_ = pass, next_use_ = 0;
+  if (!grad.defined() || grad_.lock() != grad.impl_ptr()) {
+    uses_.clear();
+    if (grad.defined()) uses_.emplace_back().add(grad);
+    next_use_ = new_pass ? 0 : uses_.size();
+  }
+  if (next_use_ == uses_.size()) uses_.emplace_back();
+  TreeAccumulator& use = uses_[next_use_++];
+  use.add(use.count() == 0 ? contiguous(term) : term);
+  Tensor sum;
+  for (const TreeAccumulator& u : uses_) sum = sum.defined() ? globe::add(sum, u.value()) : u.value();
+  return sum;
+}
+
 }  // namespace globe

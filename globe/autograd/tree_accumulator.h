@@ -30,18 +30,25 @@ class TreeAccumulator {
   int64_t count_ = 0;
 };
 
-// A leaf's gradient terms in deterministic mode (TensorImpl::grad_terms). A leaf used more than
-// once in a forward (a tied weight) gets one term per use in each backward pass, always in the
-// same order: each use keeps its own accumulator, so that every use's terms add in the tree over
-// micro-batches, and the gradient is the uses' sums added in use order (one pass: term after term,
-// as outside the mode). `grad` is the gradient this last produced; when the leaf's gradient is
-// anything else (zeroed, set, boxed to the leaf's layout or reduced in a bucket since), the sum
-// starts again from that gradient as the first use's term.
-struct GradTerms {
-  std::vector<TreeAccumulator> uses;
-  uint64_t pass = 0;    // the backward pass (autograd/engine.h) the last term came in
-  size_t next_use = 0;  // the next term's use in that pass
-  std::weak_ptr<TensorImpl> grad;
+// A leaf's gradient terms in deterministic mode (LeafGradState::terms, autograd/leaf_gradients.h).
+// A leaf used more than once in a forward (a tied weight) gets one term per use in each backward
+// pass, always in the same order: each use keeps its own accumulator, so that every use's terms
+// add in the tree over micro-batches, and the gradient is the uses' sums added in use order (one
+// pass: term after term, as outside the mode). When the leaf's gradient is anything but the one
+// these terms last produced (zeroed, set, boxed to the leaf's layout or reduced in a bucket
+// since), the sum starts again from that gradient as the first use's term.
+class GradTerms {
+ public:
+  // `grad` (the leaf's gradient now; undefined for none) plus `term`, a term of backward pass `pass`.
+  Tensor add(const Tensor& grad, const Tensor& term, uint64_t pass);
+  // `grad` is the leaf's gradient now: what add() returned, maybe boxed.
+  void kept(const Tensor& grad) { grad_ = grad.impl_ptr(); }
+
+ private:
+  std::vector<TreeAccumulator> uses_;
+  uint64_t pass_ = 0;    // the backward pass (autograd/engine.h) the last term came in
+  size_t next_use_ = 0;  // the next term's use in that pass
+  std::weak_ptr<TensorImpl> grad_;
 };
 
 }  // namespace globe

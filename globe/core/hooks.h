@@ -20,11 +20,10 @@ struct CoreHooks {
   Device (*shard_device)(const Tensor&) = [](const Tensor&) -> Device {
     GLOBE_FAIL("[device] a global tensor, but the global layer's hooks are not installed");
   };
-  // The storage a tensor's data on this rank lives in: its own, or a global tensor's shard's.
-  Storage* (*storage_of)(const Tensor&) = [](const Tensor& t) { return t.impl().storage.get(); };
-  // A leaf's gradient made ready to read: paused backward passes finished, a deferred reduction
-  // done (autograd's resolve_pending_grad, installed with the global layer, which is what pauses them).
-  Tensor (*resolve_pending_grad)(const Tensor& leaf) = [](const Tensor& leaf) { return Tensor(leaf.impl().grad); };
+  // Tensor::grad(): paused backward passes finished, then the gradient read through the
+  // gradients' route (autograd's read_grad, installed with the global layer, which is what
+  // pauses passes and keeps gradients pending).
+  Tensor (*read_grad)(const Tensor& leaf) = [](const Tensor& leaf) { return Tensor(leaf.impl().grad); };
 };
 inline CoreHooks core_hooks;
 

@@ -22,55 +22,8 @@ Storage::Storage(size_t n, bool zero, Device d)
 Storage::Storage(void* d, size_t n, std::shared_ptr<void> o) : data(d), nbytes(n), owner(std::move(o)) {}
 
 Storage::~Storage() {
-  if (owner || released_) return;  // released with the owner, or already
+  if (owner || data == nullptr) return;  // released with the owner, or released already
   detail::release(device, data, nbytes);
-}
-
-void Storage::release() {
-  GLOBE_CHECK(remake && !owner, "[storage] only data that can be made again may be released");
-  if (released_) return;
-  if (finishing_) make_again();  // a collective in flight writes into its buffer: let it land first
-  drop_bytes();
-}
-
-void Storage::drop_bytes() {
-  if (data != nullptr) detail::release(device, data, nbytes);
-  data = nullptr;
-  released_ = true;
-}
-
-void Storage::start_make_again() {
-  if (!released_) return;
-  released_ = false;
-  try {
-    finishing_ = remake(*this);
-  } catch (...) {
-    drop_bytes();
-    throw;
-  }
-}
-
-void Storage::make_again() {
-  start_make_again();
-  if (finishing_) {
-    std::function<void()> finish = std::move(finishing_);
-    finishing_ = nullptr;
-    try {
-      finish();
-    } catch (...) {
-      drop_bytes();
-      throw;
-    }
-  }
-  GLOBE_CHECK(data != nullptr || nbytes == 0, "[storage] a remake left the storage without its bytes");
-}
-
-void Storage::take_bytes(Storage& other) {
-  GLOBE_CHECK(other.nbytes == nbytes && other.device == device && !other.owner && other.data != nullptr && data == nullptr,
-              "[storage] take_bytes: ", other.nbytes, " bytes on ", other.device.str(), " for a storage of ", nbytes,
-              " on ", device.str());
-  data = std::exchange(other.data, nullptr);
-  other.released_ = true;  // nothing left to free
 }
 
 namespace {
@@ -152,7 +105,7 @@ Tensor Tensor::view_of(const Tensor& base, Shape shape, Shape strides, int64_t o
 void Tensor::undefined_use() { GLOBE_FAIL("[tensor] use of an undefined tensor"); }
 
 Tensor Tensor::grad() const {
-  return detail::core_hooks.resolve_pending_grad(*this);
+  return detail::core_hooks.read_grad(*this);
 }
 
 int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, shape(), "size")]; }
@@ -278,8 +231,7 @@ void Tensor::rebind(const Tensor& src) const {
   dst.offset = from.offset;
   dst.global = from.global;
   dst.grad = nullptr;
-  dst.grad_pending = false;
-  dst.grad_terms = nullptr;
+  dst.grad_state = nullptr;
   dst.grad_fn = nullptr;
 }
 
@@ -287,8 +239,7 @@ Tensor Tensor::detach() const {
   auto impl = detail::make_kept<TensorImpl>(this->impl());
   impl->requires_grad = false;
   impl->grad = nullptr;
-  impl->grad_pending = false;
-  impl->grad_terms = nullptr;
+  impl->grad_state = nullptr;
   impl->grad_fn = nullptr;
   return Tensor(std::move(impl));
 }

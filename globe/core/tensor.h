@@ -18,7 +18,7 @@
 namespace globe {
 
 class Node;         // autograd graph node (globe/core/node.h)
-struct GradTerms;   // deterministic mode's gradient terms (globe/autograd/tree_accumulator.h)
+struct LeafGradState;  // what the gradients' route keeps beside a leaf's gradient (globe/autograd/leaf_gradients.h)
 struct GlobalMeta;  // placement + sbp + local shard (globe/global/global_tensor.h)
 class Placement;    // globe/global/placement.h
 class NdSbp;        // globe/core/sbp.h
@@ -27,7 +27,8 @@ class NdSbp;        // globe/core/sbp.h
 // ---- not for programs; they may change. Programs use Tensor's methods and the free ops.    ----
 
 // A 64-byte aligned buffer on one device (globe/device/memory.h), zero-filled unless `zero` is
-// false. `data` is a host pointer on the CPU and a device pointer on a GPU.
+// false. `data` is a host pointer on the CPU and a device pointer on a GPU; it is freed with the
+// storage unless `owner` is set.
 struct Storage {
   explicit Storage(size_t nbytes, bool zero = true, Device device = kCPU);
   // Host memory Globe does not own (a numpy array's buffer): `owner` keeps it alive and is
@@ -40,32 +41,8 @@ struct Storage {
   size_t nbytes = 0;
   Device device;
   std::shared_ptr<void> owner;  // set for memory owned elsewhere
-
-  // Data that may be released while tensors still refer to it, and made again when one is used
-  // (a fully sharded parameter's gathered copy between its module's forward and backward,
-  // nn/fully_shard.h). `remake` starts making the bytes again and returns what finishes that (or
-  // nothing, when done at once); whichever finishes gives the storage its bytes: allocated and
-  // filled, or taken from a buffer they landed in (take_bytes). The autograd engine calls
-  // make_again() before a node reads it and release() after its last node ran. Storages of one
-  // `remake_group` (one module call's parameters) are made again together; reaching a group, the
-  // engine starts the next `remake_ahead` groups of its backward already (start_make_again).
-  std::function<std::function<void()>(Storage&)> remake;
-  uint64_t remake_group = 0;
-  int remake_ahead = 0;
-  bool released() const { return released_; }
-  // Holds its bytes: neither released nor still being made again.
-  bool ready() const { return !released_ && !finishing_; }
-  void release();           // lets a remake in flight land first
-  void start_make_again();  // starts the remake, when released
-  void make_again();        // finishes a started remake, or runs one, when not ready
-  // Makes `other`'s bytes (as many, on the same device) this storage's, leaving `other` empty:
-  // a remake's buffer becomes the storage without a copy. `other` must have no other user.
-  void take_bytes(Storage& other);
-
- private:
-  void drop_bytes();  // frees what it holds (if anything) and counts as released
-  bool released_ = false;
-  std::function<void()> finishing_;  // the rest of a started remake
+  // `data` may be null while tensors refer to it: bytes released until a backward node reads them
+  // (a fully sharded parameter's gathered copy, nn/remade_storage.h).
 };
 
 struct TensorImpl {
@@ -87,8 +64,9 @@ struct TensorImpl {
   // Autograd.
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;
-  bool grad_pending = false;  // grad not yet boxed to this leaf's layout
-  std::shared_ptr<GradTerms> grad_terms;  // deterministic mode: how grad was summed, to add more
+  // Opaque to core: the installed gradients' route's (a pending partial sum, deterministic mode's
+  // terms), valid for the `grad` it describes; dropped with the leaf's identity (rebind, detach).
+  std::shared_ptr<LeafGradState> grad_state;
   std::shared_ptr<Node> grad_fn;
   // Non-null for a global tensor.
   std::shared_ptr<const GlobalMeta> global;
@@ -151,10 +129,7 @@ class Tensor {
   // The accumulated gradient, in this tensor's layout. Reading it finishes paused backward passes
   // and deferred reductions first (collective for a global tensor: every rank reads it).
   Tensor grad() const;
-  void set_grad(const Tensor& g) const {
-    impl_->grad = g.impl_;
-    impl_->grad_pending = false;
-  }
+  void set_grad(const Tensor& g) const { impl().grad = g.impl_; }
   const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
   // Reverse-mode from a scalar tensor (globe/autograd/engine.cpp).
   void backward() const;

@@ -14,6 +14,7 @@
 #include "globe/global/boxing.h"
 #include "globe/global/boxing_1d.h"
 #include "globe/global/global_tensor.h"
+#include "globe/global/leaf_gradients.h"
 #include "globe/global/op_history.h"
 #include "globe/global/zero_layout.h"
 #include "globe/kernels/device_kernels.h"
@@ -41,9 +42,8 @@ Key key_of(const Tensor& param, const Tensor& grad) {
 
 // A pending gradient of `param` that a bucket can reduce, or nothing.
 bool pending(const Tensor& param, Pending& w) {
-  TensorImpl& impl = param.impl();
-  if (!impl.grad_pending || !impl.grad) return false;
-  const Tensor g(impl.grad);
+  if (!detail::grad_pending(param)) return false;
+  const Tensor g = Tensor(param.impl().grad);
   if (!g.is_global() || !param.is_global() || g.placement() != param.placement()) return false;
   w = {param, g, g.to_local()};
   return true;
@@ -205,10 +205,9 @@ bool zero_stage2(const Tensor& param) {
   return false;
 }
 
-// ZeRO stage 2: `w`'s gradient reduced into its parameter's update layout now (the whole partial
-// one let go); false where that layout is the parameter's own (no axis to split), for a bucket.
-bool reduce_now(Pending& w) {
-  const NdSbp into = zero_layout(w.param);
+// ZeRO stage 2: `w`'s gradient reduced into `into` now (the whole partial one let go); false where
+// that is the parameter's own layout (no axis to split), for a bucket.
+bool reduce_to(Pending& w, const NdSbp& into) {
   if (into == w.param.sbp()) return false;
   NoGradGuard no_grad;
   const Tensor param = w.param;
@@ -225,7 +224,7 @@ void detail::grad_ready(const Tensor& leaf) {
   Overlap& o = overlap();
   Pending w;
   if (o.bucket_bytes <= 0 || o.no_sync > 0 || !pending(leaf, w)) return;
-  if (zero_stage2(leaf) && reduce_now(w)) return;
+  if (zero_stage2(leaf) && reduce_to(w, zero_layout(leaf))) return;
   // A gradient that fills a bucket by itself starts alone (summed in its own bytes where it can
   // be), leaving the open bucket to the smaller ones.
   if (w.local.numel() * int64_t(itemsize(w.grad.dtype())) >= o.bucket_bytes) {
@@ -263,26 +262,20 @@ void detail::finish_reductions() {
 
 size_t detail::reductions_in_flight() { return overlap().flying.size(); }
 
-void resolve_pending_grads(const std::vector<Tensor>& params) {
-  finish_backward();  // and the reductions in flight
-  // What is still pending, in buckets in first-seen order (every rank sees the same parameters in the
-  // same order).
+void resolve_pending_grads(const std::vector<Tensor>& params, const std::function<NdSbp(const Tensor&)>& reduce_into) {
+  GLOBE_CHECK(!detail::backward_paused(), "[resolve_pending_grads] a backward pass is paused, waiting for ranks of ",
+              "another placement, and may still add to these gradients: call finish_backward() first");
+  detail::finish_reductions();
+  // What is still pending: straight into its reduce_into layout, else in buckets in first-seen
+  // order (every rank sees the same parameters in the same order).
+  NoGradGuard no_grad;
   Buckets buckets;
   for (const Tensor& p : params) {
     Pending w;
-    if (pending(p, w)) join(buckets, w);
+    if (!pending(p, w)) continue;
+    if (!reduce_into || !reduce_to(w, reduce_into(p))) join(buckets, w);
   }
-  NoGradGuard no_grad;
   for (Bucket& b : buckets) Flight(std::move(b.members)).finish();
-}
-
-Tensor take_pending_grad(const Tensor& param) {
-  finish_backward();
-  TensorImpl& impl = param.impl();
-  if (!impl.grad_pending || !impl.grad) return Tensor();
-  Tensor g(impl.grad);
-  param.set_grad(Tensor());
-  return g;
 }
 
 void set_grad_bucket_bytes(int64_t bytes) { overlap().bucket_bytes = bytes; }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -20,16 +21,15 @@
 
 namespace globe {
 
-// Completes reductions in flight, then reduces every gradient of `params` still pending, one
-// flat all-reduce per group that shares a reduction. Optimizers and clip_grad_norm call it before
-// they read gradients. Collective.
-void resolve_pending_grads(const std::vector<Tensor>& params);
-
-// The gradient of `param` as backward left it while it is pending (partial_sum where the
-// parameter is broadcast), else undefined; the parameter then holds no gradient, and the caller
-// reduces this one into a layout of its choice (ZeRO stage 2: a reduce-scatter, not an
-// all-reduce). Finishes paused backward passes first; no communication of its own.
-Tensor take_pending_grad(const Tensor& param);
+// What an optimizer or clip_grad_norm calls before reading the gradients of `params`: reductions
+// in flight complete, then every gradient still pending (grad(), global/leaf_gradients.h) is
+// reduced: into `reduce_into(param)` where given and another layout than the parameter's (ZeRO
+// stage 2: a reduce-scatter into the update layout, the whole partial gradient let go), the others
+// in one flat all-reduce per group that shares a reduction. Backward passes still paused
+// (autograd/engine.h) must be finished first (finish_backward): they may add to these gradients;
+// an error says so. Collective.
+void resolve_pending_grads(const std::vector<Tensor>& params,
+                           const std::function<NdSbp(const Tensor&)>& reduce_into = {});
 
 // Bytes of gradients a bucket collects before its reduction starts (default 4 MiB, env
 // GLOBE_BUCKET_MB; bench/RESULTS.md, "Overlap"). 0 turns overlap off: gradients stay pending until read.
@@ -64,8 +64,7 @@ class NoSyncGuard {
 void reduce_into_update_layout(const std::vector<Tensor>& params, bool on);
 
 namespace detail {
-// The overlap half of the gradient's route (globe/autograd/grad_route.h), installed with the
-// global layer.
+// The overlap half of the gradient's route (global/leaf_gradients.cpp calls them).
 void grad_ready(const Tensor& leaf);
 void backward_done();
 void progress_reductions();

@@ -1,6 +1,6 @@
 // The global layer's side of the hook tables (core/hooks.h, ops/hooks.h) and of the gradient's
-// route (autograd/grad_route.h): the functions it lends the layers below, and the one function
-// that installs them all.
+// route (autograd/leaf_gradients.h, global/leaf_gradients.h): the functions it lends the layers
+// below, and the one function that installs them all.
 #pragma once
 
 #include <functional>

@@ -13,7 +13,7 @@
 //
 // The gathered copies' bytes are released when the module's forward returns, and gathered again
 // by the autograd engine before the first backward node that reads them, released after the last
-// (PyTorch's reshard_after_forward=True; Storage::remake). With the module also marked for
+// (PyTorch's reshard_after_forward=True; nn/remade_storage.h). With the module also marked for
 // recomputation (UnaryModule::set_recompute) the gather is part of the recomputed region instead.
 // reshard_after_forward = false keeps the gathered copies from the forward to the backward instead
 // (one gather per step, the whole parameters held in between).

@@ -7,11 +7,11 @@
 
 #include "globe/autograd/checkpoint.h"
 #include "globe/core/grad_mode.h"
-#include "globe/core/hooks.h"
 #include "globe/device/memory.h"
 #include "globe/global/boxing.h"
 #include "globe/global/global_tensor.h"
 #include "globe/nn/layers.h"
+#include "globe/nn/remade_storage.h"
 #include "globe/ops/ops.h"
 
 namespace globe::nn {
@@ -29,22 +29,32 @@ std::function<Tensor()> start_gather(const Tensor& stored, const NdSbp& layout) 
   return start_to_global(stored, layout, stored.sbp());
 }
 
+// The storage a tensor's data on this rank lives in (null for none).
+const std::shared_ptr<Storage>& storage_on_this_rank(const Tensor& t) {
+  static const std::shared_ptr<Storage> none;
+  const Tensor& local = t.is_global() ? shard_of(t) : t;
+  return local.defined() ? local.impl().storage : none;
+}
+
 // The used copy's storage on this rank, when it is a buffer of its own (not the stored one's).
-Storage* own_storage(const Tensor& used, const Tensor& stored) {
+std::shared_ptr<Storage> own_storage(const Tensor& used, const Tensor& stored) {
+  const std::shared_ptr<Storage>& st = storage_on_this_rank(used);
+  if (!st || st == storage_on_this_rank(stored)) return nullptr;
   const Tensor& g = used.is_global() ? shard_of(used) : used;
-  if (!g.defined() || !g.impl().storage) return nullptr;
-  Storage* st = g.impl().storage.get();
-  const Tensor& s = stored.is_global() ? shard_of(stored) : stored;
-  if (s.defined() && s.impl().storage.get() == st) return nullptr;
   return g.offset() == 0 && g.is_contiguous() && st->nbytes == size_t(g.numel()) * itemsize(g.dtype()) ? st : nullptr;
 }
 
 // After the forward, a gathered copy's bytes are released; a backward node that reads them makes
-// them again into the same storage (the autograd engine, Storage::make_again): gathered, and cast.
-// The gather is started first and finished when the engine needs the bytes (prefetch).
-void release_until_backward(Storage* st, const Tensor& stored, const NdSbp& layout, std::optional<DType> dtype,
-                            uint64_t group, int ahead) {
-  st->remake = [stored, layout, dtype](Storage& into) -> std::function<void()> {
+// them again into the same storage (nn/remade_storage.h): gathered, and cast. The gather is
+// started first and finished when the backward needs the bytes (prefetch). The stored parameter
+// is held weakly: the graph that reads the copy holds it (the gather's node), and nothing of a
+// graph that is gone may keep it.
+void release_until_backward(const std::shared_ptr<Storage>& st, const Tensor& stored, const NdSbp& layout,
+                            std::optional<DType> dtype, uint64_t group, int ahead) {
+  detail::Remake remake = [held = std::weak_ptr<TensorImpl>(stored.impl_ptr()), layout,
+                           dtype](Storage& into) -> std::function<void()> {
+    const Tensor stored(held.lock());
+    GLOBE_CHECK(stored.defined(), "[fully_shard] the parameter whose gathered copy the backward needs is gone");
     return [gathered = start_box(stored, layout), dtype, into = &into]() mutable {
       NoGradGuard no_grad;
       Tensor again = cast_floating(gathered(), dtype);
@@ -56,7 +66,7 @@ void release_until_backward(Storage* st, const Tensor& stored, const NdSbp& layo
       // Gathered straight into a buffer of the right size: it becomes the storage, no copy.
       if (local.offset() == 0 && landed.use_count() == 1 && landed->nbytes == into->nbytes && landed->device == into->device &&
           !landed->owner) {
-        into->take_bytes(*landed);
+        detail::take_bytes(*into, *landed);
         return;
       }
       into->data = globe::detail::allocate(into->device, into->nbytes, /*zero=*/false);
@@ -65,9 +75,7 @@ void release_until_backward(Storage* st, const Tensor& stored, const NdSbp& layo
                                 into->nbytes);
     };
   };
-  st->remake_group = group;
-  st->remake_ahead = ahead;
-  st->release();
+  detail::release_until_backward(st, std::move(remake), group, ahead);
 }
 
 // Starts `m`'s gathers ahead of its call (in slot order, as its call would), unless started.
@@ -178,9 +186,9 @@ Tensor with_parameters_in_use(Module& module, const std::function<Tensor()>& run
   if (grad_enabled() && !rerun && module.reshard_after_forward()) {
     static uint64_t calls = 0;  // one remake group per call: the backward's unit of prefetch
     const uint64_t group = ++calls;
-    const Storage* out_storage = out.defined() ? globe::detail::core_hooks.storage_of(out) : nullptr;
+    const std::shared_ptr<Storage> out_storage = out.defined() ? storage_on_this_rank(out) : nullptr;
     for (const Gathered& g : gathered) {
-      Storage* st = own_storage(g.used, g.stored);
+      const std::shared_ptr<Storage> st = own_storage(g.used, g.stored);
       if (st != nullptr && st != out_storage && g.used.requires_grad())
         release_until_backward(st, g.stored, g.layout, g.dtype, group, module.prefetch().backward_depth);
     }

@@ -15,7 +15,7 @@ namespace globe::nn {
 // (gathered and/or cast as the module's marks say), the stored parameters put back after, an
 // exception included. UnaryModule::operator() and Python's Module.__call__ use it. A gathered
 // copy's bytes are released when run() returns and made again by the autograd engine before the
-// first backward node that reads them (PyTorch FSDP's reshard_after_forward; Storage::remake).
+// first backward node that reads them (PyTorch FSDP's reshard_after_forward; nn/remade_storage.h).
 Tensor with_parameters_in_use(Module& module, const std::function<Tensor()>& run);
 
 // `x` as a module with a compute dtype takes its input: cast to it when floating (FSDP2's

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "globe/autograd/engine.h"
 #include "globe/core/deterministic.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
@@ -71,6 +72,7 @@ double deterministic_grad_norm(const std::vector<Tensor>& params) {
 
 double grad_norm(const std::vector<Tensor>& params) {
   NoGradGuard no_grad;
+  finish_backward();               // paused backward passes may still add to the gradients
   resolve_pending_grads(params);  // data-parallel reductions in buckets, not one per parameter
   if (deterministic()) return deterministic_grad_norm(params);
   double squares = 0;

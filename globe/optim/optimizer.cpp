@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "globe/autograd/engine.h"
 #include "globe/core/grad_mode.h"
 #include "globe/dist/runtime.h"
 #include "globe/global/global_tensor.h"
@@ -21,6 +22,16 @@ NdSbp update_layout(const Tensor& p, int zero_stage) {
   return zero_stage < 1 ? p.sbp() : zero_layout(p);
 }
 
+// The optimizer settles its parameters' gradients before it reads them: the backward passes still
+// paused run, then the data-parallel reductions still pending are done, in buckets, not one per
+// parameter; with ZeRO stage 2 a gradient still waiting for its reduction is reduced straight into
+// the update layout (a reduce-scatter), and stays there.
+void settle_grads(const std::vector<Tensor>& params, int zero_stage) {
+  finish_backward();
+  if (zero_stage < 2) return resolve_pending_grads(params);
+  resolve_pending_grads(params, [zero_stage](const Tensor& p) { return update_layout(p, zero_stage); });
+}
+
 // Calls fn(p, g, i, target) with each parameter's local data and its gradient's (contiguous, one
 // device) where it has a gradient; `target` is the tensor updated: the parameter, or with ZeRO its
 // copy in the update layout, whose block is all-gathered back into the parameter afterwards.
@@ -29,17 +40,7 @@ void for_each_param(const std::vector<Tensor>& params, const char* op, int zero_
   // A parameter may still be on its way to another placement (a tied weight's move sends without
   // waiting): the in-place update waits for those sends.
   dist::finish_sends();
-  // ZeRO stage 2: a gradient still waiting for its data-parallel reduction is reduced straight
-  // into the update layout (reduce-scatter), and stays there.
-  if (zero_stage >= 2)
-    for (const Tensor& p : params) {
-      if (!p.is_global()) continue;
-      const NdSbp u = update_layout(p, zero_stage);
-      if (u == p.sbp()) continue;
-      const Tensor waiting = take_pending_grad(p);
-      if (waiting.defined()) p.set_grad(box(waiting, p.placement(), u));
-    }
-  resolve_pending_grads(params);  // data-parallel reductions in buckets, not one per parameter
+  settle_grads(params, zero_stage);
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     // Held by this optimizer alone: nothing else (no model) can see the update, which torch would
