@@ -81,6 +81,12 @@ class Module {
   void zero_grad();
   // Converts every parameter and buffer (e.g. to float64 for gradient checks), keeping requires_grad.
   void to(DType dtype);
+  // Moves every parameter and buffer to `device` in place (torch's module.to(device)): a local one
+  // is copied there; a global one keeps its ranks, mesh and SBP and takes the device's kind for
+  // its placement (OneFlow's; its shard's device follows the rank, so the index is not used).
+  // Gradients are dropped, as by to(dtype). A device this process cannot use is an error that
+  // leaves the module as it was (module_global.cpp).
+  void to(const Device& device);
 
   // Global layouts (module_global.cpp).
   // Every parameter and buffer becomes global as `local.to_global(placement, sbp)` would make it

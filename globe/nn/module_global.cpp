@@ -1,9 +1,11 @@
-// Module::to_global and Module::distribute: the nn layer's bridge to global tensors.
+// Module::to_global, Module::distribute and Module::to(device): the nn layer's bridge to global
+// tensors and devices.
 #include <algorithm>
 
 #include "globe/core/grad_mode.h"
 #include "globe/global/global_tensor.h"
 #include "globe/nn/module.h"
+#include "globe/ops/ops.h"
 
 namespace globe::nn {
 
@@ -28,6 +30,22 @@ void Module::to_global(const Placement& placement) {
                 slot.sbp().to_string(), " on ", slot.placement().to_string(), "; moving it to ", placement.to_string(),
                 " needs an SBP for that mesh: to_global(placement, sbp)");
     replace_leaf(slot, slot.to_global(placement));
+  });
+}
+
+void Module::to(const Device& device) {
+  // Checked before anything moves: a device this process cannot use leaves the module as it was
+  // (a global slot's shard goes to local_rank % the devices of that kind, which exist then).
+  check_device_usable(device, "[to]");
+  const std::string kind = device_type_name(device.type);
+  auto moved = [&](const Placement& p) { return Placement(kind, p.ranks(), p.mesh_shape()); };
+  NoGradGuard no_grad;
+  for_each_slot([&](const std::string&, Tensor& slot, bool) {
+    if (!slot.is_global()) {
+      if (slot.device() != device) replace_leaf(slot, globe::to(slot, device));
+    } else if (slot.placement().device_type() != device.type) {
+      replace_leaf(slot, slot.to_global(moved(slot.placement()), slot.sbp()));
+    }
   });
 }
 

@@ -159,18 +159,26 @@ class Module:
         self._cpp.zero_grad()
 
     def to(self, *args, **kwargs):
-        """to(dtype) converts every floating parameter and buffer in place; to(device) checks the
-        device ("cpu": Globe's tensors live there) and changes nothing; to(nn.graph.GraphModule)
-        gives the module's nn.Graph settings (its pipeline stage)."""
+        """to(dtype) converts every floating parameter and buffer in place; to(device) moves them
+        there in place ("cpu", "cuda", "cuda:1", "sim"; a global one keeps its ranks and SBP and
+        takes the device's kind for its placement, as OneFlow's), refusing a device this process
+        cannot use with the module unchanged; to(nn.graph.GraphModule) gives the module's nn.Graph
+        settings (its pipeline stage)."""
         if args and args[0] is graph.GraphModule:
             return graph.GraphModule.of(self)
-        dtype, _ = dtype_and_device(args, kwargs)
+        dtype, dev = dtype_and_device(args, kwargs)
+        if dev is not None:
+            self._cpp.to_device(str(dev))
         if dtype is not None:
             self._cpp.to(dtype)
         return self
 
     def cpu(self):
-        return self
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else device if isinstance(device, str) and ":" in device
+                       else f"cuda:{device}")
 
     def to_local(self):
         """Every global parameter and buffer becomes its local piece, in place (OneFlow's
@@ -405,7 +413,11 @@ def DistributedDataParallel(module, *, broadcast_buffers=True, bucket_size=10, u
     n = env.get_world_size()
     if n == 1 or module.__dict__.get("_ddp"):
         return module
-    everywhere = placement("cpu", ranks=list(range(n)))
+    kinds = {p.placement.type if p.is_global else p.device.type for p in module.parameters()}
+    if len(kinds) > 1:
+        raise _globe.Error(f"[DistributedDataParallel] the module's parameters are on devices of kinds {sorted(kinds)}: "
+                           "move it to one with module.to(device) first")
+    everywhere = placement(kinds.pop() if kinds else "cpu", ranks=list(range(n)))  # the module's device
     module.to_global(placement=everywhere, sbp=_globe.broadcast)
     local_forward = module.forward
     split = _globe.split(0)

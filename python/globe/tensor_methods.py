@@ -127,10 +127,18 @@ def dtype_and_device(args, kwargs):
 
 def to(self, *args, **kwargs):
     """The same tensor where nothing changes (as torch), else a converted copy: another dtype,
-    another device ("cpu", "cuda", "cuda:1"; a local tensor), or both."""
+    another device ("cpu", "cuda", "cuda:1"), or both. A global tensor keeps its ranks, mesh and
+    SBP and takes the device's kind for its placement (OneFlow's; each shard's device follows its
+    rank, so an index is not used)."""
     dtype, dev = dtype_and_device(args, kwargs)
     out = self if dtype is None or dtype == self.dtype else _globe.to_dtype(self, dtype)
-    if dev is not None and not out.is_global and dev != out.device:
+    if dev is None:
+        return out
+    if out.is_global:
+        p = out.placement
+        if dev.type != p.type:
+            out = out.to_global(_globe.Placement(dev.type, p.rank_list, p.mesh_shape), out.sbp)
+    elif dev != out.device:
         out = _globe.to_device(out, str(dev))
     return out
 

@@ -48,6 +48,7 @@ void bind_nn(pyb::module_& m) {
         mod.distribute(p, v, to_nd_sbp(default_sbp));
       }, pyb::arg("placement"), pyb::arg("plan"), pyb::arg("default_sbp"))
       .def("to", [](Module& mod, DType dt) { mod.to(dt); })
+      .def("to_device", [](Module& mod, const std::string& d) { mod.to(Device::parse(d)); })
       .def_property_readonly("fully_sharded", [](const Module& mod) { return !mod.gather_layouts().empty(); })
       .def_property_readonly("transforms_parameters", &Module::transforms_parameters)
       .def_property_readonly("name", &Module::name)

@@ -252,6 +252,49 @@ TEST(Module, ToKeepsTiedParametersTied) {
   EXPECT_EQ(tied.parameters().size(), 2u);
 }
 
+// to(device), as torch's module.to: every parameter and buffer moves in place (a handle taken
+// before, as an optimizer's, sees the move), values and forward unchanged, and back; a global one
+// keeps its ranks and SBP on a placement of the device's kind.
+TEST(Module, ToADeviceMovesEveryParameterAndBufferInPlace) {
+  const Device sim = Device::parse("sim:0");
+  Net net;
+  const Tensor w = net.net1.weight;
+  const V before = values(w);
+  const Tensor x = randn({2, 4});
+  const V want = values(net.forward(x));
+  net.to(sim);
+  for (const auto& [name, t] : net.named_parameters()) {
+    EXPECT_EQ(t.device(), sim) << name;
+    EXPECT_TRUE(t.requires_grad()) << name;
+  }
+  EXPECT_EQ(net.steps.device(), sim) << "buffers move too";
+  EXPECT_TRUE(w.same(net.net1.weight));
+  EXPECT_EQ(w.device(), sim);
+  EXPECT_EQ(values(net.forward(to(x, sim))), want);
+  net.to(kCPU);
+  EXPECT_TRUE(net.net1.weight.device().is_cpu());
+  EXPECT_EQ(values(w), before);
+
+  nn::Linear g(3, 2);
+  g.to_global(Placement::all(), sbp::broadcast);
+  const V gw = values(g.weight);
+  g.to(sim);
+  EXPECT_EQ(g.weight.placement().device(), "sim");
+  EXPECT_EQ(g.weight.placement().ranks(), Placement::all().ranks());
+  EXPECT_EQ(g.weight.sbp(), NdSbp(sbp::broadcast));
+  EXPECT_EQ(values(g.weight), gw);
+}
+
+// A device this process cannot use (sim has sim:0 and sim:1) is an error naming it, and nothing
+// moves, globals included.
+TEST(Module, ToADeviceThisProcessCannotUseIsAnErrorThatMovesNothing) {
+  Net net;
+  net.net2.to_global(Placement::all(), sbp::broadcast);
+  EXPECT_THAT(error_of([&] { net.to(Device::parse("sim:7")); }), AllOf(StartsWith("[to]"), HasSubstr("sim:7")));
+  EXPECT_TRUE(net.net1.weight.device().is_cpu());
+  EXPECT_EQ(net.net2.weight.placement().device(), "cpu");
+}
+
 TEST(Module, StateDictKeepsInsertionOrderOnReplace) {
   StateDict sd;
   sd.set("b", zeros({1}));

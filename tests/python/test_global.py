@@ -235,6 +235,34 @@ def test_ddp_over_local_batches_trains_as_one_model_on_the_whole_batch():
     np.testing.assert_allclose(model.bias.numpy(), ref.bias.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_a_global_module_and_ddp_follow_the_device_they_are_given():
+    """module.to("sim") and tensor.to("sim") on global tensors keep the ranks and SBP and take the
+    sim kind for the placement (OneFlow's); DDP of a module on the sim device lays it out there
+    and computes what the CPU computes."""
+    flow.manual_seed(4)
+    m = nn.Linear(3, 2).to_global(placement=all_ranks(), sbp=flow.sbp.broadcast)
+    w = m.weight.numpy()
+    m.to("sim")
+    for p in m.parameters():
+        assert p.placement.type == "sim" and p.placement.rank_list == all_ranks().rank_list
+        assert p.sbp == (flow.sbp.broadcast,)
+    np.testing.assert_array_equal(m.weight.numpy(), w)
+    t = flow.randn(4, 3).to_global(placement=all_ranks(), sbp=flow.sbp.split(0)).to("sim")
+    assert t.placement.type == "sim" and t.sbp == (flow.sbp.split(0),)
+
+    flow.manual_seed(6)
+    ref = nn.Linear(3, 2)
+    flow.manual_seed(6)
+    model = nn.Linear(3, 2).to("sim")
+    from globe.nn.parallel import DistributedDataParallel as ddp
+    ddp(model)
+    assert model.weight.placement.type == "sim"
+    x = flow.randn(2, 3)
+    out = model(x.to("sim"))
+    assert str(out.device).startswith("sim")
+    np.testing.assert_allclose(out.numpy(), ref(x).numpy(), rtol=1e-6, atol=1e-7)
+
+
 def test_oneflows_ddp_train_program_runs():
     """OneFlow's ddp_train.py (its DDP chapter), "cuda" -> "cpu": attributes of the wrapped model,
     a Parameter, a summed loss, each rank its own data; w against the average-gradient update."""

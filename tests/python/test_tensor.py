@@ -169,6 +169,31 @@ def test_numpy_of_a_device_tensor_is_a_host_copy_as_oneflows():
         flow.add(s, x)
 
 
+def test_module_to_a_device_moves_its_parameters_in_place_and_refuses_one_it_cannot_use():
+    """module.to("sim") moves every parameter there, in place: an optimizer made before trains the
+    moved model, and the forward gives the CPU's values; module.cpu() brings it back. A device
+    this process cannot use (sim has sim:0 and sim:1) is an error, and nothing moves."""
+    flow.manual_seed(3)
+    m = nn.Linear(3, 2)
+    opt = flow.optim.SGD(m.parameters(), lr=0.5)
+    x = flow.randn(4, 3)
+    want = m(x).numpy()
+    w0 = m.weight.numpy().copy()
+    assert m.to("sim") is m
+    assert [str(p.device) for p in m.parameters()] == ["sim:0", "sim:0"]
+    out = m(x.to("sim"))
+    np.testing.assert_array_equal(out.numpy(), want)
+    out.sum().backward()
+    opt.step()
+    assert str(m.weight.device) == "sim:0"
+    assert not np.array_equal(m.weight.numpy(), w0), "the optimizer made before the move did not update the model"
+    m.cpu()
+    assert [str(p.device) for p in m.parameters()] == ["cpu", "cpu"]
+    with pytest.raises(flow.Error, match=r"\[to\].*sim:7"):
+        m.to("sim:7")
+    assert [str(p.device) for p in m.parameters()] == ["cpu", "cpu"]
+
+
 def test_from_numpy_shares_memory_where_it_can():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = flow.from_numpy(a)
