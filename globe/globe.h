@@ -43,5 +43,6 @@
 #include "globe/device/device.h"
 #include "globe/device/memory.h"
 #include "globe/device/stream.h"
+#include "globe/kernels/matmul_precision.h"
 #include "globe/pipeline/pipeline.h"
 #include "globe/pipeline/schedule.h"

@@ -197,6 +197,7 @@ int run(int argc, char** argv) {
                  {"recompute", nullptr, "recompute each block's forward in the backward"},
                  {"dtype", "float32", "compute dtype: float32, bf16 or fp16 (float32 master weights)"},
                  {"reduce-dtype", "float32", "dtype of the data-parallel gradient all-reduce: float32 or bf16"},
+                 {"tf32", nullptr, "float32 products in TF32 on CUDA (set_float32_matmul_precision(\"high\")); no effect on the CPU"},
                  {"device", "cpu", "cpu, cuda, or sim (a CPU-side test device)"},
                  {"log-every", "10", "print the loss every N steps (0: never)"},
                  {"val-batches", "8", "validation batches at the end (0: none)"},
@@ -258,6 +259,7 @@ int run(int argc, char** argv) {
     return globe::kBFloat16;
   };
   const globe::nn::MixedPrecision precision{parse_dtype("dtype"), parse_dtype("reduce-dtype")};
+  if (f.on("tf32")) globe::set_float32_matmul_precision("high");
   GLOBE_CHECK(precision.reduce_dtype == globe::kFloat32 || zero < 2, "[gpt] --reduce-dtype ", f.str("reduce-dtype"),
               " applies to the data-parallel all-reduce; --zero ", zero, " reduce-scatters the gradients in float32 instead");
   GLOBE_CHECK(int64_t(f.str("generate").size()) <= c.block, "[gpt] --generate: the prompt has ", f.str("generate").size(),
@@ -436,6 +438,7 @@ int run(int argc, char** argv) {
   res["recompute"] = f.on("recompute");
   res["dtype"] = globe::dtype_name(precision.param_dtype);
   res["reduce_dtype"] = globe::dtype_name(precision.reduce_dtype);
+  res["matmul_precision"] = globe::float32_matmul_precision();
   if (precision.param_dtype == globe::kBFloat16) res["bf16_gemm"] = globe::kernels::bf16_gemm_path();
   if (scaler) {
     res["loss_scale"] = scaler->get_scale();

@@ -76,8 +76,36 @@ def are_deterministic_algorithms_enabled():
     return _globe.deterministic()
 
 
+def set_float32_matmul_precision(precision):
+    """torch.set_float32_matmul_precision: "highest" (the default, full float32 products), "high" or
+    "medium" (TF32 products on CUDA; the CPU's and deterministic mode's stay full float32)."""
+    _globe.set_float32_matmul_precision(precision)
+
+
+def get_float32_matmul_precision():
+    return _globe.get_float32_matmul_precision()
+
+
+class _CudaMatmul:
+    """flow.backends.cuda.matmul (torch.backends.cuda.matmul): allow_tf32 = True is
+    set_float32_matmul_precision("high"), False "highest"."""
+
+    @property
+    def allow_tf32(self):
+        return _globe.get_float32_matmul_precision() != "highest"
+
+    @allow_tf32.setter
+    def allow_tf32(self, on):
+        _globe.set_float32_matmul_precision("high" if on else "highest")
+
+
+class backends:  # noqa: N801  (flow.backends / torch.backends)
+    class cuda:  # noqa: N801
+        matmul = _CudaMatmul()
+
+
 __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_global", "randn", "zeros", "ones", "full", "save", "load",
-           "save_sharded", "load_sharded", "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half", "bool", "int32", "int8", "uint8"]
+           "save_sharded", "load_sharded", "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision", "backends", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half", "bool", "int32", "int8", "uint8"]
 
 
 class device:  # noqa: N801  (torch.device / flow.device)

@@ -66,6 +66,9 @@ void bind_ops(pyb::module_& m) {
   m.def("set_grad_enabled", &set_grad_enabled);
   m.def("deterministic", &deterministic);
   m.def("set_deterministic", &set_deterministic, pyb::arg("on"));
+  m.def("set_float32_matmul_precision", [](const std::string& p) { set_float32_matmul_precision(p); },
+        pyb::arg("precision"));
+  m.def("get_float32_matmul_precision", &float32_matmul_precision);
   m.def("check_microbatches", &check_microbatches, pyb::arg("op"), pyb::arg("rows"), pyb::arg("count"));
   // Activation recomputation (globe.utils.checkpoint): `fn` takes the list of inputs and returns
   // one tensor; it is called again in the backward. The node keeps the Python function alive, and

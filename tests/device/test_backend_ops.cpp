@@ -293,6 +293,31 @@ TEST(BackendOps, MatmulShapes) {
   }
 }
 
+// set_float32_matmul_precision("high"), as torch's: a device with a faster float32 product mode
+// uses it (CUDA: TF32, operands rounded to 10 mantissa bits, so a sum of 256 products lands within
+// a few hundredths of float32's, and differs from it), every other device keeps full float32 (the
+// bits of "highest"); the setting refuses what it does not know, by name.
+TEST(BackendOps, Float32MatmulPrecisionHighUsesTf32OnlyWhereTheDeviceHasIt) {
+  GLOBE_REQUIRE_DEVICE();
+  const Tensor a = to(randn({64, 256}), kDevice), b = to(randn({256, 48}), kDevice);
+  const Tensor full = matmul(a, b);
+  set_float32_matmul_precision("high");
+  EXPECT_EQ(float32_matmul_precision(), "high");
+  const Tensor fast = matmul(a, b);
+  set_float32_matmul_precision("highest");
+  EXPECT_EQ(float32_matmul_precision(), "highest");
+  if (std::string(device_type_name(kDevice.type)) == "cuda") {
+    expect_close(full, fast, 5e-2, "a TF32 product against float32's");
+    EXPECT_NE(testing::values(full), testing::values(fast)) << "\"high\" changed no bit: TF32 was not used";
+  } else {
+    expect_close(full, fast, 0.0, "a float32 product under \"high\" on a device without TF32");
+  }
+  EXPECT_EQ(testing::values(matmul(a, b)), testing::values(full)) << "\"highest\" again gives float32's bits";
+  const std::string error = testing::error_of([] { set_float32_matmul_precision("fast"); });
+  EXPECT_NE(error.find("[set_float32_matmul_precision] 'fast' is not a precision: highest"), std::string::npos) << error;
+  EXPECT_EQ(float32_matmul_precision(), "highest");
+}
+
 TEST(BackendOps, Fills) {
   GLOBE_REQUIRE_DEVICE();
   for (DType dt : {kFloat32, kFloat64, kInt64}) {

@@ -294,6 +294,8 @@ TEST(Gpt, MixedPrecisionTrainsCloseToFloat32OnEveryLayout) {
   const auto fp32 = train(1, args, dir, "fp32");
   const auto bf16 = train(1, with(args, {"--dtype", "bf16"}), dir, "bf16");
   expect_same(fp32, bf16, 2e-2, "bf16 against float32");
+  // --tf32 is a CUDA product mode: on the CPU every loss keeps float32's bits.
+  expect_same(fp32, train(1, with(args, {"--tf32"}), dir, "tf32"), 0.0, "--tf32 on the CPU");
   EXPECT_NE(fp32, bf16) << "--dtype bf16 computed in float32";
   // Every layout rounds its bfloat16 sums in its own places: within 1 % of the single process.
   const std::vector<std::pair<int, std::vector<std::string>>> runs = {

@@ -194,6 +194,26 @@ def test_module_to_a_device_moves_its_parameters_in_place_and_refuses_one_it_can
     assert [str(p.device) for p in m.parameters()] == ["cpu", "cpu"]
 
 
+def test_tf32_is_torchs_switch_and_the_cpu_keeps_full_float32():
+    """flow.backends.cuda.matmul.allow_tf32 and set_float32_matmul_precision, torch's spellings of
+    one setting; on the CPU and the sim device (no TF32 there) a product keeps float32's bits."""
+    x, w = flow.randn(8, 32), flow.randn(32, 4)
+    want = flow.matmul(x, w).numpy()
+    assert flow.get_float32_matmul_precision() == "highest" and not flow.backends.cuda.matmul.allow_tf32
+    flow.backends.cuda.matmul.allow_tf32 = True
+    try:
+        assert flow.get_float32_matmul_precision() == "high"
+        np.testing.assert_array_equal(flow.matmul(x, w).numpy(), want)
+        np.testing.assert_array_equal(flow.matmul(x.to("sim"), w.to("sim")).numpy(), want)
+        flow.set_float32_matmul_precision("medium")
+        assert flow.backends.cuda.matmul.allow_tf32
+    finally:
+        flow.backends.cuda.matmul.allow_tf32 = False
+    assert flow.get_float32_matmul_precision() == "highest"
+    with pytest.raises(flow.Error, match=r"\[set_float32_matmul_precision\] 'fast' is not a precision"):
+        flow.set_float32_matmul_precision("fast")
+
+
 def test_from_numpy_shares_memory_where_it_can():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = flow.from_numpy(a)

@@ -1,7 +1,7 @@
 // cuBLAS for the CUDA table: one handle per device bound to the device's compute stream, and the
-// strided-batched row-major GEMM that attention is written with (full float32 / float64 precision:
-// cuBLAS's default math mode, no TF32 unless the environment asks for it); and the cuBLASLt handle
-// and workspace that matmul runs on (matmul.cpp).
+// strided-batched row-major GEMM that attention is written with (full float32 / float64 precision,
+// or TF32 products where set_float32_matmul_precision allows them, kernels/matmul_precision.h);
+// and the cuBLASLt handle and workspace that matmul runs on (matmul.cpp).
 #pragma once
 
 #include <cublasLt.h>
@@ -11,6 +11,7 @@
 
 #include "globe/core/tensor.h"
 #include "globe/kernels/cuda/cublas_api.h"
+#include "globe/kernels/matmul_precision.h"
 
 namespace globe::kernels::cuda {
 
@@ -33,6 +34,9 @@ CublasLt cublaslt(const Device& device);
 inline cublasStatus_t gemm_strided(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                    const float* alpha, const float* a, int lda, long long sa, const float* b, int ldb,
                                    long long sb, const float* beta, float* c, int ldc, long long sc, int count) {
+  const cublasStatus_t mode =
+      cublas_api().set_math_mode(h, float32_matmul_allows_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  if (mode != CUBLAS_STATUS_SUCCESS) return mode;
   return cublas_api().sgemm_strided_batched(h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count);
 }
 

@@ -41,6 +41,7 @@ CublasApi load() {
 #define GLOBE_BIND(field, lib, fn) bind(a.field, lib, lib##_name.c_str(), GLOBE_STR(fn))
   GLOBE_BIND(create, blas, cublasCreate);
   GLOBE_BIND(set_stream, blas, cublasSetStream);
+  GLOBE_BIND(set_math_mode, blas, cublasSetMathMode);
   GLOBE_BIND(status_string, blas, cublasGetStatusString);
   GLOBE_BIND(sgemm_strided_batched, blas, cublasSgemmStridedBatched);
   GLOBE_BIND(dgemm_strided_batched, blas, cublasDgemmStridedBatched);

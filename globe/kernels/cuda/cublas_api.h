@@ -14,6 +14,7 @@ namespace globe::kernels::cuda {
 struct CublasApi {
   decltype(&::cublasCreate) create;
   decltype(&::cublasSetStream) set_stream;
+  decltype(&::cublasSetMathMode) set_math_mode;
   decltype(&::cublasGetStatusString) status_string;
   decltype(&::cublasSgemmStridedBatched) sgemm_strided_batched;
   decltype(&::cublasDgemmStridedBatched) dgemm_strided_batched;

@@ -1,5 +1,6 @@
 // The CUDA table's matmul on cuBLASLt (cublas.h: the device's handle and workspace), on the
-// device's compute stream, in full float32 / float64 (CUBLAS_COMPUTE_32F / 64F: never TF32).
+// device's compute stream, in full float32 / float64 (CUBLAS_COMPUTE_32F / 64F), or with TF32
+// products where set_float32_matmul_precision allows them (CUBLAS_COMPUTE_32F_FAST_TF32).
 //
 // cuBLASLt is column-major, where a row-major buffer reads as its transpose, so out [n, m] = a b
 // is asked as out^T [m, n] = b^T a^T: b is cuBLASLt's A and a its B, each keeping its own transpose
@@ -28,6 +29,7 @@
 #include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/cublas.h"
 #include "globe/kernels/cuda/kernels.h"
+#include "globe/kernels/matmul_precision.h"
 #include "globe/kernels/strides.h"
 
 namespace globe::kernels::cuda {
@@ -166,7 +168,7 @@ int64_t alignment(const void* p) {
 }
 
 // What the heuristic's answer depends on: the problem, its pointers' alignments and the workspace.
-using Key = std::array<int64_t, 18>;
+using Key = std::array<int64_t, 19>;
 
 // The algorithm cuBLASLt's heuristic picks (none where it offers none), asked once per key and
 // remembered: the heuristic is a search on the host, and a training step repeats its shapes.
@@ -203,11 +205,12 @@ template <class T>
 bool run(const Gemm& g, const T* bias, T beta) {
   constexpr bool f32 = std::is_same_v<T, float>;
   const cudaDataType_t type = f32 ? CUDA_R_32F : CUDA_R_64F;
+  const bool tf32 = f32 && float32_matmul_allows_tf32();
+  const cublasComputeType_t compute = !f32 ? CUBLAS_COMPUTE_64F : tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const Device device = g.out.device();
   const CublasLt lt = cublaslt(device);
   MatmulDesc desc;
-  check_cublas(cublas_api().lt_desc_create(&desc.d, f32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F, type), "matmul",
-               "cublasLtMatmulDescCreate");
+  check_cublas(cublas_api().lt_desc_create(&desc.d, compute, type), "matmul", "cublasLtMatmulDescCreate");
   set(desc.d, CUBLASLT_MATMUL_DESC_TRANSA, int32_t(g.b.trans ? CUBLAS_OP_T : CUBLAS_OP_N));
   set(desc.d, CUBLASLT_MATMUL_DESC_TRANSB, int32_t(g.a.trans ? CUBLAS_OP_T : CUBLAS_OP_N));
   if (bias != nullptr) {
@@ -225,7 +228,7 @@ bool run(const Gemm& g, const T* bias, T beta) {
   const std::array<int64_t, 3> aligned = {alignment(pb), alignment(pa), alignment(pc)};
   const Key key = {device.index, int64_t(f32), bias != nullptr, g.b.trans, g.a.trans, g.rows, g.m, g.k, g.count,
                    g.b.ld, g.a.ld, g.b.stride, g.a.stride, aligned[0], aligned[1], aligned[2],
-                   bias != nullptr ? alignment(bias) : 0, int64_t(lt.workspace_bytes)};
+                   bias != nullptr ? alignment(bias) : 0, int64_t(lt.workspace_bytes), int64_t(tf32)};
   const std::optional<cublasLtMatmulAlgo_t> algo = algorithm(key, lt, desc.d, la, lb, lc, aligned);
   if (!algo) return false;
   const T alpha = T(1);
