@@ -70,8 +70,9 @@ class Communicator {
                             const std::vector<int64_t>& recv_counts) = 0;
   // An all-to-all of separate tensors: this member's send[s] arrives in member s's recv[rank()]
   // (same element count). send[rank()] and recv[rank()] are not touched: the caller moves its own
-  // piece, so nothing is packed for it. Each tensor contiguous; they may be views into the
-  // caller's buffers (a received piece lands where it belongs).
+  // piece, so nothing is packed for it. Each tensor contiguous, and one for every other member
+  // (0 elements where nothing crosses); they may be views into the caller's buffers (a received
+  // piece lands where it belongs).
   virtual void exchange(const std::vector<Tensor>& send, const std::vector<Tensor>& recv) = 0;
   // Member `root`'s `t` to everyone, in place.
   virtual void broadcast(const Tensor& t, int root) = 0;
@@ -84,5 +85,11 @@ class Communicator {
   // naming the op, its sequence number and the ranks.
   virtual void check_consistency(const std::string& what) = 0;
 };
+
+// exchange's arguments, checked alike by every communicator that reads them (before anything is
+// sent or staged): one tensor for every member in each (0 elements where nothing crosses; this
+// member's own are not read), so that every member takes part in all of it, a GPU group's path
+// decision included. Throws "[exchange] ...".
+void check_exchange_pieces(const std::vector<Tensor>& send, const std::vector<Tensor>& recv, int size, int rank);
 
 }  // namespace globe::dist

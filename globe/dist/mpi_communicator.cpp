@@ -244,10 +244,9 @@ void MpiCommunicator::all_to_all_v(const Tensor& send, const std::vector<int64_t
 // Point-to-point on the ring communicator, tagged by the collective's number (as the ring
 // all-reduce), beside its stamps; each receive checks its count.
 void MpiCommunicator::exchange(const std::vector<Tensor>& send, const std::vector<Tensor>& recv) {
-  ++seq_;
   const int p = size();
-  GLOBE_CHECK(int(send.size()) == p && int(recv.size()) == p, "[exchange] ", send.size(), " send and ", recv.size(),
-              " receive tensors for ", p, " members");
+  check_exchange_pieces(send, recv, p, rank_);
+  ++seq_;
   Stamps side;
   start_side(side, fingerprints(), "exchange");
   const int tag = kExchangeTagBase + int(seq_ % kRingTags);

@@ -108,14 +108,13 @@ void HostStagedCommunicator::all_to_all_v(const Tensor& send, const std::vector<
 }
 
 void HostStagedCommunicator::exchange(const std::vector<Tensor>& send, const std::vector<Tensor>& recv) {
+  check_exchange_pieces(send, recv, size(), rank());
   std::vector<Tensor> hs(send.size()), hr(recv.size());
   for (size_t i = 0; i < send.size(); ++i)
-    if (int(i) != rank() && send[i].defined()) hs[i] = to_host(send[i]);
-  for (size_t i = 0; i < recv.size(); ++i)
-    if (int(i) != rank() && recv[i].defined()) hr[i] = host_buffer(recv[i]);
+    if (int(i) != rank()) hs[i] = to_host(send[i]), hr[i] = host_buffer(recv[i]);
   inner_->exchange(hs, hr);
   for (size_t i = 0; i < recv.size(); ++i)
-    if (int(i) != rank() && recv[i].defined()) copy_back(recv[i], hr[i]);
+    if (int(i) != rank()) copy_back(recv[i], hr[i]);
 }
 
 void HostStagedCommunicator::broadcast(const Tensor& t, int root) {

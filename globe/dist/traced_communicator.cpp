@@ -85,6 +85,7 @@ void TracedCommunicator::all_to_all_v(const Tensor& send, const std::vector<int6
   traced(*this, "all_to_all", bytes_of(send), -1, [&] { inner_->all_to_all_v(send, send_counts, recv, recv_counts); });
 }
 void TracedCommunicator::exchange(const std::vector<Tensor>& send, const std::vector<Tensor>& recv) {
+  check_exchange_pieces(send, recv, size(), rank());
   int64_t bytes = 0;
   for (size_t r = 0; r < send.size(); ++r)
     if (int(r) != rank()) bytes += bytes_of(send[r]);

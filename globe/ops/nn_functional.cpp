@@ -494,7 +494,8 @@ Tensor row_max(const Tensor& x) {
   Shape one = local.shape();
   one.back() = 1;
   const Tensor mine = local.shape().back() > 0 ? max(local, {-1}, true)
-                                               : full(one, -std::numeric_limits<double>::infinity(), local.dtype());
+                                               : full(one, -std::numeric_limits<double>::infinity(), local.dtype(),
+                                                      local.device());  // made where the shard lives
   return max(mine.to_global(x.placement(), x.sbp()), {-1}, true);
 }
 

@@ -393,6 +393,14 @@ TEST(Communicator, ExchangeOfSeparatePieces) {
     const std::string msg = error_of([&] { c.exchange(send, recv); });
     EXPECT_NE(msg.find("[exchange] rank 1 sent 3 elements where 2 were expected"), std::string::npos) << msg;
   }
+  // A member with no tensor for another (where an empty one belongs) is refused before anything
+  // is sent: every member must take part in every exchange, a GPU group's path decision included.
+  send[size_t((me() + 1) % world())] = Tensor();
+  const std::string none = error_of([&] { c.exchange(send, recv); });
+  EXPECT_NE(none.find("[exchange] member " + std::to_string(me()) + " has no send tensor for member " +
+                      std::to_string((me() + 1) % world()) + ": pass an empty one (0 elements)"),
+            std::string::npos)
+      << none;
   Tensor t = make({1}, kInt64);
   c.all_reduce_sum(t);
   EXPECT_EQ(values(t), std::vector<int64_t>{world()});

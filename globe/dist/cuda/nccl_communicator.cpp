@@ -17,6 +17,7 @@
 // it. While the host waits elsewhere (a copy behind a stuck stream), a watchdog thread does the
 // same a second later and ends the process, having no program to throw to.
 #include "globe/dist/group_communicator.h"
+#include "globe/dist/mpi_communicator.h"
 #include "globe/dist/staged_communicator.h"
 
 #if GLOBE_WITH_NCCL
@@ -557,23 +558,21 @@ void NcclCommunicator::all_to_all_v(const Tensor& send, const std::vector<int64_
 // pieces' sizes follow from the layouts every member computes alike.
 void NcclCommunicator::exchange(const std::vector<Tensor>& send, const std::vector<Tensor>& recv) {
   const int p = size();
-  GLOBE_CHECK(int(send.size()) == p && int(recv.size()) == p, "[exchange] ", send.size(), " send and ", recv.size(),
-              " receive tensors for ", p, " members");
-  const Tensor* any = nullptr;  // a piece that crosses, to choose the path by
-  for (int s = 0; s < p && !any; ++s)
-    if (s != rank()) any = send[size_t(s)].defined() ? &send[size_t(s)] : recv[size_t(s)].defined() ? &recv[size_t(s)] : nullptr;
-  if (!any || !on_nccl(*any, "exchange")) return host_->exchange(send, recv);
+  // Every piece that crosses is a tensor (0 elements for nothing, as over MPI), so every member has
+  // one to choose the path by and takes part in the group's decision (decide() is collective): a
+  // member that skipped it would leave the others waiting.
+  check_exchange_pieces(send, recv, p, rank());
+  if (p == 1 || !on_nccl(send[size_t((rank() + 1) % p)], "exchange")) return host_->exchange(send, recv);
   std::vector<Tensor> keep;
   for (int s = 0; s < p; ++s)
-    if (s != rank()) keep.insert(keep.end(), {send[size_t(s)], recv[size_t(s)]});  // undefined ones too: harmless
+    if (s != rank()) keep.insert(keep.end(), {send[size_t(s)], recv[size_t(s)]});
   order_compute_after(run("exchange", keep, [&](ncclComm_t c, cudaStream_t st) {
     return grouped([&](FirstError& first) {
       for (int k = 1; k < p; ++k) {
         const int s = (rank() + k) % p;
         const Tensor &out = send[size_t(s)], &in = recv[size_t(s)];
-        if (out.defined() && out.numel() > 0)
-          first(ncclSend(at(out, 0), size_t(out.numel()), nccl_type(out.dtype()), s, c, st));
-        if (in.defined() && in.numel() > 0) first(ncclRecv(at(in, 0), size_t(in.numel()), nccl_type(in.dtype()), s, c, st));
+        if (out.numel() > 0) first(ncclSend(at(out, 0), size_t(out.numel()), nccl_type(out.dtype()), s, c, st));
+        if (in.numel() > 0) first(ncclRecv(at(in, 0), size_t(in.numel()), nccl_type(in.dtype()), s, c, st));
       }
     });
   }));
