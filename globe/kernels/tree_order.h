@@ -31,16 +31,31 @@ GLOBE_HOST_DEVICE constexpr int tree_slots(int64_t n) {
 // Walks the tree over pieces [lo, hi) into slot `slot` (slots slot .. slot + tree_slots - 1 are
 // scratch): piece(l, s) writes piece l's value into slot s; add(s) sets slot s to slot s plus slot
 // s + 1. Pieces are made in index order, so a caller may compute each when it is asked for.
+//
+// The calls are those of the recursion "walk the left tree_left(n) pieces into the slot, the rest
+// into the next slot, then add", made without recursion (CUDA threads have a small stack, and a
+// recursive device function has no static bound on it): piece l goes to the slot of its range's
+// slot plus the right turns on its way down, and the ranges it is the last piece of (the last
+// internal nodes of that way, each entered by a right turn) are added right after it, deepest
+// first, each into the slot one below its right part's.
 template <class Piece, class Add>
 GLOBE_HOST_DEVICE void tree_walk(int64_t lo, int64_t hi, int slot, Piece& piece, Add& add) {
-  if (hi - lo == 1) {
-    piece(lo, slot);
-    return;
+  for (int64_t l = lo; l < hi; ++l) {
+    int64_t a = lo, b = hi;
+    int s = slot, closing = 0;
+    while (b - a > 1) {
+      closing = l == b - 1 ? closing + 1 : 0;
+      const int64_t mid = a + tree_left(b - a);
+      if (l < mid) {
+        b = mid;
+      } else {
+        a = mid;
+        ++s;
+      }
+    }
+    piece(l, s);
+    for (int t = 1; t <= closing; ++t) add(s - t);
   }
-  const int64_t mid = lo + tree_left(hi - lo);
-  tree_walk(lo, mid, slot, piece, add);
-  tree_walk(mid, hi, slot + 1, piece, add);
-  add(slot);
 }
 
 }  // namespace globe::kernels
