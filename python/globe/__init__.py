@@ -136,7 +136,9 @@ class device:  # noqa: N801  (torch.device / flow.device)
 
 
 class cuda:  # noqa: N801  (flow.cuda)
-    """Whether this build has the CUDA backend and the process sees a GPU."""
+    """Whether this build has the CUDA backend and the process sees a GPU; the bytes of tensors on
+    a GPU, as torch.cuda's memory_allocated family (the current device is the one a placement
+    gives this rank: local rank % GPUs). Without a GPU these say what is missing."""
 
     @staticmethod
     def is_available():
@@ -145,6 +147,52 @@ class cuda:  # noqa: N801  (flow.cuda)
     @staticmethod
     def device_count():
         return _globe.cuda_device_count()
+
+    @staticmethod
+    def current_device():
+        n = _globe.cuda_device_count()
+        return env.get_local_rank() % n if n > 0 else 0
+
+    @staticmethod
+    def _name(dev, what):
+        if dev is None:
+            return f"cuda:{cuda.current_device()}"
+        if isinstance(dev, _builtins.int):
+            return f"cuda:{dev}"
+        d = device(dev)
+        if d.type != "cuda":
+            raise _globe.Error(f"[cuda.{what}] expects a CUDA device, got {d}")
+        return f"cuda:{d.index or 0}"
+
+    @staticmethod
+    def memory_allocated(device=None):  # noqa: A002  (torch's name)
+        return _globe.memory_stats(cuda._name(device, "memory_allocated"), "cuda.memory_allocated")[0]
+
+    @staticmethod
+    def max_memory_allocated(device=None):
+        return _globe.memory_stats(cuda._name(device, "max_memory_allocated"), "cuda.max_memory_allocated")[1]
+
+    @staticmethod
+    def memory_reserved(device=None):
+        return _globe.memory_stats(cuda._name(device, "memory_reserved"), "cuda.memory_reserved")[2]
+
+    @staticmethod
+    def reset_peak_memory_stats(device=None):
+        name = cuda._name(device, "reset_peak_memory_stats")
+        _globe.memory_stats(name, "cuda.reset_peak_memory_stats")  # the device checked
+        _globe.reset_peak_memory(name)
+
+    @staticmethod
+    def empty_cache():
+        name = cuda._name(None, "empty_cache")
+        _globe.memory_stats(name, "cuda.empty_cache")
+        _globe.empty_cache(name)
+
+    @staticmethod
+    def synchronize(device=None):
+        name = cuda._name(device, "synchronize")
+        _globe.memory_stats(name, "cuda.synchronize")
+        _globe.synchronize(name)
 
 
 def placement(type="cpu", ranks=None):  # noqa: A002  (OneFlow's keyword)

@@ -10,5 +10,10 @@ def get_world_size():
     return _globe.world_size()
 
 
+def get_local_rank():
+    """This rank's index among the ranks of its node (OneFlow's flow.env.get_local_rank)."""
+    return _globe.local_rank()
+
+
 rank = get_rank
 world_size = get_world_size

@@ -34,6 +34,7 @@ void bind_io(pyb::module_& m) {
 
   m.def("rank", &dist::world_rank);
   m.def("world_size", &dist::world_size);
+  m.def("local_rank", &dist::local_rank);
   m.def("set_consistency_checks", &dist::set_consistency_checks);
   // An uncaught Python exception on one rank of several ends the rank the way an uncaught C++
   // exception does: the others are told, then it aborts (globe/dist/runtime.cpp). Exiting

@@ -214,6 +214,31 @@ def test_tf32_is_torchs_switch_and_the_cpu_keeps_full_float32():
         flow.set_float32_matmul_precision("fast")
 
 
+def test_cuda_memory_counts_and_says_what_is_missing_without_a_gpu():
+    """flow.cuda.memory_allocated and its family count the tensors on a GPU as torch.cuda's do;
+    without one they say so; another device is refused by name. The count underneath is per
+    device (here the sim device's)."""
+    before = flow._globe.memory_stats("sim:0", "test")[0]
+    x = flow.zeros(1024).to("sim")
+    assert flow._globe.memory_stats("sim:0", "test")[0] == before + 4096
+    del x
+    assert flow._globe.memory_stats("sim:0", "test")[0] == before
+    with pytest.raises(flow.Error, match=r"\[cuda.memory_allocated\] expects a CUDA device, got sim:0"):
+        flow.cuda.memory_allocated("sim:0")
+    if not flow.cuda.is_available():
+        for fn in (flow.cuda.memory_allocated, flow.cuda.max_memory_allocated, flow.cuda.memory_reserved,
+                   flow.cuda.synchronize, flow.cuda.reset_peak_memory_stats):
+            with pytest.raises(flow.Error, match=r"(?i)cuda"):
+                fn()
+        return
+    y = flow.zeros(1024).to("cuda")
+    assert flow.cuda.memory_allocated() >= 4096 and flow.cuda.max_memory_allocated() >= 4096
+    assert flow.cuda.memory_reserved() >= flow.cuda.memory_allocated()
+    flow.cuda.synchronize()
+    del y
+    flow.cuda.empty_cache()
+
+
 def test_from_numpy_shares_memory_where_it_can():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = flow.from_numpy(a)
