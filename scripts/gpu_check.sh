@@ -3,7 +3,8 @@
 # cores, runs the device tests (every CUDA kernel against the CPU's), the consistency harness on a
 # "cuda" placement (1 and 2 ranks; it says whether collectives went over NCCL or host-staged) and
 # the tutorials' programs on placement "cuda" and "cpu" on 1 and 2 ranks, compares their printed
-# losses, and writes a report.
+# losses, checks that deterministic mode gives one rank's bits on dp2 (TF32 on too), and writes a
+# report.
 # Meant to finish within 8 minutes on a 16-core machine.
 #
 #   scripts/gpu_check.sh [--out DIR] [--debs DIR] [--jobs N] [--force-debs]
@@ -99,6 +100,31 @@ for n in 1 2; do
   run_case gpt "$n" "$build/bin/gpt" --data "$corpus" --steps 20 --log-every 5 --val-batches 0
 done
 run_case pipeline 2 "$build/bin/pipeline"
+say ""
+
+# ---- deterministic mode on the GPU: one rank and dp2 must print the same bits ---------------------
+# (its CUDA product, fixed_order_gemm.cu, and its leaf sums; docs/design.md §10). Each step's loss
+# to the last bit, from --losses-out; then the TF32 setting, which deterministic mode ignores.
+say "## Deterministic mode on cuda: the GPT's losses on 1 rank and on dp2, bit for bit"
+say ""
+det() {  # name, ranks, extra arguments
+  local name=$1 n=$2
+  shift 2
+  GLOBE_DETERMINISTIC=1 timeout 180 "$build/bin/globe-launch" --nproc_per_node "$n" "$build/bin/gpt" --device cuda \
+    --data "$corpus" --batch 64 --steps 4 --log-every 0 --val-batches 0 --losses-out "$out/det-$name.losses" "$@" \
+    >"$out/det-$name.log" 2>&1 || { say "- $name: exit $?: $(grep -m1 -oE '\[[a-z_]+\] .*' "$out/det-$name.log" | cut -c1-160)"; status=1; }
+}
+det np1 1
+det dp2 2 --dp 2
+det dp2-tf32 2 --dp 2 --tf32
+for other in dp2 dp2-tf32; do
+  if [ -s "$out/det-np1.losses" ] && cmp -s "$out/det-np1.losses" "$out/det-$other.losses"; then
+    say "- 1 rank against $other: the same bits ($(tr '\n' ' ' <"$out/det-np1.losses" | cut -c1-120))"
+  else
+    say "- 1 rank against $other: DIFFERENT ($(paste -d/ "$out/det-np1.losses" "$out/det-$other.losses" 2>/dev/null | tr '\n' ' ' | cut -c1-200))"
+    status=1
+  fi
+done
 say ""
 say "Which communicator carried GPU tensors: $(grep -h -m1 'cross ranks' "$out"/*-np2-cuda.log 2>/dev/null | head -1 | cut -c1-200)"
 say ""
