@@ -33,6 +33,7 @@ mkdir -p "$out"
 report="$out/gpu_report.md"
 start=$(date +%s)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=
+export GLOBE_TIMEOUT=${GLOBE_TIMEOUT:-60}  # a hung collective fails in a minute, not the launcher's default
 say() { echo "$*" | tee -a "$report"; }
 : >"$report"
 say "# Globe GPU check, $(date -u +%Y-%m-%dT%H:%MZ)"
