@@ -45,6 +45,12 @@ struct DeviceKernels {
   // The sum of `a` over the dims where `keep_shape` (a's rank) is 1 and a is not: a new tensor of
   // keep_shape; float32 accumulates in float64.
   Tensor (*sum_to_keepdim)(const Tensor& a, const Shape& keep_shape);
+  // Deterministic mode's sum over dim 1 of x [outer, length, inner] (contiguous, float32 or
+  // float64, length whole leaves of `leaf`): a new [outer, 1, inner] whose every element is an
+  // exactly specified sum (kernels/tree_sum.h): each leaf's terms added in index order from 0 in
+  // x's dtype, the leaves' sums in tree_order.h's tree. Its bits depend on the values and `leaf`
+  // alone: not on outer, inner (a rank's share of the outputs) or the device.
+  Tensor (*leaf_tree_sum)(const Tensor& x, int64_t leaf);
   // Indexing (kernels/cpu/reduce.h describes each): argmax along dim (int64, dim kept as 1), torch's
   // gather, and its adjoint scatter_add into zeros of `shape`.
   Tensor (*argmax_keepdim)(const Tensor& a, int64_t dim);
@@ -113,6 +119,7 @@ struct DeviceKernels {
   X(copy_into) \
   X(fill) \
   X(sum_to_keepdim) \
+  X(leaf_tree_sum) \
   X(argmax_keepdim) \
   X(gather) \
   X(scatter_add) \

@@ -22,35 +22,6 @@ Tensor tree_sum(const std::vector<Tensor>& pieces) {
   return slots[0];
 }
 
-namespace {
-
-// The CPU's float32 / float64 leaf_sum over x [outer, length, inner] (contiguous): per output
-// element, each leaf's terms added in index order from 0, the leaves in tree_order.h's tree (the
-// same adds as tree_sum's, in T); one pass, where the general form below makes a tensor per leaf.
-template <class T>
-void leaf_tree_cpu(const T* x, int64_t outer, int64_t length, int64_t inner, int64_t leaf, T* out) {
-  const int64_t leaves = length / leaf;
-  std::vector<T> slots(size_t(tree_slots(leaves) * inner));
-  for (int64_t o = 0; o < outer; ++o) {
-    const T* xo = x + o * length * inner;
-    auto piece = [&](int64_t l, int s) {
-      T* to = slots.data() + s * inner;
-      std::fill(to, to + inner, T(0));
-      const int64_t first = detail::leaf_in_test_order(l, leaves) * leaf;
-      for (int64_t q = first; q < first + leaf; ++q)
-        for (int64_t i = 0; i < inner; ++i) to[i] += xo[q * inner + i];
-    };
-    auto add = [&](int s) {
-      T* to = slots.data() + s * inner;
-      for (int64_t i = 0; i < inner; ++i) to[i] = to[i] + to[inner + i];
-    };
-    tree_walk(0, leaves, 0, piece, add);
-    std::copy_n(slots.data(), inner, out + o * inner);
-  }
-}
-
-}  // namespace
-
 Tensor leaf_sum(const Tensor& in, int64_t d, int64_t leaf, int64_t last) {
   Tensor a = in;
   if (last > d) {  // dims d..last as one: a dense copy's view with them merged
@@ -63,24 +34,19 @@ Tensor leaf_sum(const Tensor& in, int64_t d, int64_t leaf, int64_t last) {
   }
   GLOBE_CHECK(leaf > 0 && a.shape()[size_t(d)] >= leaf && a.shape()[size_t(d)] % leaf == 0, "[sum] deterministic mode: ",
               a.shape()[size_t(d)], " summed indices are not whole leaves of ", leaf);
-  if (a.device().type == DeviceType::cpu && (a.dtype() == DType::float32 || a.dtype() == DType::float64)) {
+  Shape keep = a.shape();
+  keep[size_t(d)] = 1;
+  if (a.dtype() == DType::float32 || a.dtype() == DType::float64) {  // the device's exactly specified sum
     const Tensor x = device_dense(a);
     int64_t outer = 1, inner = 1;
     for (int64_t i = 0; i < d; ++i) outer *= x.shape()[size_t(i)];
     for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.shape()[size_t(i)];
-    Shape keep = x.shape();
-    keep[size_t(d)] = 1;
-    Tensor out = Tensor::uninitialized(keep, x.dtype());
-    visit_floating(x.dtype(), "sum", [&](auto tag) {
-      using T = decltype(tag);
-      leaf_tree_cpu<T>(x.data<T>(), outer, x.shape()[size_t(d)], inner, leaf, out.data<T>());
-    });
-    return out;
+    const Shape three = {outer, x.shape()[size_t(d)], inner};
+    const Tensor sum = kernels_for(x).leaf_tree_sum(Tensor::view_of(x, three, contiguous_strides(three), x.offset()), leaf);
+    return Tensor::view_of(sum, keep, contiguous_strides(keep), sum.offset());
   }
-  // Any other device or dtype: each leaf summed by the device's kernel over a contiguous copy of
-  // it (the same strides wherever it lies, so the kernel takes the same path), added by tree_sum.
-  Shape keep = a.shape();
-  keep[size_t(d)] = 1;
+  // 16-bit floats: each leaf summed by the device's kernel over a contiguous copy of it (the same
+  // strides wherever it lies, so the kernel takes the same path), added by tree_sum.
   const auto& k = kernels_for(a);
   std::vector<Tensor> leaves;
   for (int64_t at = 0; at < a.shape()[size_t(d)]; at += leaf)

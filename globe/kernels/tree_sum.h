@@ -13,10 +13,11 @@ namespace globe::kernels {
 Tensor tree_sum(const std::vector<Tensor>& pieces);
 
 // `a` summed over dim `d` (kept, as 1) in that order: each leaf of `leaf` consecutive indices
-// summed on its own (on the CPU in float32 / float64: in index order from 0; elsewhere by the
-// device's sum over a contiguous copy of the leaf, the same strides wherever it lies, so the
-// kernel takes the same path), the leaves' sums added by tree_sum. a's dim d holds whole
-// leaves, at least one. With `last`
+// summed on its own (float32 / float64, on every device: in index order from 0 in the dtype, by
+// the device table's leaf_tree_sum, whose bits do not depend on the device or on how many
+// outputs a rank holds; 16-bit floats: by the device's sum over a contiguous copy of the leaf,
+// the same strides wherever it lies, so the kernel takes the same path), the leaves' sums added
+// in tree_sum's tree. a's dim d holds whole leaves, at least one. With `last`
 // > d, dims d..last are summed as one dim of their flattened (row-major) index, and the result
 // has that one dim (of 1) in their place.
 Tensor leaf_sum(const Tensor& a, int64_t d, int64_t leaf, int64_t last = -1);

@@ -318,6 +318,22 @@ TEST(BackendOps, Float32MatmulPrecisionHighUsesTf32OnlyWhereTheDeviceHasIt) {
   EXPECT_EQ(float32_matmul_precision(), "highest");
 }
 
+// Deterministic mode's leaf sum (kernels/tree_sum.h): the device's bits are the CPU's, and an
+// output's bits do not depend on how many other outputs the call computes (a rank's share of
+// them), as the device's general sum's may (it cuts a reduction to fill the device).
+TEST(BackendOps, LeafTreeSumIsTheCpusOrderWhateverTheShare) {
+  GLOBE_REQUIRE_DEVICE();
+  for (DType dt : {kFloat32, kFloat64}) {
+    const Tensor x = mul(to_dtype(randn({3, 96, 5}), dt), 1e3);  // 3 leaves of 32 per output
+    const Tensor cpu = kernels::kernels_for(x).leaf_tree_sum(x, 32);
+    const Tensor dx = to(x, kDevice);
+    expect_close(cpu, kernels::kernels_for(dx).leaf_tree_sum(dx, 32), 0.0, std::string("leaf_tree_sum ") + dtype_name(dt));
+    const Tensor one = contiguous(narrow(narrow(dx, 0, 1, 1), 2, 2, 1));  // output (1, 2) alone
+    EXPECT_EQ(testing::values(kernels::kernels_for(one).leaf_tree_sum(one, 32))[0], testing::values(cpu)[1 * 5 + 2])
+        << dtype_name(dt);
+  }
+}
+
 TEST(BackendOps, Fills) {
   GLOBE_REQUIRE_DEVICE();
   for (DType dt : {kFloat32, kFloat64, kInt64}) {

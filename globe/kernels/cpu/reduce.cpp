@@ -1,10 +1,14 @@
 #include "globe/kernels/cpu/reduce.h"
 
+#include <algorithm>
 #include <limits>
+#include <vector>
 
+#include "globe/core/deterministic.h"
 #include "globe/core/strided.h"
 #include "globe/kernels/cpu/elementwise.h"
 #include "globe/kernels/cpu/vector_clones.h"
+#include "globe/kernels/tree_order.h"
 
 namespace globe::kernels {
 
@@ -35,6 +39,44 @@ double sum_of_squares(const Tensor& a_in) {
     const T* p = a.data<T>();
     return lane_sum(a.numel(), [&](int64_t i) { return double(p[i]) * double(p[i]); });
   });
+}
+
+namespace {
+
+// Per output element, each leaf's terms added in index order from 0, the leaves in
+// tree_order.h's tree (the same adds as tree_sum's, in T), in one pass over x [outer, length, inner].
+template <class T>
+void leaf_tree(const T* x, int64_t outer, int64_t length, int64_t inner, int64_t leaf, T* out) {
+  const int64_t leaves = length / leaf;
+  std::vector<T> slots(size_t(tree_slots(leaves) * inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const T* xo = x + o * length * inner;
+    auto piece = [&](int64_t l, int s) {
+      T* to = slots.data() + s * inner;
+      std::fill(to, to + inner, T(0));
+      const int64_t first = detail::leaf_in_test_order(l, leaves) * leaf;
+      for (int64_t q = first; q < first + leaf; ++q)
+        for (int64_t i = 0; i < inner; ++i) to[i] += xo[q * inner + i];
+    };
+    auto add = [&](int s) {
+      T* to = slots.data() + s * inner;
+      for (int64_t i = 0; i < inner; ++i) to[i] = to[i] + to[inner + i];
+    };
+    tree_walk(0, leaves, 0, piece, add);
+    std::copy_n(slots.data(), inner, out + o * inner);
+  }
+}
+
+}  // namespace
+
+Tensor leaf_tree_sum(const Tensor& x, int64_t leaf) {
+  const int64_t outer = x.shape()[0], length = x.shape()[1], inner = x.shape()[2];
+  Tensor out = Tensor::uninitialized({outer, 1, inner}, x.dtype());
+  visit_floating(x.dtype(), "sum", [&](auto tag) {
+    using T = decltype(tag);
+    leaf_tree<T>(x.data<T>(), outer, length, inner, leaf, out.data<T>());
+  });
+  return out;
 }
 
 Tensor sum_to_keepdim(const Tensor& a, const Shape& keep) {

@@ -26,6 +26,7 @@ const DeviceKernels& table() {
       .copy_into = kernels::copy_into,
       .fill = fill,
       .sum_to_keepdim = kernels::sum_to_keepdim,
+      .leaf_tree_sum = kernels::leaf_tree_sum,
       .argmax_keepdim = kernels::argmax_keepdim,
       .gather = kernels::gather,
       .scatter_add = kernels::scatter_add,

@@ -18,6 +18,7 @@ Tensor compare(CompareKind kind, const Tensor& a, const Tensor& b, const Shape& 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& shape);
 // reduce.cu
 Tensor sum_to_keepdim(const Tensor& a, const Shape& keep_shape);
+Tensor leaf_tree_sum(const Tensor& x, int64_t leaf);
 // index.cu
 Tensor argmax_keepdim(const Tensor& a, int64_t dim);
 Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);

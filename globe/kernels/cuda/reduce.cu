@@ -16,11 +16,13 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "globe/core/deterministic.h"
 #include "globe/device/cuda/cuda_check.h"
 #include "globe/device/stream.h"
 #include "globe/kernels/cuda/access.h"
 #include "globe/kernels/cuda/kernels.h"
 #include "globe/kernels/cuda/strided.cuh"
+#include "globe/kernels/tree_order.h"
 
 namespace globe::kernels::cuda {
 
@@ -122,6 +124,56 @@ __global__ void add_partials(int64_t n, int64_t splits, const Acc* partial, T* o
 }
 
 }  // namespace
+
+namespace {
+
+constexpr int kLeafSlots = 64;  // tree_slots of any int64_t leaf count
+
+// Deterministic mode's leaf sum: a thread per output element (o, i) of x [outer, length, inner],
+// the CPU's order exactly (kernels/cpu/reduce.cpp's leaf_tree): each leaf's terms added in index
+// order from 0 in T, the leaves in tree_order.h's tree (`rotated`: the test hook's order).
+template <class T>
+__global__ void leaf_tree_kernel(int64_t outer, int64_t length, int64_t inner, int64_t leaf, bool rotated, const T* x,
+                                 T* out) {
+  const int64_t id = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (id >= outer * inner) return;
+  const int64_t o = id / inner, i = id % inner, leaves = length / leaf;
+  const T* xo = x + o * length * inner + i;
+  T slots[kLeafSlots];
+  auto piece = [&](int64_t l, int s) {
+    const int64_t first = (rotated ? (l + 1) % leaves : l) * leaf;
+    T acc = T(0);
+    for (int64_t q = first; q < first + leaf; ++q) acc += xo[q * inner];
+    slots[s] = acc;
+  };
+  auto add = [&](int s) { slots[s] = slots[s] + slots[s + 1]; };
+  tree_walk(0, leaves, 0, piece, add);
+  out[id] = slots[0];
+}
+
+}  // namespace
+
+Tensor leaf_tree_sum(const Tensor& x, int64_t leaf) {
+  const int64_t outer = x.shape()[0], length = x.shape()[1], inner = x.shape()[2];
+  Tensor out = Tensor::uninitialized({outer, 1, inner}, x.dtype(), x.device());
+  const int64_t n = outer * inner;
+  if (n == 0) return out;
+  const bool rotated = globe::detail::leaves_rotated_for_test();
+  auto stream = stream_of(x);
+  switch (x.dtype()) {
+    case DType::float32:
+      leaf_tree_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>(outer, length, inner, leaf, rotated, ptr<float>(x),
+                                                                      ptr<float>(out));
+      break;
+    case DType::float64:
+      leaf_tree_kernel<double><<<blocks_for(n), kThreads, 0, stream>>>(outer, length, inner, leaf, rotated,
+                                                                       ptr<double>(x), ptr<double>(out));
+      break;
+    default: GLOBE_FAIL("[sum] deterministic mode's leaf sum takes float32 or float64, got ", dtype_name(x.dtype()));
+  }
+  GLOBE_CUDA_CHECK(cudaGetLastError(), "sum");
+  return out;
+}
 
 Tensor sum_to_keepdim(const Tensor& a, const Shape& keep) {
   GLOBE_CHECK(a.dim() <= kMaxDims, "[sum] CUDA kernels take at most ", kMaxDims, " dims, got ", shape_str(a.shape()));

@@ -17,6 +17,7 @@ const DeviceKernels& table() {
       .copy_into = copy_into,
       .fill = fill,
       .sum_to_keepdim = sum_to_keepdim,
+      .leaf_tree_sum = leaf_tree_sum,
       .argmax_keepdim = argmax_keepdim,
       .gather = gather,
       .scatter_add = scatter_add,
