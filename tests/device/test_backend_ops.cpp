@@ -243,6 +243,31 @@ TEST(BackendOps, CastsAndCopies) {
       }
 }
 
+// 16-bit floats on the device: casts both ways give the CPU's bits (rounding to nearest even,
+// subnormals, overflow to infinity and NaN included), and an op without a 16-bit kernel runs
+// through the dispatcher's float32 rule there as on the CPU: within one 16-bit rounding of the
+// CPU's result (the device's float32 kernel may differ from the CPU's in the last float bits).
+TEST(BackendOps, SixteenBitFloatsCastExactlyAndComputeThroughFloat32) {
+  GLOBE_REQUIRE_DEVICE();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor specials = from_vector(std::vector<float>{0.0f, -0.0f, 1.0f, 1.00390625f, 1.0f / 3, 65504.0f, 65520.0f,
+                                                         1e5f, 6e-8f, 3e-8f, 1e-40f, -2.5e-6f, inf, -inf, nan, 3.0e38f},
+                                      {16});
+  const Tensor x = cat({specials, mul(randn({48}), 100.0)}, 0);
+  for (DType h : {kBFloat16, kFloat16}) {
+    const Tensor cpu = to_dtype(x, h), dev = to_dtype(to(x, kDevice), h);
+    expect_close(to_dtype(cpu, kFloat32), to_dtype(dev, kFloat32), 0.0, std::string("cast to ") + dtype_name(h));
+    expect_close(to_dtype(cpu, kFloat64), to_dtype(to(cpu, kDevice), kFloat64), 0.0, std::string("cast from ") + dtype_name(h));
+    expect_close(full({3}, 1.0 / 3, h), full({3}, 1.0 / 3, h, kDevice), 0.0, std::string("fill ") + dtype_name(h));
+    const Tensor a = to_dtype(randn({8, 16}), h), b = to_dtype(randn({16, 4}), h);
+    const double ulp = h == kBFloat16 ? 1.0 / 128 : 1.0 / 1024;
+    expect_close(to_dtype(matmul(a, b), kFloat32), to_dtype(matmul(to(a, kDevice), to(b, kDevice)), kFloat32), 2 * ulp,
+                 std::string("matmul through float32, ") + dtype_name(h));
+    expect_close(to_dtype(exp(a), kFloat32), to_dtype(exp(to(a, kDevice)), kFloat32), 2 * ulp,
+                 std::string("exp through float32, ") + dtype_name(h));
+  }
+}
+
 TEST(BackendOps, MatmulShapes) {
   GLOBE_REQUIRE_DEVICE();
   for (DType dt : {kFloat32, kFloat64}) {

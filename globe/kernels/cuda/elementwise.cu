@@ -182,11 +182,49 @@ struct WhereFn {
     out[i] = cond[off[0]] != C(0) ? a[off[1]] : b[off[2]];
   }
 };
+// 16-bit floats on the device, the bits of core/dtype.h's codecs exactly (so a GPU's casts equal
+// the CPU's, NaN included): widening is exact; narrowing rounds to nearest even.
+__device__ float widen(bfloat16 v) { return __uint_as_float(uint32_t(v.bits) << 16); }
+__device__ float widen(float16 v) {
+  const uint32_t sign = uint32_t(v.bits & 0x8000u) << 16, e = (v.bits >> 10) & 0x1fu, m = v.bits & 0x3ffu;
+  if (e == 0) return __uint_as_float(sign | __float_as_uint(float(m) * 5.9604644775390625e-8f));
+  if (e == 31) return __uint_as_float(sign | 0x7f800000u | (m << 13));
+  return __uint_as_float(sign | ((e + 112) << 23) | (m << 13));
+}
+__device__ uint16_t narrow_bits(float f, bfloat16*) {
+  const uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // quiet NaN
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+__device__ uint16_t narrow_bits(float f, float16*) {
+  const uint32_t x = __float_as_uint(f);
+  const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
+  uint32_t a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (a >= 0x477ff000u) return sign | 0x7c00u;  // rounds past 65504: infinity
+  if (a < 0x38800000u) return sign | uint16_t(rintf(__uint_as_float(a) * 16777216.0f));  // subnormal
+  a += 0xc8000fffu + ((a >> 13) & 1u);
+  return sign | uint16_t(a >> 13);
+}
+// S's value as a D, through float where either is a 16-bit float (as the CPU converts).
+template <class D, class S>
+__device__ D convert(S s) {
+  if constexpr (is_reduced_float_v<S>) {
+    return convert<D>(widen(s));
+  } else if constexpr (is_reduced_float_v<D>) {
+    D d;
+    d.bits = narrow_bits(float(s), static_cast<D*>(nullptr));
+    return d;
+  } else {
+    return static_cast<D>(s);
+  }
+}
+
 template <class D, class S>
 struct CopyFn {
   D* dst;
   const S* src;
-  __device__ void operator()(int64_t, const int64_t* off) const { dst[off[0]] = static_cast<D>(src[off[1]]); }
+  __device__ void operator()(int64_t, const int64_t* off) const { dst[off[0]] = convert<D>(src[off[1]]); }
 };
 template <class T>
 struct FillFn {
@@ -282,8 +320,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const Shape& 
 
 void copy_into(const Tensor& dst, const Tensor& src) {
   GLOBE_CHECK(dst.shape() == src.shape(), "[copy] shapes differ: ", describe(dst), " and ", describe(src));
-  visit_exact(dst.dtype(), [&](auto dtag) {
-    visit_exact(src.dtype(), [&](auto stag) {
+  visit_stored(dst.dtype(), [&](auto dtag) {
+    visit_stored(src.dtype(), [&](auto stag) {
       using D = decltype(dtag);
       using S = decltype(stag);
       const Tensor* ops[2] = {&dst, &src};
@@ -294,7 +332,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 }
 
 void fill(const Tensor& dst, double value) {
-  visit_exact(dst.dtype(), [&](auto tag) {
+  visit_stored(dst.dtype(), [&](auto tag) {  // a 16-bit value made on the host, by the codec
     using T = decltype(tag);
     const Tensor* ops[1] = {&dst};
     launch(dst.numel(), make_indexer<1>(dst.shape(), ops, "fill"), stream_of(dst),

@@ -40,6 +40,9 @@ const DeviceKernels& table() {
       .adam_update = adam_update,
       .sum_of_squares = sum_of_squares,
       .random_fill = random_fill,
+      // 16-bit floats: stored, copied and converted here; every other entry takes them through
+      // the dispatcher's float32 rule (via_float32.h).
+      .native_16bit = entry_bit<&DeviceKernels::copy_into>() | entry_bit<&DeviceKernels::fill>(),
   };
   return t;
 }
