@@ -10,7 +10,8 @@
 #      peak the MFU figures are taken against;
 #   2. writes PyTorch's initial weights once (--save-init), so both train from the same weights;
 #   3. trains with Globe (`gpt --device cuda`) and with PyTorch (`torch_gpt.py --device cuda`, full
-#      float32 as Globe's matmuls), then PyTorch with TF32 and Globe with --dtype bf16 as extra rows;
+#      float32 as Globe's matmuls), then each with TF32 (PyTorch's allow_tf32, Globe's --tf32) and
+#      Globe with --dtype bf16 (16-bit storage, computed through float32 for now) as extra rows;
 # and writes DIR/gpu_gpt.md (default build-gpu/bench/): step ms, tokens/s, peak GPU memory, MFU
 # (6 x parameters x tokens / step time, the attention's matmuls left out) and the losses.
 set -uo pipefail
@@ -73,6 +74,7 @@ run=(--steps "$steps" --warmup "$warmup" --load-init "$init")
 timeout 75 python3 bench/gpt/torch_gpt.py "${shape[@]}" "${run[@]}" --device cuda >"$out/torch.log" 2>&1
 timeout 75 build-gpu/bin/gpt "${shape[@]}" "${run[@]}" --device cuda --log-every 1 >"$out/globe.log" 2>&1
 timeout 75 python3 bench/gpt/torch_gpt.py "${shape[@]}" "${run[@]}" --device cuda --tf32 >"$out/torch-tf32.log" 2>&1
+timeout 75 build-gpu/bin/gpt "${shape[@]}" "${run[@]}" --device cuda --tf32 --log-every 1 >"$out/globe-tf32.log" 2>&1
 timeout 75 build-gpu/bin/gpt "${shape[@]}" "${run[@]}" --device cuda --dtype bf16 --log-every 1 >"$out/globe-bf16.log" 2>&1
 nvidia-smi >"$out/nvidia-smi.log" 2>&1
 
@@ -90,7 +92,8 @@ def result(name):
         return None, " / ".join(tail)[:300]
     return json.loads(lines[-1][7:]), ""
 rows = [("globe", "Globe, float32"), ("torch", "PyTorch eager, float32"),
-        ("torch-tf32", "PyTorch eager, TF32 matmuls"), ("globe-bf16", "Globe, --dtype bf16")]
+        ("torch-tf32", "PyTorch eager, TF32 matmuls"), ("globe-tf32", "Globe, --tf32"),
+        ("globe-bf16", "Globe, --dtype bf16")]
 print("| run | step ms | tokens/s | peak GPU memory | MFU (fp32 peak) | loss first -> last |")
 print("|---|---|---|---|---|---|")
 got = {}
@@ -108,6 +111,8 @@ if "globe" in got and "torch" in got:
     print(f"\nGlobe / PyTorch tokens/s, float32: {got['globe']['tokens_per_s_median'] / got['torch']['tokens_per_s_median']:.2f}x;"
           f" peak memory Globe / PyTorch: {got['globe']['peak_bytes'] / got['torch'].get('peak_gpu_bytes', float('nan')):.2f}x;"
           f" last loss relative difference {abs(got['globe']['loss_last'] - got['torch']['loss_last']) / abs(got['torch']['loss_last']):.1e}")
+if "globe-tf32" in got and "torch-tf32" in got:
+    print(f"Globe / PyTorch tokens/s, both TF32: {got['globe-tf32']['tokens_per_s_median'] / got['torch-tf32']['tokens_per_s_median']:.2f}x")
 EOF
 say ""
 say "Total: $(($(date +%s) - start)) s. Logs: $out/"

@@ -17,7 +17,7 @@ Run it with Debian's interpreter (the one that has torch):
     python3 bench/gpt/torch_gpt.py --device cuda --layers 12 --heads 12 --embd 768 --block 1024 --batch 8
 
 On a GPU (--device cuda) the model is built and initialised on the CPU as above, then moved; the
-matmuls run in full float32 unless --tf32 (as Globe's, which has no TF32), and the result adds the
+matmuls run in full float32 unless --tf32 (as Globe's, unless its --tf32), and the result adds the
 GPU's name and peak_gpu_bytes (torch.cuda.max_memory_allocated over the run).
 
 scripts/golden/make_gpt_golden.sh uses it to write the golden data of tests/gpt.
