@@ -29,17 +29,10 @@ std::function<Tensor()> start_gather(const Tensor& stored, const NdSbp& layout) 
   return start_to_global(stored, layout, stored.sbp());
 }
 
-// The storage a tensor's data on this rank lives in (null for none).
-const std::shared_ptr<Storage>& storage_on_this_rank(const Tensor& t) {
-  static const std::shared_ptr<Storage> none;
-  const Tensor& local = t.is_global() ? shard_of(t) : t;
-  return local.defined() ? local.impl().storage : none;
-}
-
 // The used copy's storage on this rank, when it is a buffer of its own (not the stored one's).
 std::shared_ptr<Storage> own_storage(const Tensor& used, const Tensor& stored) {
-  const std::shared_ptr<Storage>& st = storage_on_this_rank(used);
-  if (!st || st == storage_on_this_rank(stored)) return nullptr;
+  const std::shared_ptr<Storage>& st = detail::storage_on_this_rank(used);
+  if (!st || st == detail::storage_on_this_rank(stored)) return nullptr;
   const Tensor& g = used.is_global() ? shard_of(used) : used;
   return g.offset() == 0 && g.is_contiguous() && st->nbytes == size_t(g.numel()) * itemsize(g.dtype()) ? st : nullptr;
 }
@@ -186,7 +179,7 @@ Tensor with_parameters_in_use(Module& module, const std::function<Tensor()>& run
   if (grad_enabled() && !rerun && module.reshard_after_forward()) {
     static uint64_t calls = 0;  // one remake group per call: the backward's unit of prefetch
     const uint64_t group = ++calls;
-    const std::shared_ptr<Storage> out_storage = out.defined() ? storage_on_this_rank(out) : nullptr;
+    const std::shared_ptr<Storage> out_storage = out.defined() ? detail::storage_on_this_rank(out) : nullptr;
     for (const Gathered& g : gathered) {
       const std::shared_ptr<Storage> st = own_storage(g.used, g.stored);
       if (st != nullptr && st != out_storage && g.used.requires_grad())

@@ -131,9 +131,8 @@ class Registry final : public RemadeInputs {
     bool any = false;
     for (size_t i = 0; i < order.size(); ++i)
       for (const Tensor& in : order[i]->inputs()) {
-        const Tensor& local = in.is_global() ? shard_of(in) : in;
-        if (!local.defined() || !local.impl().storage) continue;
-        const std::shared_ptr<Storage>& st = local.impl().storage;
+        const std::shared_ptr<Storage>& st = storage_on_this_rank(in);
+        if (!st) continue;
         auto it = entries_.find(st.get());
         if (it == entries_.end() || it->second.storage.lock() != st) continue;
         reads[i].push_back({st, &it->second});
@@ -173,6 +172,12 @@ Registry& registry() {
 }
 
 }  // namespace
+
+const std::shared_ptr<Storage>& storage_on_this_rank(const Tensor& t) {
+  static const std::shared_ptr<Storage> none;
+  const Tensor& local = t.is_global() ? shard_of(t) : t;
+  return local.defined() ? local.impl().storage : none;
+}
 
 void release_until_backward(const std::shared_ptr<Storage>& storage, Remake remake, uint64_t group, int ahead) {
   registry().add(storage, std::move(remake), group, ahead);

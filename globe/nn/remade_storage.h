@@ -28,6 +28,10 @@ using Remake = std::function<std::function<void()>(Storage&)>;
 // Releases `storage`'s bytes now, to be made again by `remake` when the backward reads them.
 void release_until_backward(const std::shared_ptr<Storage>& storage, Remake remake, uint64_t group, int ahead);
 
+// The storage a tensor's data on this rank lives in: its own, or a global tensor's shard's (null
+// for none). Released storages are found by it.
+const std::shared_ptr<Storage>& storage_on_this_rank(const Tensor& t);
+
 // Makes `from`'s bytes (as many, on the same device) those of `into`, which has none, leaving
 // `from` empty: a remake's buffer becomes the storage without a copy. `from` must have no other user.
 void take_bytes(Storage& into, Storage& from);

@@ -178,21 +178,15 @@ class cuda:  # noqa: N801  (flow.cuda)
 
     @staticmethod
     def reset_peak_memory_stats(device=None):
-        name = cuda._name(device, "reset_peak_memory_stats")
-        _globe.memory_stats(name, "cuda.reset_peak_memory_stats")  # the device checked
-        _globe.reset_peak_memory(name)
+        _globe.reset_peak_memory(cuda._name(device, "reset_peak_memory_stats"), "cuda.reset_peak_memory_stats")
 
     @staticmethod
     def empty_cache():
-        name = cuda._name(None, "empty_cache")
-        _globe.memory_stats(name, "cuda.empty_cache")
-        _globe.empty_cache(name)
+        _globe.empty_cache(cuda._name(None, "empty_cache"), "cuda.empty_cache")
 
     @staticmethod
     def synchronize(device=None):
-        name = cuda._name(device, "synchronize")
-        _globe.memory_stats(name, "cuda.synchronize")
-        _globe.synchronize(name)
+        _globe.synchronize(cuda._name(device, "synchronize"), "cuda.synchronize")
 
 
 def placement(type="cpu", ranks=None):  # noqa: A002  (OneFlow's keyword)

@@ -112,17 +112,20 @@ void bind_ops(pyb::module_& m) {
   });
   m.def("cuda_built", [] { return device_built("cuda"); });
   m.def("cuda_device_count", [] { return device_count("cuda"); });
-  // Memory per device (device/memory.h), for flow.cuda's memory_allocated and its family: `what`
-  // names the caller in the error for a device this process cannot use.
-  m.def("memory_stats", [](const std::string& d, const std::string& what) {
+  // Memory per device (device/memory.h), for flow.cuda's memory_allocated and its family: each
+  // checks the device first, `what` naming the caller in the error for one this process cannot use.
+  static constexpr auto usable = [](const std::string& d, const std::string& what) {
     const Device dev = Device::parse(d);
     check_device_usable(dev, "[" + what + "]");
-    const MemoryStats s = memory_stats(dev);
+    return dev;
+  };
+  m.def("memory_stats", [](const std::string& d, const std::string& what) {
+    const MemoryStats s = memory_stats(usable(d, what));
     return pyb::make_tuple(s.current_bytes, s.peak_bytes, s.reserved_bytes);
   });
-  m.def("reset_peak_memory", [](const std::string& d) { reset_peak_memory(Device::parse(d)); });
-  m.def("empty_cache", [](const std::string& d) { empty_cache(Device::parse(d)); });
-  m.def("synchronize", [](const std::string& d) { synchronize(Device::parse(d)); });
+  m.def("reset_peak_memory", [](const std::string& d, const std::string& what) { reset_peak_memory(usable(d, what)); });
+  m.def("empty_cache", [](const std::string& d, const std::string& what) { empty_cache(usable(d, what)); });
+  m.def("synchronize", [](const std::string& d, const std::string& what) { synchronize(usable(d, what)); });
   m.def("zeros_like", &zeros_like);
   m.def("ones_like", &ones_like);
   creation(m, "rand", [](const Shape& s, DType d) { return rand(s, d); },
