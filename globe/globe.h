@@ -39,6 +39,7 @@
 #include "globe/core/sbp.h"
 #include "globe/io/checkpoint.h"
 #include "globe/io/checkpoint_manager.h"
+#include "globe/io/hf_checkpoint.h"
 #include "globe/io/sharded.h"
 #include "globe/device/device.h"
 #include "globe/device/memory.h"

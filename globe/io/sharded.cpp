@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "globe/base/trace.h"
@@ -12,8 +13,10 @@
 #include "globe/global/global_tensor.h"
 #include "globe/io/chunk_reader.h"
 #include "globe/io/collective.h"
+#include "globe/io/hf_checkpoint.h"
 #include "globe/io/safetensors.h"
 #include "globe/kernels/device_kernels.h"
+#include "globe/ops/ops.h"
 
 namespace globe {
 
@@ -137,26 +140,34 @@ struct Request {
   bool local = false;
   Placement placement;
   NdSbp sbp;
+  std::optional<DType> as;  // converted to this floating dtype after reading (load_sharded(like))
 };
 
-// Reads the index on every rank; a failure anywhere fails everywhere.
+// Reads the index (Globe's, or a Hugging Face directory's) on every rank; a failure anywhere fails
+// everywhere.
 io::ShardedIndex read_index_everywhere(const std::string& dir) {
   io::ShardedIndex index;
-  io::agree_on_errors(io::capture_error([&] { index = io::read_index(dir, "load_sharded"); }));
+  io::agree_on_errors(io::capture_error([&] { index = io::read_checkpoint_index(dir, "load_sharded"); }));
   return index;
+}
+
+// The file that lists the tensors of `dir`, for errors.
+std::string index_path(const std::string& dir) {
+  if (!io::is_hf_checkpoint(dir)) return dir + "/" + io::kIndexFile;
+  const std::string sharded = dir + "/" + io::kHfIndexFile;
+  return std::filesystem::exists(sharded) ? sharded : dir + "/" + io::kHfSingleFile;
 }
 
 const io::IndexEntry& entry_of(const io::ShardedIndex& index, const std::string& dir,
                                const std::string& key) {
   const io::IndexEntry* e = index.find(key);
-  GLOBE_CHECK(e != nullptr, "[load_sharded] '", dir, "/", io::kIndexFile, "' has no tensor '", key,
-              "'");
+  GLOBE_CHECK(e != nullptr, "[load_sharded] '", index_path(dir), "' has no tensor '", key, "'");
   return *e;
 }
 
 Request global_request(const io::IndexEntry& e, const std::string& dir,
                        const TensorLayout& layout) {
-  const std::string where = dir + "/" + io::kIndexFile;
+  const std::string where = index_path(dir);
   io::entry_dtype(e, where);
   NdSbp s;
   try {
@@ -166,7 +177,7 @@ Request global_request(const io::IndexEntry& e, const std::string& dir,
     GLOBE_FAIL("[load_sharded] '", where, "': tensor '", e.name, "' ", e.dtype, shape_str(e.shape),
                " cannot take the layout ", layout.sbp.to_string(), ": ", err.what());
   }
-  return {&e, false, layout.placement, s};
+  return {&e, false, layout.placement, s, std::nullopt};
 }
 
 // Reads each rank's block of every request; boxes only where the target has partial_sum axes.
@@ -199,10 +210,11 @@ StateDict load_requests(const std::string& dir, const std::vector<Request>& requ
     };
     // After a failure this rank stops reading but keeps building (zero) tensors, so that it still
     // takes part in every collective below; agree_on_errors then fails every rank.
+    auto converted = [&](const Tensor& t) { return r.as ? to_dtype(t, *r.as) : t; };
     if (r.local) {
       Tensor v;
       if (error.empty()) error = io::capture_error([&] { v = reader.read_whole(e); });
-      out.set(e.name, v.defined() ? v : Tensor::empty(e.shape, dtype));
+      out.set(e.name, converted(v.defined() ? v : Tensor::empty(e.shape, dtype)));
       read_done();
       continue;
     }
@@ -212,10 +224,10 @@ StateDict load_requests(const std::string& dir, const std::vector<Request>& requ
       const Block b = local_block(e.shape, r.placement, cut, me);
       if (error.empty()) error = io::capture_error([&] { local = reader.read_block(e, b.start, b.shape); });
       if (!local.defined()) local = Tensor::empty(b.shape, dtype);
-      local = kernels::copy_to_device(local, r.placement.local_device());  // read on the host
+      local = kernels::copy_to_device(converted(local), r.placement.local_device());  // read on the host
       read_done();
     } else {
-      local = Tensor::empty(Shape(e.shape.size(), 0), dtype);
+      local = converted(Tensor::empty(Shape(e.shape.size(), 0), dtype));
     }
     Tensor g = make_global(local, e.shape, r.placement, cut);
     if (cut != r.sbp) g = box(g, r.placement, r.sbp);  // B -> P: local, no communication
@@ -250,6 +262,17 @@ StateDict load_sharded(const std::string& dir, const std::map<std::string, Tenso
   return load_requests(dir, requests);
 }
 
+namespace {
+
+// A floating checkpoint loads into a floating target of another width (a bf16 file into float32
+// weights, as transformers' torch_dtype and torch's load_state_dict convert); other dtypes must match.
+bool both_floating(const io::IndexEntry& e, const Tensor& t) {
+  const std::optional<DType> d = io::parse_dtype(e.dtype, e.name, e.name);
+  return d && is_floating(*d) && is_floating(t.dtype());
+}
+
+}  // namespace
+
 StateDict load_sharded(const std::string& dir, const StateDict& like) {
   io::enter_collective("load_sharded like " + io::layout_fingerprint(like));
   const io::ShardedIndex index = read_index_everywhere(dir);
@@ -260,7 +283,7 @@ StateDict load_sharded(const std::string& dir, const StateDict& like) {
     const io::IndexEntry* e = index.find(key);
     if (e == nullptr) {
       missing += (missing.empty() ? "'" : ", '") + key + "'";
-    } else if (e->shape != t.shape() || e->dtype != io::safetensors_dtype(t.dtype())) {
+    } else if (e->shape != t.shape() || !(e->dtype == io::safetensors_dtype(t.dtype()) || both_floating(*e, t))) {
       differ += " tensor '" + key + "' is " + e->dtype + shape_str(e->shape) + " in the checkpoint but " +
                 io::safetensors_dtype(t.dtype()) + shape_str(t.shape()) + " in the target;";
     }
@@ -270,16 +293,15 @@ StateDict load_sharded(const std::string& dir, const StateDict& like) {
     for (const io::IndexEntry& e : index.tensors)
       if (!like.contains(e.name)) extra += (extra.empty() ? "'" : ", '") + e.name + "'";
     GLOBE_FAIL("[load_sharded] '", dir, "' does not fit the target:", differ,
-               missing.empty() ? "" : " '" + dir + "/" + io::kIndexFile + "' has no tensor " + missing + ";",
+               missing.empty() ? "" : " '" + index_path(dir) + "' has no tensor " + missing + ";",
                extra.empty() ? "" : " only in the checkpoint: " + extra + ";");
   }
   std::vector<Request> requests;
   for (const auto& [key, t] : like) {
     const io::IndexEntry& e = entry_of(index, dir, key);
-    if (t.is_global())
-      requests.push_back(global_request(e, dir, {t.placement(), t.sbp()}));
-    else
-      requests.push_back({&e, true, {}, {}});
+    Request r = t.is_global() ? global_request(e, dir, {t.placement(), t.sbp()}) : Request{&e, true, {}, {}, std::nullopt};
+    if (e.dtype != io::safetensors_dtype(t.dtype())) r.as = t.dtype();
+    requests.push_back(r);
   }
   return load_requests(dir, requests);
 }
@@ -291,7 +313,7 @@ StateDict load_sharded(const std::string& dir) {
   std::vector<Request> requests;
   for (const io::IndexEntry& e : index.tensors) {
     if (e.local)
-      requests.push_back({&e, true, {}, {}});
+      requests.push_back({&e, true, {}, {}, std::nullopt});
     else
       requests.push_back(global_request(e, dir, {all, sbp::broadcast}));
   }
