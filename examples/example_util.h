@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,21 @@ class Args {
   }
   int integer(const char* name, int fallback, const char* meaning) {
     return std::atoi(text(name, std::to_string(fallback), meaning).c_str());
+  }
+  // A number; a value that is not one is an error naming the flag.
+  double number(const char* name, double fallback, const char* meaning) {
+    std::ostringstream def;
+    def << fallback;
+    const std::string v = text(name, def.str(), meaning);
+    size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    GLOBE_CHECK(used == v.size() && !v.empty(), name, " takes a number, not '", v, "'");
+    return x;
   }
   std::string text(const char* name, const std::string& fallback, const char* meaning) {
     known_.push_back({name, fallback, meaning, false});

@@ -34,16 +34,13 @@ Tensor ids_on(const std::vector<int64_t>& ids, const globe::Placement& p) {
 
 }  // namespace
 
-std::string generate(globe::pipeline::Pipeline& pipe, const std::string& prompt, int64_t block, const Sampling& s) {
-  GLOBE_CHECK(!prompt.empty(), "[gpt] generate: the prompt is empty");
-  GLOBE_CHECK(int64_t(prompt.size()) <= block, "[gpt] generate: the prompt has ", prompt.size(),
-              " bytes but the context holds ", block, " (--block); shorten it");
-  std::vector<int64_t> ids(prompt.begin(), prompt.end());
-  for (auto& v : ids) v = int64_t(uint8_t(v));
+std::vector<int64_t> generate_ids(globe::pipeline::Pipeline& pipe, std::vector<int64_t> ids, int64_t block,
+                                  const Sampling& s) {
+  GLOBE_CHECK(!ids.empty(), "[generate] the prompt is empty");
   const globe::Placement& first = pipe.placement_of(0);
   const globe::Placement& last = pipe.placement_of(pipe.stages() - 1);
   std::mt19937_64 rng(s.seed);
-  std::string out;
+  std::vector<int64_t> out;
   for (int64_t n = 0; n < s.tokens; ++n) {
     const std::vector<int64_t> window(ids.end() - std::min<std::ptrdiff_t>(std::ptrdiff_t(ids.size()), block), ids.end());
     // The "loss" of this pass is the chosen token: the last stage picks it from the last position's
@@ -51,14 +48,25 @@ std::string generate(globe::pipeline::Pipeline& pipe, const std::string& prompt,
     auto pick_next = [&](const Tensor& logits, const Tensor&) {
       const int64_t T = logits.shape()[1];
       const Tensor row = globe::narrow(logits, 1, T - 1, 1).to_global(last, globe::replicated(last.mesh_ndim()));
-      const int64_t next = choose(row.to_local().to_vector<float>(), s, rng);
+      const int64_t next = choose(globe::to_dtype(row, globe::kFloat32).to_local().to_vector<float>(), s, rng);
       return globe::full({}, double(next), last, globe::replicated(last.mesh_ndim()));
     };
     const Tensor next = pipe.evaluate(ids_on(window, first), ids_on(window, last), pick_next);
     const int64_t token = int64_t(std::lround(next.item<float>()));
     ids.push_back(token);
-    out.push_back(char(uint8_t(token)));
+    out.push_back(token);
   }
+  return out;
+}
+
+std::string generate(globe::pipeline::Pipeline& pipe, const std::string& prompt, int64_t block, const Sampling& s) {
+  GLOBE_CHECK(!prompt.empty(), "[gpt] generate: the prompt is empty");
+  GLOBE_CHECK(int64_t(prompt.size()) <= block, "[gpt] generate: the prompt has ", prompt.size(),
+              " bytes but the context holds ", block, " (--block); shorten it");
+  std::vector<int64_t> ids(prompt.begin(), prompt.end());
+  for (auto& v : ids) v = int64_t(uint8_t(v));
+  std::string out;
+  for (const int64_t token : generate_ids(pipe, ids, block, s)) out.push_back(char(uint8_t(token)));
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "model.h"
 
@@ -15,6 +16,10 @@ struct Sampling {
   int64_t top_k = 0;         // 0: the whole vocabulary
   uint64_t seed = 0;
 };
+
+// Collective. `n` more token ids after `ids` (the model's context: the last `block` ids), on every
+// rank. The ids are the vocabulary's; `pipe` runs the model as below.
+std::vector<int64_t> generate_ids(globe::pipeline::Pipeline& pipe, std::vector<int64_t> ids, int64_t block, const Sampling& s);
 
 // Collective. `pipe` runs the model (its modules already laid out); `first` / `last` are the first
 // and last stages' placements. A prompt longer than the context is an error; so is an empty one.

@@ -7,33 +7,6 @@ namespace gpt {
 using globe::Tensor;
 namespace sbp = globe::sbp;
 
-namespace {
-
-// Megatron's all-reduce after a row-parallel layer (and the vocabulary-parallel embedding): their
-// output is a partial sum over the tensor-parallel axis (the mesh's last); making it broadcast
-// there keeps the residual stream replicated, so the next column-parallel layer runs on its own
-// weight block. Left to itself, the layout deduction may reduce-scatter it instead and then gather
-// the next weights (less traffic at this model's sizes, but every rank then holds whole weights).
-globe::NdSbp broadcast_over_tp(const globe::NdSbp& sbp) {
-  std::vector<globe::Sbp> s(sbp.begin(), sbp.end());
-  s.back() = sbp::broadcast;
-  return globe::NdSbp(s);
-}
-
-Tensor replicated_over_tp(const Tensor& t) { return t.is_global() ? t.to_global(broadcast_over_tp(t.sbp())) : t; }
-
-// Megatron's other operator, at the input of a column-parallel layer (or the vocabulary-parallel
-// head): replicated over tp going forward; coming back, the gradient is a partial sum of the
-// ranks' column blocks, all-reduced here (grad_sbp) so that everything before the layer sees a
-// replicated gradient and computes on its own weight blocks.
-Tensor tp_region_input(const Tensor& t) {
-  if (!t.is_global()) return t;
-  const globe::NdSbp s = broadcast_over_tp(t.sbp());
-  return t.to_global(t.placement(), s, s);
-}
-
-}  // namespace
-
 Embed::Embed(const Config& c) : wte(c.vocab, c.embd), wpe(c.block, c.embd) {
   register_modules({{"wte", wte}, {"wpe", wpe}});
 }
@@ -43,7 +16,7 @@ Tensor Embed::forward(const Tensor& idx) {  // idx [B, T]
   GLOBE_CHECK(idx.dim() == 2 && T <= block, "[gpt] input ", globe::describe(idx), " is longer than the context (",
               block, " positions; --block)");
   // wte[idx] [B, T, E] + wpe[0:T] [T, E] (the positions 0..T-1 are the first T rows)
-  return replicated_over_tp(globe::embedding(wte.weight, idx)) + globe::narrow(wpe.weight, 0, 0, T);
+  return globe::nn::reduce_over_tp(globe::embedding(wte.weight, idx)) + globe::narrow(wpe.weight, 0, 0, T);
 }
 
 QKV::QKV(int64_t E) : weight(globe::zeros({3, E, E})), bias(globe::zeros({3, E})) {
@@ -67,7 +40,7 @@ Tensor Block::forward(const Tensor& x) {  // x [B, T, E]
   using namespace globe;
   const int64_t B = x.shape()[0], T = x.shape()[1], E = x.shape()[2], H = heads_, D = E / H;
   // q, k, v in one batched product: [1, B*T, E] @ [3, E, E]^T + bias [3, 1, E] -> [3, B*T, E]
-  const Tensor h = unsqueeze(reshape(tp_region_input(ln_1(x)), {B * T, E}), 0);
+  const Tensor h = unsqueeze(reshape(nn::enter_tp_region(ln_1(x)), {B * T, E}), 0);
   const Tensor qkv = matmul_nt(h, attn.c_attn.weight, unsqueeze(attn.c_attn.bias, 1));
   // as heads (views): [3, B*T, E] -> [3, B, T, H, D] -> [3, B, H, T, D]
   const Tensor heads = permute(reshape(qkv, {3, B, T, H, D}), {0, 1, 3, 2, 4});
@@ -75,9 +48,9 @@ Tensor Block::forward(const Tensor& x) {  // x [B, T, E]
   const Tensor att = causal_attention(heads, 1.0 / std::sqrt(double(D)));
   // [B, H, T, D] -> [B, T, H, D] -> [B, T, E] (att is laid out as [B, T, H, D]: no copy)
   const Tensor y = reshape(transpose(att, 1, 2), {B, T, E});
-  const Tensor a = x + replicated_over_tp(attn.c_proj(y));
+  const Tensor a = x + nn::reduce_over_tp(attn.c_proj(y));
   // MLP: [B, T, E] -> [B, T, 4E] -> GELU -> [B, T, E]
-  return a + replicated_over_tp(mlp.c_proj(gelu_tanh(mlp.c_fc(tp_region_input(ln_2(a))))));
+  return a + nn::reduce_over_tp(mlp.c_proj(gelu_tanh(mlp.c_fc(nn::enter_tp_region(ln_2(a))))));
 }
 
 Head::Head(const Config& c) : ln_f({c.embd}), wte(globe::zeros({c.vocab, c.embd})) {
@@ -86,7 +59,7 @@ Head::Head(const Config& c) : ln_f({c.embd}), wte(globe::zeros({c.vocab, c.embd}
 }
 
 Tensor Head::forward(const Tensor& x) {  // [B, T, E] @ wte [V, E]^T -> [B, T, V]
-  const Tensor h = tp_region_input(ln_f(x));
+  const Tensor h = globe::nn::enter_tp_region(ln_f(x));
   // The tied weight is a buffer here (the embedding owns it): in the activations' dtype under
   // mixed precision, a cast in the graph whose gradient comes back in float32.
   return globe::matmul_nt(h, globe::to_dtype(wte, h.dtype()));

@@ -70,6 +70,10 @@ LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool affine)
 
 Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, normalized_shape_, weight, bias, eps_); }
 
+RMSNorm::RMSNorm(int64_t dim, double eps) : weight(ones({dim})), eps_(eps) { register_parameter("weight", weight); }
+
+Tensor RMSNorm::forward(const Tensor& x) { return rms_norm(x, weight, eps_); }
+
 Tensor Flatten::forward(const Tensor& x) { return flatten(x, start_, end_); }
 
 void Sequential::push_back(std::shared_ptr<UnaryModule> module) {

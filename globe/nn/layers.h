@@ -86,6 +86,17 @@ class LayerNorm : public UnaryModule {
   double eps_;
 };
 
+// Llama's RMSNorm over the last dim (ops.h rms_norm); weight ones.
+class RMSNorm : public UnaryModule {
+ public:
+  explicit RMSNorm(int64_t dim, double eps = 1e-6);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight;
+
+ private:
+  double eps_;
+};
+
 class Flatten : public UnaryModule {
  public:
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : start_(start_dim), end_(end_dim) {}

@@ -10,6 +10,26 @@ NdSbp on_axis(const Placement& placement, int64_t axis, const Sbp& s) {
   return NdSbp(v);
 }
 
+namespace {
+
+NdSbp broadcast_on(const NdSbp& s, int64_t axis) {
+  std::vector<Sbp> v(s.begin(), s.end());
+  v[size_t(normalize_dim(axis, int64_t(v.size()), "tensor-parallel region"))] = sbp::broadcast;
+  return NdSbp(v);
+}
+
+}  // namespace
+
+Tensor reduce_over_tp(const Tensor& t, int64_t tp_axis) {
+  return t.is_global() ? t.to_global(broadcast_on(t.sbp(), tp_axis)) : t;
+}
+
+Tensor enter_tp_region(const Tensor& t, int64_t tp_axis) {
+  if (!t.is_global()) return t;
+  const NdSbp s = broadcast_on(t.sbp(), tp_axis);
+  return t.to_global(t.placement(), s, s);
+}
+
 ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, int64_t out_features, const Placement& p,
                                            bool bias, int64_t tp_axis)
     : Linear(in_features, out_features, bias) {

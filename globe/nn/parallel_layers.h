@@ -32,4 +32,16 @@ class RowParallelLinear : public Linear {
 // others.
 NdSbp on_axis(const Placement& placement, int64_t axis, const Sbp& s);
 
+// Megatron's two operators around a tensor-parallel region, on mesh axis `tp_axis`; a local tensor
+// passes through both unchanged.
+// After a row-parallel layer (or a vocabulary-parallel embedding): its partial sums all-reduced
+// (made broadcast on the axis), so the residual stream stays replicated and the next
+// column-parallel layer runs on its own weight block. Left to itself, the layout deduction may
+// reduce-scatter instead and then gather the next weights.
+Tensor reduce_over_tp(const Tensor& t, int64_t tp_axis = -1);
+// At the input of a column-parallel layer (or a vocabulary-parallel head): broadcast on the axis
+// going forward; coming back, the gradient (a partial sum of the ranks' column blocks) is
+// all-reduced here, so everything before the region sees a replicated gradient.
+Tensor enter_tp_region(const Tensor& t, int64_t tp_axis = -1);
+
 }  // namespace globe::nn

@@ -426,6 +426,20 @@ Tensor layer_norm(const Tensor& a, const Shape& normalized_shape, const Tensor& 
   return y;
 }
 
+Tensor rms_norm(const Tensor& a, const Tensor& weight, double eps) {
+  GLOBE_CHECK(a.dim() >= 1, "[rms_norm] input ", describe(a), " has no dim to normalise");
+  GLOBE_CHECK(!weight.defined() || (weight.dim() == 1 && weight.shape()[0] == a.shape().back()), "[rms_norm] weight ",
+              describe(weight), " does not match the last dim of the input ", describe(a));
+  GLOBE_CHECK(is_floating(a.dtype()), "[rms_norm] input ", describe(a), " is not floating");
+  const bool narrow = itemsize(a.dtype()) < 4;
+  const Tensor x = narrow ? to_dtype(a, kFloat32) : a;
+  Tensor y = mul(x, 1.0 / sqrt(add(mean(mul(x, x), {-1}, true), eps)));
+  if (narrow) y = to_dtype(y, a.dtype());
+  return weight.defined() ? mul(weight, y) : y;
+}
+
+Tensor silu(const Tensor& a) { return mul(a, sigmoid(a)); }
+
 Tensor dropout(const Tensor& a, double p, bool training) {
   GLOBE_CHECK(p >= 0.0 && p < 1.0, "[dropout] probability must be in [0, 1), got ", p);
   if (!training || p == 0.0) return a;

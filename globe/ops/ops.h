@@ -196,6 +196,13 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 Tensor layer_norm(const Tensor& a, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps = 1e-5);
 // Zeroes elements with probability p and scales the rest by 1/(1-p); identity when !training.
+// a / sqrt(mean(a^2 over the last dim) + eps) * weight: Llama's RMSNorm (torch's F.rms_norm over one
+// dim). A 16-bit input is normalised in float32 and cast back before the weight multiplies it, as
+// Hugging Face's LlamaRMSNorm does. A composite of elementwise ops and a mean; `weight` may be
+// undefined (no scale).
+Tensor rms_norm(const Tensor& a, const Tensor& weight, double eps = 1e-6);
+// a * sigmoid(a) (SiLU, Llama's MLP activation).
+Tensor silu(const Tensor& a);
 Tensor dropout(const Tensor& a, double p, bool training = true);
 // How a loss reduces its per-element values (torch's reduction=): their mean (the default), their
 // sum, or none (the per-element losses, shaped like the target).

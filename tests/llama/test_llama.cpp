@@ -1,0 +1,207 @@
+// build/bin/llama end to end against Hugging Face transformers: checkpoints written by
+// save_pretrained and what transformers computed from them (tests/llama/data, made by
+// scripts/golden/make_llama_golden.py; this test needs neither torch nor transformers). The same
+// logits, training losses (AdamW) and greedy tokens on 1 rank and on dp2, tp2, pp2 and tp2 x pp2;
+// a checkpoint saved from tp2 x pp2 holds the original bytes; each kind of bad input is a clear
+// error on every rank.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "globe/io/safetensors.h"
+#include "launcher_process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using launch_test::TempDir;
+
+const std::string kData = GLOBE_LLAMA_DATA;
+
+struct LlamaRun {
+  launch_test::RunResult r;
+  std::string all() const { return r.out + r.err; }
+};
+
+LlamaRun llama(int nproc, std::vector<std::string> args) {
+  std::vector<std::string> a = {"--nproc_per_node", std::to_string(nproc), "--no-prefix", launch_test::bin_dir() + "/llama"};
+  a.insert(a.end(), args.begin(), args.end());
+  return {launch_test::run_launcher(a, {}, 280)};
+}
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+globe::Tensor golden(const std::string& model, const std::string& name) {
+  return globe::io::SafetensorsReader(kData + "/" + model + "_golden.safetensors", "test").read(name);
+}
+
+// The layouts every comparison runs: ranks and flags.
+const std::vector<std::pair<int, std::vector<std::string>>> kLayouts = {
+    {1, {}}, {2, {"--dp", "2"}}, {2, {"--tp", "2"}}, {2, {"--pp", "2"}}, {4, {"--tp", "2", "--pp", "2"}}};
+
+std::string name_of(const std::pair<int, std::vector<std::string>>& l) {
+  std::string s = std::to_string(l.first) + " ranks";
+  for (const auto& a : l.second) s += " " + a;
+  return s;
+}
+
+// gqa: 4 heads on 2 KV heads, untied, three shards with an index; tied: tied head, Llama 3 rope scaling, one file.
+class Llama : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Llama, LogitsEqualTransformersOnEveryLayout) {
+  const std::string m = GetParam();
+  const globe::Tensor want = golden(m, "logits");
+  const std::vector<float> w = want.to_vector<float>();
+  float scale = 0;
+  for (float v : w) scale = std::max(scale, std::abs(v));
+  for (const auto& layout : kLayouts) {
+    TempDir dir;
+    const std::string out = dir.path() + "/logits.safetensors";
+    const LlamaRun run = llama(layout.first, with({"--hf", kData + "/" + m, "--logits-of", kData + "/" + m + "_golden.safetensors",
+                                              "--logits-out", out},
+                                             layout.second));
+    ASSERT_EQ(run.r.exit_code, 0) << name_of(layout) << ":\n" << run.all();
+    const globe::Tensor got = globe::io::SafetensorsReader(out, "test").read("logits");
+    ASSERT_EQ(got.shape(), want.shape()) << name_of(layout);
+    const std::vector<float> g = got.to_vector<float>();
+    float worst = 0;
+    for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(g[i] - w[i]));
+    EXPECT_LE(worst, 1e-5f * scale) << m << " on " << name_of(layout) << ": logits differ by " << worst << " (largest " << scale
+                                    << ")";
+  }
+}
+
+TEST_P(Llama, TrainingLossesEqualTransformersWithTorchAdamW) {
+  const std::string m = GetParam();
+  TempDir dir;
+  // The golden run's rows [steps, 4, 17] as a uint32 token file: step s reads rows 4s .. 4s+3.
+  const std::vector<int64_t> rows = golden(m, "train").to_vector<int64_t>();
+  {
+    std::ofstream f(dir.path() + "/train.bin", std::ios::binary);
+    for (const int64_t v : rows) {
+      const uint32_t u = uint32_t(v);
+      f.write(reinterpret_cast<const char*>(&u), 4);
+    }
+  }
+  const std::vector<float> want = golden(m, "losses").to_vector<float>();
+  for (const auto& layout : std::vector<std::pair<int, std::vector<std::string>>>{
+           {1, {}}, {2, {"--dp", "2"}}, {2, {"--pp", "2", "--microbatches", "2"}}, {4, {"--tp", "2", "--pp", "2"}}}) {
+    const std::string out = dir.path() + "/losses.json";
+    fs::remove(out);
+    const LlamaRun run = llama(layout.first, with({"--hf", kData + "/" + m, "--data", dir.path() + "/train.bin", "--block", "16",
+                                              "--batch", "4", "--steps", std::to_string(want.size()), "--lr", "1e-3",
+                                              "--weight-decay", "0.1", "--losses-out", out},
+                                             layout.second));
+    ASSERT_EQ(run.r.exit_code, 0) << name_of(layout) << ":\n" << run.all();
+    std::ifstream in(out);
+    const std::vector<double> got = nlohmann::json::parse(in).get<std::vector<double>>();
+    ASSERT_EQ(got.size(), want.size()) << name_of(layout);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-5 * std::abs(want[i])) << m << " on " << name_of(layout) << ", step " << i;
+  }
+}
+
+TEST_P(Llama, GreedyTokensEqualGenerateOnEveryLayout) {
+  const std::string m = GetParam();
+  std::string prompt;
+  for (const int64_t id : golden(m, "prompt").to_vector<int64_t>()) prompt += (prompt.empty() ? "" : ",") + std::to_string(id);
+  const std::vector<int64_t> want = golden(m, "greedy").to_vector<int64_t>();
+  for (const auto& layout : kLayouts) {
+    const LlamaRun run = llama(layout.first, with({"--hf", kData + "/" + m, "--generate", prompt, "--tokens", std::to_string(want.size())},
+                                             layout.second));
+    ASSERT_EQ(run.r.exit_code, 0) << name_of(layout) << ":\n" << run.all();
+    EXPECT_NE(run.r.out.find("generated: " + nlohmann::json(want).dump()), std::string::npos)
+        << m << " on " << name_of(layout) << ": expected " << nlohmann::json(want).dump() << " in:\n" << run.r.out;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Llama, ::testing::Values("gqa", "tied"));
+
+// Every tensor of `dir` (a Hugging Face directory) by name, read through Globe's loader of it.
+std::map<std::string, std::vector<char>> tensors_of(const std::string& dir) {
+  std::map<std::string, std::vector<char>> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".safetensors") continue;
+    const globe::io::SafetensorsReader r(e.path().string(), "test");
+    for (const auto& rec : r.header().tensors) {
+      const globe::Tensor t = r.read(rec);
+      const char* p = static_cast<const char*>(t.raw_data());
+      out[rec.name].assign(p, p + rec.nbytes());
+    }
+  }
+  return out;
+}
+
+TEST(LlamaCheckpoint, SavedFromTp2Pp2HoldsTheOriginalBytesAndLoadsAgain) {
+  TempDir dir;
+  const std::string saved = dir.path() + "/saved";
+  const LlamaRun run = llama(4, {"--hf", kData + "/gqa", "--tp", "2", "--pp", "2", "--save-hf", saved});
+  ASSERT_EQ(run.r.exit_code, 0) << run.all();
+  EXPECT_EQ(tensors_of(saved), tensors_of(kData + "/gqa"));
+  std::ifstream a(saved + "/config.json"), b(kData + "/gqa/config.json");
+  EXPECT_EQ(nlohmann::json::parse(a), nlohmann::json::parse(b));
+  // What Globe wrote is what Globe reads: the same greedy tokens from it on one rank.
+  const LlamaRun again = llama(1, {"--hf", saved, "--generate", "1,2,3", "--tokens", "4"});
+  const LlamaRun orig = llama(1, {"--hf", kData + "/gqa", "--generate", "1,2,3", "--tokens", "4"});
+  ASSERT_EQ(again.r.exit_code, 0) << again.all();
+  const auto line = [](const std::string& out) { return out.substr(out.find("generated: "), out.find('\n', out.find("generated: ")) - out.find("generated: ")); };
+  EXPECT_EQ(line(again.r.out), line(orig.r.out));
+}
+
+struct BadInput {
+  const char* name;
+  int nproc;
+  std::vector<std::string> args;
+  std::string says;
+};
+
+class LlamaBadInput : public ::testing::TestWithParam<BadInput> {};
+
+// DIR/broken: a copy of the gqa checkpoint that each case damages its own way.
+void damage(const std::string& name, const std::string& dir) {
+  fs::copy(kData + "/gqa", dir, fs::copy_options::recursive);
+  const std::string n = name;
+  if (n == "index_names_a_missing_file") fs::remove(dir + "/model-00002-of-00003.safetensors");
+  if (n == "truncated_shard") fs::resize_file(dir + "/model-00003-of-00003.safetensors", 5000);
+  if (n == "config_disagrees_with_tensors") {
+    std::ifstream in(dir + "/config.json");
+    nlohmann::json j = nlohmann::json::parse(in);
+    j["intermediate_size"] = 96;
+    std::ofstream(dir + "/config.json") << j.dump();
+  }
+}
+
+TEST_P(LlamaBadInput, FailsWithAClearErrorOnEveryRank) {
+  const BadInput& c = GetParam();
+  TempDir dir;
+  const std::string broken = dir.path() + "/broken";
+  damage(c.name, broken);
+  const LlamaRun run = llama(c.nproc, with({"--hf", broken}, c.args));
+  EXPECT_NE(run.r.exit_code, 0) << run.all();
+  EXPECT_FALSE(run.r.hung);
+  EXPECT_TRUE(launch_test::every_rank_reported(run.r.err, "llama", "", c.nproc)) << run.all();
+  EXPECT_NE(run.r.err.find(c.says), std::string::npos) << "expected '" << c.says << "' in:\n" << run.all();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, LlamaBadInput,
+    ::testing::Values(
+        BadInput{"kv_heads_over_tp", 4, {"--tp", "4"}, "4 attention heads on 2 KV heads cannot be split over --tp 4"},
+        BadInput{"index_names_a_missing_file", 2, {"--tp", "2"},
+                 "names 'model-00002-of-00003.safetensors' (for 9 tensors: 'model.layers.0.input_layernorm.weight'"},
+        BadInput{"truncated_shard", 2, {"--pp", "2"}, "model-00003-of-00003.safetensors"},
+        BadInput{"config_disagrees_with_tensors", 2, {"--dp", "2"},
+                 "tensor 'model.layers.0.mlp.down_proj.weight' is F32[64, 160] in the checkpoint but F32[64, 96] in the target"},
+        BadInput{"layout_not_world", 2, {"--tp", "2", "--pp", "2"}, "= 4 ranks, but the job has 2"},
+        BadInput{"more_stages_than_layers", 4, {"--pp", "4"}, "--pp 4 stages need at least as many layers"},
+        BadInput{"prompt_outside_vocabulary", 2, {"--generate", "1,999"}, "id 999 is outside the vocabulary of 256"},
+        BadInput{"steps_without_data", 2, {"--steps", "2"}, "--steps 2 needs --data"}),
+    [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
+
+}  // namespace
