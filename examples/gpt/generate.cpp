@@ -22,7 +22,14 @@ int64_t choose(const std::vector<float>& logits, const Sampling& s, std::mt19937
                     [&](int64_t a, int64_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
   std::vector<double> w(static_cast<size_t>(k));
   const double top = logits[size_t(order[0])];
-  for (int64_t i = 0; i < k; ++i) w[size_t(i)] = std::exp((logits[size_t(order[size_t(i)])] - top) / s.temperature);
+  double total = 0;
+  for (int64_t i = 0; i < k; ++i) total += w[size_t(i)] = std::exp((logits[size_t(order[size_t(i)])] - top) / s.temperature);
+  if (s.top_p < 1.0) {  // the shortest likeliest prefix whose probability reaches top_p
+    double sum = 0;
+    size_t keep = 0;
+    while (keep < w.size() && sum < s.top_p * total) sum += w[keep++];
+    w.resize(std::max<size_t>(keep, 1));
+  }
   std::discrete_distribution<int64_t> pick(w.begin(), w.end());
   return order[size_t(pick(rng))];
 }
@@ -37,12 +44,16 @@ Tensor ids_on(const std::vector<int64_t>& ids, const globe::Placement& p) {
 std::vector<int64_t> generate_ids(globe::pipeline::Pipeline& pipe, std::vector<int64_t> ids, int64_t block,
                                   const Sampling& s) {
   GLOBE_CHECK(!ids.empty(), "[generate] the prompt is empty");
+  GLOBE_CHECK(s.top_p > 0 && s.top_p <= 1, "[generate] top_p ", s.top_p, " is not in (0, 1]");
   const globe::Placement& first = pipe.placement_of(0);
   const globe::Placement& last = pipe.placement_of(pipe.stages() - 1);
   std::mt19937_64 rng(s.seed);
   std::vector<int64_t> out;
   for (int64_t n = 0; n < s.tokens; ++n) {
-    const std::vector<int64_t> window(ids.end() - std::min<std::ptrdiff_t>(std::ptrdiff_t(ids.size()), block), ids.end());
+    const std::vector<int64_t> window =
+        s.incremental && n > 0
+            ? std::vector<int64_t>{ids.back()}
+            : std::vector<int64_t>(ids.end() - std::min<std::ptrdiff_t>(std::ptrdiff_t(ids.size()), block), ids.end());
     // The "loss" of this pass is the chosen token: the last stage picks it from the last position's
     // logits [1, T, V] and the pipeline hands it to every rank as it does a loss.
     auto pick_next = [&](const Tensor& logits, const Tensor&) {

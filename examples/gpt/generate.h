@@ -14,7 +14,11 @@ struct Sampling {
   int64_t tokens = 200;
   double temperature = 0.0;  // 0: greedy
   int64_t top_k = 0;         // 0: the whole vocabulary
+  double top_p = 1.0;        // nucleus: the likeliest tokens whose probabilities reach top_p (1: all)
   uint64_t seed = 0;
+  // After the first pass, feed the model only the token just chosen: for a model that keeps a KV
+  // cache (the Llama's set_cache). Otherwise every pass runs the whole window again.
+  bool incremental = false;
 };
 
 // Collective. `n` more token ids after `ids` (the model's context: the last `block` ids), on every

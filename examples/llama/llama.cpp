@@ -77,6 +77,8 @@ int run(int argc, char** argv) {
   const int new_tokens = a.integer("--tokens", 16, "tokens to generate");
   const double temperature = a.number("--temperature", 0, "sampling temperature (0: greedy)");
   const int top_k = a.integer("--top-k", 0, "sample from the k likeliest tokens (0: all)");
+  const double top_p = a.number("--top-p", 1.0, "sample from the likeliest tokens whose probability reaches p (1: all)");
+  const bool no_cache = a.flag("--no-kv-cache", "generate without the KV cache: each token runs the whole context again");
   a.done();
 
   GLOBE_CHECK(hf.empty() != config_path.empty(), "[llama] give --hf DIR (a checkpoint) or --config FILE (random weights)");
@@ -169,8 +171,17 @@ int run(int argc, char** argv) {
     pp::Pipeline one(meshes, model.block_list(), {.schedule = schedule, .microbatches = 1, .chunks = chunks}, {&model.embed},
                      {&model.head});
     tie_head(one, model);
-    const std::vector<int64_t> out = gpt::generate_ids(
-        one, ids, c.max_positions, {.tokens = new_tokens, .temperature = temperature, .top_k = top_k, .seed = uint64_t(seed)});
+    model.set_cache(!no_cache);
+    const std::vector<int64_t> out =
+        gpt::generate_ids(one, ids, c.max_positions,
+                          {.tokens = new_tokens, .temperature = temperature, .top_k = top_k, .top_p = top_p,
+                           .seed = uint64_t(seed), .incremental = !no_cache});
+    // The first block's cache (on rank 0's stage): its layout, and the share rank 0 holds.
+    const Tensor& keys = model.blocks.front()->cached_keys();
+    if (keys.defined())
+      res["kv_cache"] = {{"shape", keys.shape()}, {"sbp", keys.is_global() ? keys.sbp().to_string() : "local"},
+                         {"rank0_shape", keys.is_global() ? keys.to_local().shape() : keys.shape()}};
+    model.set_cache(false);
     res["generated"] = out;
     if (me == 0) std::cout << "generated: " << nlohmann::json(out).dump() << "\n";
   }

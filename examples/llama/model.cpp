@@ -130,52 +130,73 @@ MLP::MLP(const Config& c)
   register_modules({{"gate_proj", gate_proj}, {"up_proj", up_proj}, {"down_proj", down_proj}});
 }
 
-Block::Block(const Config& c)
+Block::Block(const Config& c, std::shared_ptr<RopeCache> rope)
     : input_layernorm(c.hidden, c.rms_eps),
       self_attn(c),
       post_attention_layernorm(c.hidden, c.rms_eps),
       mlp(c),
-      config_(c) {
+      config_(c),
+      rope_(std::move(rope)) {
   register_modules({{"input_layernorm", input_layernorm},
                     {"self_attn", self_attn},
                     {"post_attention_layernorm", post_attention_layernorm},
                     {"mlp", mlp}});
 }
 
-std::pair<Tensor, Tensor> Block::rope_for(const Tensor& like, int64_t T) {
-  const std::string key = std::to_string(T) + (like.is_global() ? like.placement().to_string() : like.device().str()) +
-                          globe::dtype_name(like.dtype());
-  auto it = rope_.find(key);
-  if (it != rope_.end()) return it->second;
-  auto [cos, sin] = rope_tables(config_, T);
-  auto place = [&](const Tensor& t) {
-    const Tensor v = globe::to_dtype(t, like.dtype());
-    if (!like.is_global()) return globe::to(v, like.device());
-    return globe::from_full(v, like.placement(), globe::replicated(like.placement().mesh_ndim()));
-  };
-  return rope_[key] = {place(cos), place(sin)};
+std::pair<Tensor, Tensor> Block::rope_for(const Tensor& like, int64_t start, int64_t T) {
+  GLOBE_CHECK(start + T <= config_.max_positions, "[llama] position ", start + T - 1, " is past the model's ",
+              config_.max_positions, " positions (max_position_embeddings)");
+  const std::string key = (like.is_global() ? like.placement().to_string() : like.device().str()) + globe::dtype_name(like.dtype());
+  auto it = rope_->find(key);
+  if (it == rope_->end()) {
+    auto [cos, sin] = rope_tables(config_, config_.max_positions);
+    auto place = [&](const Tensor& t) {
+      const Tensor v = globe::to_dtype(t, like.dtype());
+      if (!like.is_global()) return globe::to(v, like.device());
+      return globe::from_full(v, like.placement(), globe::replicated(like.placement().mesh_ndim()));
+    };
+    it = rope_->emplace(key, std::make_pair(place(cos), place(sin))).first;
+  }
+  return {globe::narrow(it->second.first, 0, start, T), globe::narrow(it->second.second, 0, start, T)};
+}
+
+void Block::set_cache(bool on) {
+  cache_on_ = on;
+  cache_k_ = cache_v_ = Tensor();
 }
 
 Tensor Block::forward(const Tensor& x) {  // x [B, T, E]
   using namespace globe;
-  const int64_t B = x.shape()[0], T = x.shape()[1], E = x.shape()[2];
-  const int64_t H = config_.heads, KV = config_.kv_heads, D = config_.head_dim;
-  GLOBE_CHECK(T <= config_.max_positions, "[llama] ", T, " tokens are more than the model's ", config_.max_positions,
-              " positions (max_position_embeddings)");
+  const int64_t B = x.shape()[0], T = x.shape()[1];
+  const int64_t H = config_.heads, KV = config_.kv_heads, D = config_.head_dim, G = H / KV;
+  const int64_t past = cache_k_.defined() ? cache_k_.shape()[2] : 0;  // positions already cached
+  GLOBE_CHECK(past == 0 || T == 1, "[llama] with the KV cache, each pass after the first takes one token, not ", T);
   const Tensor h = nn::enter_tp_region(input_layernorm(x));
   // [B, T, n * D] -> [B, n, T, D] (views), rotated by position
   auto heads = [&](nn::Linear& proj, int64_t n) { return transpose(reshape(proj(h), {B, T, n, D}), 1, 2); };
-  const std::pair<Tensor, Tensor> cs = rope_for(h, T);
-  const Tensor q = rotate(heads(self_attn.q_proj, H), cs), k = rotate(heads(self_attn.k_proj, KV), cs);
-  const Tensor v = heads(self_attn.v_proj, KV);
-  // softmax(q k^T / sqrt(D)) over the keys up to each query, times v; each KV head serves H / KV
-  // query heads -> [B, H, T, D], laid out as [B, T, H, D]
-  const Tensor qkv = cat({unsqueeze(q, 0), unsqueeze(repeat_kv(k, H / KV), 0), unsqueeze(repeat_kv(v, H / KV), 0)}, 0);
-  const Tensor att = causal_attention(qkv, 1.0 / std::sqrt(double(D)));
+  const std::pair<Tensor, Tensor> cs = rope_for(h, past, T);
+  const Tensor q = rotate(heads(self_attn.q_proj, H), cs);
+  Tensor k = rotate(heads(self_attn.k_proj, KV), cs), v = heads(self_attn.v_proj, KV);
+  if (cache_on_) {
+    if (past > 0) {
+      k = cat({cache_k_, k}, 2);
+      v = cat({cache_v_, v}, 2);
+    }
+    cache_k_ = k;
+    cache_v_ = v;
+  }
+  // softmax(q k^T / sqrt(D)) over the keys up to each query, times v; each KV head serves G query
+  // heads -> [B, H, T, D]
+  const double scale = 1.0 / std::sqrt(double(D));
+  Tensor att;
+  if (past == 0) {  // every position at once: one fused op, laid out as [B, T, H, D]
+    att = causal_attention(cat({unsqueeze(q, 0), unsqueeze(repeat_kv(k, G), 0), unsqueeze(repeat_kv(v, G), 0)}, 0), scale);
+  } else {  // one new position: it sees every cached key
+    att = matmul(softmax(matmul(q, transpose(repeat_kv(k, G), 2, 3)) * scale, -1), repeat_kv(v, G));
+  }
   const Tensor a = x + nn::reduce_over_tp(self_attn.o_proj(reshape(transpose(att, 1, 2), {B, T, H * D})));
   // SwiGLU: down(silu(gate(h)) * up(h))
   const Tensor h2 = nn::enter_tp_region(post_attention_layernorm(a));
-  (void)E;
   return a + nn::reduce_over_tp(mlp.down_proj(silu(mlp.gate_proj(h2)) * mlp.up_proj(h2)));
 }
 
@@ -197,7 +218,8 @@ Tensor Head::forward(const Tensor& x) {  // [B, T, E] @ weight [V, E]^T -> [B, T
 }
 
 Llama::Llama(const Config& c) : config(c), embed(c), head(c) {
-  for (int64_t i = 0; i < c.layers; ++i) blocks.push_back(std::make_unique<Block>(c));
+  const auto rope = std::make_shared<RopeCache>();
+  for (int64_t i = 0; i < c.layers; ++i) blocks.push_back(std::make_unique<Block>(c, rope));
   for (int64_t i = 0; i < c.layers; ++i) layers_.register_module(std::to_string(i), *blocks[size_t(i)]);
   model_.register_modules({{"embed_tokens", embed.embed_tokens}, {"layers", layers_}, {"norm", head.norm}});
   register_module("model", model_);
@@ -211,6 +233,10 @@ std::vector<globe::nn::UnaryModule*> Llama::block_list() {
   std::vector<globe::nn::UnaryModule*> out;
   for (auto& b : blocks) out.push_back(b.get());
   return out;
+}
+
+void Llama::set_cache(bool on) {
+  for (auto& b : blocks) b->set_cache(on);
 }
 
 void distribute_tensor_parallel(Llama& model) {
@@ -238,11 +264,7 @@ void distribute_tensor_parallel(Llama& model) {
                  {"mlp.down_proj.weight", split(p, 1)}});   // [E, I / tp]: row parallel
   }
   const globe::Placement last = model.head.norm.weight.placement();
-  if (model.head.tied) {
-    model.head.distribute(last, {{"tied_weight", split(last, 0)}}, globe::replicated(last.mesh_ndim()));
-  } else {
-    lay_out(model.head, {{"lm_head.weight", split(last, 0)}});
-  }
+  lay_out(model.head, {{model.head.tied ? "tied_weight" : "lm_head.weight", split(last, 0)}});
 }
 
 }  // namespace llama

@@ -65,11 +65,20 @@ class MLP : public globe::nn::Module {
   globe::nn::Linear gate_proj, up_proj, down_proj;
 };
 
+// The rotary tables of every position, by placement and dtype: made once, shared by the blocks.
+using RopeCache = std::map<std::string, std::pair<globe::Tensor, globe::Tensor>>;
+
 // x [B, T, E] -> x [B, T, E]: pre-norm attention and SwiGLU MLP, each added to the residual.
 class Block : public globe::nn::UnaryModule {
  public:
-  explicit Block(const Config& c);
+  Block(const Config& c, std::shared_ptr<RopeCache> rope);
   globe::Tensor forward(const globe::Tensor& x) override;
+  // Generation's key/value cache. While on, each forward appends its rotated keys and values
+  // ([B, KV, t, D]: split by KV heads under tensor parallelism, on this block's ranks only) and its
+  // tokens take the positions after the cached ones; a forward after the first takes one token.
+  // Turning it on or off empties it.
+  void set_cache(bool on);
+  const globe::Tensor& cached_keys() const { return cache_k_; }
   globe::nn::RMSNorm input_layernorm;
   Attention self_attn;
   globe::nn::RMSNorm post_attention_layernorm;
@@ -77,9 +86,11 @@ class Block : public globe::nn::UnaryModule {
 
  private:
   Config config_;
-  // The rotary tables by (T, placement, dtype): made once, on the block's own placement.
-  std::map<std::string, std::pair<globe::Tensor, globe::Tensor>> rope_;
-  std::pair<globe::Tensor, globe::Tensor> rope_for(const globe::Tensor& like, int64_t T);
+  std::shared_ptr<RopeCache> rope_;
+  // cos and sin of positions [start, start + T), [T, D] each, on `like`'s placement and dtype
+  std::pair<globe::Tensor, globe::Tensor> rope_for(const globe::Tensor& like, int64_t start, int64_t T);
+  bool cache_on_ = false;
+  globe::Tensor cache_k_, cache_v_;
 };
 
 // x [B, T, E] -> logits [B, T, V] = norm(x) @ weight^T. `weight` is lm_head's parameter, or, when
@@ -100,6 +111,8 @@ class Llama : public globe::nn::Module {
   // Weights N(0, init_std), norms 1, from the global seed (a checkpoint usually replaces them).
   explicit Llama(const Config& c);
   std::vector<globe::nn::UnaryModule*> block_list();
+  // Every block's KV cache on or off (Block::set_cache): on for generation, one token a pass.
+  void set_cache(bool on);
 
   Config config;
   Embed embed;

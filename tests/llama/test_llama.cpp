@@ -112,13 +112,29 @@ TEST_P(Llama, GreedyTokensEqualGenerateOnEveryLayout) {
   std::string prompt;
   for (const int64_t id : golden(m, "prompt").to_vector<int64_t>()) prompt += (prompt.empty() ? "" : ",") + std::to_string(id);
   const std::vector<int64_t> want = golden(m, "greedy").to_vector<int64_t>();
-  for (const auto& layout : kLayouts) {
+  auto layouts = kLayouts;  // with the KV cache (the default), and without it on two layouts
+  layouts.push_back({1, {"--no-kv-cache"}});
+  layouts.push_back({4, {"--tp", "2", "--pp", "2", "--no-kv-cache"}});
+  for (const auto& layout : layouts) {
     const LlamaRun run = llama(layout.first, with({"--hf", kData + "/" + m, "--generate", prompt, "--tokens", std::to_string(want.size())},
                                              layout.second));
     ASSERT_EQ(run.r.exit_code, 0) << name_of(layout) << ":\n" << run.all();
     EXPECT_NE(run.r.out.find("generated: " + nlohmann::json(want).dump()), std::string::npos)
         << m << " on " << name_of(layout) << ": expected " << nlohmann::json(want).dump() << " in:\n" << run.r.out;
   }
+}
+
+TEST(LlamaKvCache, ShardedByKvHeadsUnderTensorParallelism) {
+  // gqa: 2 KV heads of 16; after 5 prompt tokens and 12 generated, 16 positions are cached (the
+  // last token chosen is never fed back).
+  const LlamaRun run = llama(2, {"--hf", kData + "/gqa", "--tp", "2", "--generate", "1,2,3,4,5", "--tokens", "12"});
+  ASSERT_EQ(run.r.exit_code, 0) << run.all();
+  const size_t at = run.r.out.rfind("RESULT ");
+  ASSERT_NE(at, std::string::npos) << run.r.out;
+  const nlohmann::json res = nlohmann::json::parse(run.r.out.substr(at + 7));
+  EXPECT_EQ(res["kv_cache"]["shape"], nlohmann::json({1, 2, 16, 16})) << res.dump();
+  EXPECT_EQ(res["kv_cache"]["sbp"], "(B, S(1))") << res.dump();
+  EXPECT_EQ(res["kv_cache"]["rank0_shape"], nlohmann::json({1, 1, 16, 16})) << res.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Llama, ::testing::Values("gqa", "tied"));
@@ -201,7 +217,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"layout_not_world", 2, {"--tp", "2", "--pp", "2"}, "= 4 ranks, but the job has 2"},
         BadInput{"more_stages_than_layers", 4, {"--pp", "4"}, "--pp 4 stages need at least as many layers"},
         BadInput{"prompt_outside_vocabulary", 2, {"--generate", "1,999"}, "id 999 is outside the vocabulary of 256"},
-        BadInput{"steps_without_data", 2, {"--steps", "2"}, "--steps 2 needs --data"}),
+        BadInput{"steps_without_data", 2, {"--steps", "2"}, "--steps 2 needs --data"},
+        BadInput{"generation_past_the_positions", 2, {"--tp", "2", "--generate", "1,2,3", "--tokens", "70"},
+                 "position 64 is past the model's 64 positions (max_position_embeddings)"},
+        BadInput{"top_p_out_of_range", 2, {"--generate", "1,2", "--temperature", "1", "--top-p", "1.5"},
+                 "top_p 1.5 is not in (0, 1]"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
 
 }  // namespace
