@@ -72,6 +72,7 @@ int run(int argc, char** argv) {
   const double lr = a.number("--lr", 1e-3, "AdamW learning rate");
   const double wd = a.number("--weight-decay", 0.1, "AdamW weight decay (every parameter)");
   const std::string losses_out = a.text("--losses-out", "", "write each step's loss (JSON) here");
+  const int log_every = a.integer("--log-every", 1, "print the loss every N steps (0: never)");
   const std::string save_dir = a.text("--save-hf", "", "at the end, write the weights as a Hugging Face checkpoint here");
   const std::string prompt = a.text("--generate", "", "token ids, comma-separated: continue them");
   const int new_tokens = a.integer("--tokens", 16, "tokens to generate");
@@ -158,7 +159,8 @@ int run(int argc, char** argv) {
       adamw.zero_grad();
       losses.push_back(r.loss.item<float>());
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (me == 0) std::printf("step %d/%d  loss %.6f  %.1f ms\n", s + 1, steps, losses.back(), sec * 1e3);
+      if (me == 0 && log_every > 0 && ((s + 1) % log_every == 0 || s + 1 == steps))
+        std::printf("step %d/%d  loss %.6f  %.1f ms\n", s + 1, steps, losses.back(), sec * 1e3);
     }
     res["loss_first"] = losses.front();
     res["loss_last"] = losses.back();
