@@ -62,6 +62,7 @@ int run(int argc, char** argv) {
   const std::string schedule = a.text("--schedule", "1f1b", "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 or zbv");
   const int zero = a.integer("--zero", 0, "ZeRO stage 0-3 over the data-parallel ranks");
   const bool recompute = a.flag("--recompute", "recompute each block's forward in the backward");
+  const std::string dtype = a.text("--dtype", "float32", "compute dtype: float32 or bf16 (float32 master weights)");
   const std::string tokens_in = a.text("--logits-of", "", "a safetensors file whose int64 'tokens' [B, T] to run");
   const std::string logits_out = a.text("--logits-out", "", "with --logits-of: write the logits [B, T, V] here");
   const std::string data = a.text("--data", "", "a token file to train on (uint32 ids; --token-bytes 2: uint16)");
@@ -111,6 +112,10 @@ int run(int argc, char** argv) {
   tie_head(pipe, model);
   if (zero == 3)
     for (auto& b : model.blocks) globe::nn::fully_shard(*b);
+  GLOBE_CHECK(dtype == "float32" || dtype == "bf16", "[llama] --dtype ", dtype, ": float32 or bf16");
+  if (dtype == "bf16")  // bfloat16 compute, float32 master weights and AdamW state (the loss in float32)
+    for (globe::nn::Module* m : std::initializer_list<globe::nn::Module*>{&model, &model.embed, &model.head})
+      globe::nn::mixed_precision(*m, {.param_dtype = globe::kBFloat16});
   if (recompute)
     for (size_t i = 0; i < model.blocks.size(); ++i) model.blocks[i]->set_recompute(true, "model.layers." + std::to_string(i));
   // Straight into each rank's blocks: every rank reads only the byte ranges of its own.

@@ -6,6 +6,7 @@
 // error on every rank.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -90,8 +91,19 @@ TEST_P(Llama, TrainingLossesEqualTransformersWithTorchAdamW) {
     }
   }
   const std::vector<float> want = golden(m, "losses").to_vector<float>();
+  // float32 within 1e-5 relative, on layouts with ZeRO 1-3 and recomputation too; bfloat16 compute
+  // (float32 master weights) within 2e-3 of transformers' float32 losses.
   for (const auto& layout : std::vector<std::pair<int, std::vector<std::string>>>{
-           {1, {}}, {2, {"--dp", "2"}}, {2, {"--pp", "2", "--microbatches", "2"}}, {4, {"--tp", "2", "--pp", "2"}}}) {
+           {1, {}},
+           {2, {"--dp", "2"}},
+           {2, {"--pp", "2", "--microbatches", "2"}},
+           {4, {"--tp", "2", "--pp", "2"}},
+           {2, {"--dp", "2", "--zero", "1"}},
+           {2, {"--dp", "2", "--zero", "2", "--recompute"}},
+           {2, {"--dp", "2", "--zero", "3"}},
+           {1, {"--dtype", "bf16"}},
+           {4, {"--tp", "2", "--pp", "2", "--dtype", "bf16"}}}) {
+    const bool bf16 = std::find(layout.second.begin(), layout.second.end(), "bf16") != layout.second.end();
     const std::string out = dir.path() + "/losses.json";
     fs::remove(out);
     const LlamaRun run = llama(layout.first, with({"--hf", kData + "/" + m, "--data", dir.path() + "/train.bin", "--block", "16",
@@ -103,7 +115,7 @@ TEST_P(Llama, TrainingLossesEqualTransformersWithTorchAdamW) {
     const std::vector<double> got = nlohmann::json::parse(in).get<std::vector<double>>();
     ASSERT_EQ(got.size(), want.size()) << name_of(layout);
     for (size_t i = 0; i < want.size(); ++i)
-      EXPECT_NEAR(got[i], want[i], 1e-5 * std::abs(want[i])) << m << " on " << name_of(layout) << ", step " << i;
+      EXPECT_NEAR(got[i], want[i], (bf16 ? 2e-3 : 1e-5) * std::abs(want[i])) << m << " on " << name_of(layout) << ", step " << i;
   }
 }
 
