@@ -93,6 +93,12 @@ class Args {
   std::vector<Known> known_;
 };
 
+// Collective: the largest of every rank's `v`.
+inline int64_t max_over_ranks(double v) {
+  const globe::Tensor t = globe::from_vector(std::vector<double>{v}, {1});
+  return int64_t(globe::max(t.to_global(globe::Placement::all(), globe::sbp::split(0))).item<double>());
+}
+
 // Prints from rank 0 only (every rank runs the same program).
 inline bool is_rank0() { return globe::dist::world_rank() == 0; }
 

@@ -422,10 +422,7 @@ int run(int argc, char** argv) {
   }
   // Per rank, the largest over ranks: the tensor storage held at the peak, and the bytes of the
   // parameters with their two AdamW moments (what tensor and pipeline parallelism divide).
-  auto max_over_ranks = [](double v) {
-    const Tensor t = globe::from_vector(std::vector<double>{v}, {1});
-    return int64_t(globe::max(t.to_global(globe::Placement::all(), globe::sbp::split(0))).item<double>());
-  };
+  using example::max_over_ranks;
   const globe::optim::Optimizer::Memory mem = adamw.optimizer->memory();
   res["peak_bytes"] = max_over_ranks(double(std::max(run_peak, globe::memory_stats(mem_device).peak_bytes)));
   res["param_optim_bytes"] = max_over_ranks(double(mem.parameters + mem.state));

@@ -75,6 +75,7 @@ int run(int argc, char** argv) {
   const std::string losses_out = a.text("--losses-out", "", "write each step's loss (JSON) here");
   const int log_every = a.integer("--log-every", 1, "print the loss every N steps (0: never)");
   const std::string save_dir = a.text("--save-hf", "", "at the end, write the weights as a Hugging Face checkpoint here");
+  const double shard_mb = a.number("--save-shard-mb", 5000, "with --save-hf: a new file past this many MB (transformers' max_shard_size)");
   const std::string prompt = a.text("--generate", "", "token ids, comma-separated: continue them");
   const int new_tokens = a.integer("--tokens", 16, "tokens to generate");
   const double temperature = a.number("--temperature", 0, "sampling temperature (0: greedy)");
@@ -118,8 +119,25 @@ int run(int argc, char** argv) {
       globe::nn::mixed_precision(*m, {.param_dtype = globe::kBFloat16});
   if (recompute)
     for (size_t i = 0; i < model.blocks.size(); ++i) model.blocks[i]->set_recompute(true, "model.layers." + std::to_string(i));
-  // Straight into each rank's blocks: every rank reads only the byte ranges of its own.
-  if (!hf.empty()) model.load_state_dict(globe::load_sharded(hf, model.state_dict()));
+  // Straight into each rank's blocks: every rank reads only the byte ranges of its own. Measured:
+  // the time, and the most any rank held above its parameters while loading.
+  nlohmann::json load;
+  if (!hf.empty()) {
+    const int64_t held = globe::memory_stats().current_bytes;
+    globe::reset_peak_memory();
+    const auto t0 = std::chrono::steady_clock::now();
+    globe::load_sharded_into(hf, model.state_dict());
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int64_t largest = 0, mine = 0;
+    for (const Tensor& p : model.parameters()) {
+      largest = std::max(largest, p.numel() * int64_t(globe::itemsize(p.dtype())));
+      if (p.is_global() && p.placement().contains(me)) mine += p.to_local().numel() * int64_t(globe::itemsize(p.dtype()));
+    }
+    load = {{"seconds", example::max_over_ranks(sec * 1e6) / 1e6},
+            {"peak_above_held_bytes", example::max_over_ranks(double(globe::memory_stats().peak_bytes - held))},
+            {"rank_share_bytes", example::max_over_ranks(double(mine))},
+            {"largest_tensor_bytes", largest}};
+  }
   if (me == 0)
     std::cout << "llama: " << c.layers << " layers, " << c.heads << " heads on " << c.kv_heads << " KV heads, dp" << dp << " x tp"
               << tp << " x pp" << pipe_stages << " on " << world << " ranks\n"
@@ -131,6 +149,7 @@ int run(int argc, char** argv) {
   int64_t params = 0;
   for (const Tensor& p : model.parameters()) params += p.numel();
   res["params"] = params;
+  if (!load.empty()) res["load"] = load;
 
   if (!tokens_in.empty()) {  // logits of a batch, written by the lowest rank of the last stage
     const Tensor tokens = globe::io::SafetensorsReader(tokens_in, "llama").read("tokens");
@@ -194,7 +213,7 @@ int run(int argc, char** argv) {
   }
 
   if (!save_dir.empty()) {
-    globe::save_hf(model.state_dict(), save_dir);
+    globe::save_hf(model.state_dict(), save_dir, {.max_shard_bytes = int64_t(shard_mb * 1e6)});
     // The model's shape is unchanged: the configuration it was made from, every field kept.
     if (me == 0) std::ofstream(save_dir + "/config.json") << config_json.dump(2) << "\n";
   }

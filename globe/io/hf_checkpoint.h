@@ -9,7 +9,7 @@
 // tensor is one chunk, so every rank reads only the bytes of its block, in any layout and world size.
 //
 //   globe::save_hf(model.state_dict(), "out/");                              // every rank, any layout
-//   model.load_state_dict(globe::load_sharded("out/", model.state_dict()));  // any layout
+//   globe::load_sharded_into("out/", model.state_dict());                    // any layout
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -181,7 +182,10 @@ Request global_request(const io::IndexEntry& e, const std::string& dir,
 }
 
 // Reads each rank's block of every request; boxes only where the target has partial_sum axes.
-StateDict load_requests(const std::string& dir, const std::vector<Request>& requests) {
+// Each loaded tensor goes to `sink` as soon as it is read (so a sink that copies it away and lets it
+// go holds one tensor at a time).
+void load_requests(const std::string& dir, const std::vector<Request>& requests,
+                   const std::function<void(const std::string&, const Tensor&)>& sink) {
   const trace::Span span(trace::Kind::io, "load_sharded " + dir);
   const int me = dist::world_rank();
   std::string error;
@@ -201,7 +205,6 @@ StateDict load_requests(const std::string& dir, const std::vector<Request>& requ
   }
   const std::unique_ptr<Progress> progress =
       me == 0 ? io::checkpoint_progress("load_sharded " + dir + " (rank 0's blocks)", my_bytes, all_bytes) : nullptr;
-  StateDict out;
   for (const Request& r : requests) {
     const io::IndexEntry& e = *r.entry;
     const DType dtype = io::entry_dtype(e, dir);
@@ -214,7 +217,7 @@ StateDict load_requests(const std::string& dir, const std::vector<Request>& requ
     if (r.local) {
       Tensor v;
       if (error.empty()) error = io::capture_error([&] { v = reader.read_whole(e); });
-      out.set(e.name, converted(v.defined() ? v : Tensor::empty(e.shape, dtype)));
+      if (error.empty()) sink(e.name, converted(v.defined() ? v : Tensor::empty(e.shape, dtype)));
       read_done();
       continue;
     }
@@ -231,9 +234,14 @@ StateDict load_requests(const std::string& dir, const std::vector<Request>& requ
     }
     Tensor g = make_global(local, e.shape, r.placement, cut);
     if (cut != r.sbp) g = box(g, r.placement, r.sbp);  // B -> P: local, no communication
-    out.set(e.name, g);
+    if (error.empty()) sink(e.name, g);  // after a failure: the sink gets nothing more here
   }
   io::agree_on_errors(error);
+}
+
+StateDict collect(const std::string& dir, const std::vector<Request>& requests) {
+  StateDict out;
+  load_requests(dir, requests, [&](const std::string& name, const Tensor& t) { out.set(name, t); });
   return out;
 }
 
@@ -259,7 +267,7 @@ StateDict load_sharded(const std::string& dir, const std::map<std::string, Tenso
     if (it != layouts.end()) requests.push_back(global_request(e, dir, it->second));
   }
   io::enter_collective("load_sharded: " + describe_requests(requests));
-  return load_requests(dir, requests);
+  return collect(dir, requests);
 }
 
 namespace {
@@ -271,12 +279,9 @@ bool both_floating(const io::IndexEntry& e, const Tensor& t) {
   return d && is_floating(*d) && is_floating(t.dtype());
 }
 
-}  // namespace
-
-StateDict load_sharded(const std::string& dir, const StateDict& like) {
-  io::enter_collective("load_sharded like " + io::layout_fingerprint(like));
-  const io::ShardedIndex index = read_index_everywhere(dir);
-  // Every difference at once (a checkpoint of another model size differs in many tensors).
+// The requests that load every key of `like` in the layout of like's tensor there, after checking
+// that the checkpoint fits (every difference named at once).
+std::vector<Request> like_requests(const std::string& dir, const io::ShardedIndex& index, const StateDict& like) {
   std::string differ, missing;
   for (const auto& [key, t] : like) {
     GLOBE_CHECK(t.defined(), "[load_sharded] '", dir, "': the target of '", key, "' is undefined");
@@ -303,7 +308,23 @@ StateDict load_sharded(const std::string& dir, const StateDict& like) {
     if (e.dtype != io::safetensors_dtype(t.dtype())) r.as = t.dtype();
     requests.push_back(r);
   }
-  return load_requests(dir, requests);
+  return requests;
+}
+
+}  // namespace
+
+StateDict load_sharded(const std::string& dir, const StateDict& like) {
+  io::enter_collective("load_sharded like " + io::layout_fingerprint(like));
+  const io::ShardedIndex index = read_index_everywhere(dir);
+  return collect(dir, like_requests(dir, index, like));
+}
+
+void load_sharded_into(const std::string& dir, const StateDict& targets) {
+  io::enter_collective("load_sharded_into " + io::layout_fingerprint(targets));
+  const io::ShardedIndex index = read_index_everywhere(dir);
+  NoGradGuard no_grad;
+  load_requests(dir, like_requests(dir, index, targets),
+                [&](const std::string& name, const Tensor& t) { copy_(targets.at(name), t); });
 }
 
 StateDict load_sharded(const std::string& dir) {
@@ -317,7 +338,7 @@ StateDict load_sharded(const std::string& dir) {
     else
       requests.push_back(global_request(e, dir, {all, sbp::broadcast}));
   }
-  return load_requests(dir, requests);
+  return collect(dir, requests);
 }
 
 }  // namespace globe

@@ -51,6 +51,12 @@ StateDict load_sharded(const std::string& dir, const std::map<std::string, Tenso
 // and dtypes must match the checkpoint. For `model.state_dict()` this loads straight into the
 // parameters' own layouts, so load_state_dict copies without communication.
 StateDict load_sharded(const std::string& dir, const StateDict& like);
+// Collective. Loads every key of `targets` straight into the tensor there (a model's parameters:
+// `load_sharded_into(dir, model.state_dict())`), one tensor at a time, so a rank holds its share
+// and one tensor's block at most; the checks and the dtype conversion are load_sharded(like)'s.
+// Where a tensor would not fit (name, shape, dtype), nothing is written; a file that fails while
+// being read (after those checks) leaves the targets partly loaded, and every rank throws.
+void load_sharded_into(const std::string& dir, const StateDict& targets);
 // Collective. Loads every key of the checkpoint with its whole value on every rank: broadcast on
 // Placement::all() (tensors saved from local tensors load as local tensors). For state whose layout
 // is not known in advance, e.g. an optimizer's before its first step.

@@ -20,6 +20,8 @@ using testing::SharedTempDir;
 using testing::me;
 using testing::world;
 
+Tensor whole_of(const Tensor& t) { return testing::whole(t); }
+
 // Whole values, the same on every rank (seeded).
 std::map<std::string, Tensor> values() {
   manual_seed(7);
@@ -79,6 +81,27 @@ TEST(HfCheckpoint, ShardedDirectoryLoadsIntoSplitLayoutsReadingOnlyEachRanksRows
   const uint64_t mine = uint64_t((8 / world()) * 4 * 2 + (4 / world()) * 4 + 4) * 4;
   EXPECT_GE(read, mine);
   EXPECT_LT(read, mine + 2 * 4096) << "more than its rows and the headers";
+}
+
+TEST(HfCheckpoint, LoadIntoTheTargetsHoldsOneTensorAtATimeAndAMisfitWritesNothing) {
+  const SharedTempDir dir;
+  const auto v = values();
+  write_hf_dir(dir.path(), kTwoFiles, v);
+  const StateDict targets = like(v);
+  const int64_t held = memory_stats().current_bytes;
+  reset_peak_memory();
+  load_sharded_into(dir.path(), targets);
+  // At most the largest block a rank reads (its rows of an [8, 4] matrix) and a few bytes of
+  // bookkeeping (the collectives' flags), never two blocks.
+  const int64_t block = (8 + world() - 1) / world() * 4 * 4;
+  EXPECT_LE(memory_stats().peak_bytes - held, block + 8) << "more than one block at once";
+  for (const auto& [k, t] : v) expect_bit_equal(targets.at(k), t, k);
+
+  StateDict misfit = like(v);
+  misfit.set("model.norm.weight", zeros({5}, Placement::all(), sbp::broadcast));
+  expect_error([&] { load_sharded_into(dir.path(), misfit); }, {"'model.norm.weight' is F32[4] in the checkpoint but F32[5]"},
+               "misfit");
+  for (const auto& [k, t] : misfit) expect_bit_equal(t, zeros_like(whole_of(t)), k + " untouched");
 }
 
 TEST(HfCheckpoint, SingleFileDirectoryLoadsToo) {
