@@ -8,6 +8,7 @@
 //
 // Ranks: stage s of the pipeline holds ranks [s * dp * tp, (s + 1) * dp * tp) as a dp x tp mesh.
 // The last line (rank 0) is "RESULT {json}".
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -17,6 +18,8 @@
 #include "globe/io/safetensors.h"
 #include "model.h"
 #include "tokens.h"
+
+extern "C" void openblas_set_num_threads(int);
 
 namespace {
 
@@ -82,7 +85,10 @@ int run(int argc, char** argv) {
   const int top_k = a.integer("--top-k", 0, "sample from the k likeliest tokens (0: all)");
   const double top_p = a.number("--top-p", 1.0, "sample from the likeliest tokens whose probability reaches p (1: all)");
   const bool no_cache = a.flag("--no-kv-cache", "generate without the KV cache: each token runs the whole context again");
+  const int threads = a.integer("--threads", 1, "BLAS threads per process");
   a.done();
+  GLOBE_CHECK(threads >= 1, "[llama] --threads must be at least 1");
+  openblas_set_num_threads(threads);
 
   GLOBE_CHECK(hf.empty() != config_path.empty(), "[llama] give --hf DIR (a checkpoint) or --config FILE (random weights)");
   const std::string config_file = hf.empty() ? config_path : hf + "/config.json";
@@ -99,7 +105,7 @@ int run(int argc, char** argv) {
               " KV heads cannot be split over --tp ", tp, ": each rank takes whole heads and whole KV heads");
 
   globe::manual_seed(uint64_t(seed));
-  llama::Llama model(c);
+  llama::Llama model(c, /*init=*/hf.empty());
   std::vector<globe::Placement> meshes;
   for (int s = 0; s < pipe_stages; ++s) {
     std::vector<int> ranks;
@@ -174,7 +180,7 @@ int run(int argc, char** argv) {
     auto loss_fn = [](const Tensor& logits, const Tensor& target) {
       return globe::cross_entropy(globe::to_dtype(logits, globe::kFloat32), target);
     };
-    std::vector<double> losses;
+    std::vector<double> losses, times;
     for (int s = 0; s < steps; ++s) {
       const auto t0 = std::chrono::steady_clock::now();
       const pp::StepResult r = pipe.step(llama::batch_on(file, first, s, batch, 0, c.vocab),
@@ -183,11 +189,17 @@ int run(int argc, char** argv) {
       adamw.zero_grad();
       losses.push_back(r.loss.item<float>());
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (s > 0) times.push_back(sec);  // the first step warms up
       if (me == 0 && log_every > 0 && ((s + 1) % log_every == 0 || s + 1 == steps))
         std::printf("step %d/%d  loss %.6f  %.1f ms\n", s + 1, steps, losses.back(), sec * 1e3);
     }
     res["loss_first"] = losses.front();
     res["loss_last"] = losses.back();
+    if (!times.empty()) {
+      std::sort(times.begin(), times.end());
+      res["step_ms_median"] = times[times.size() / 2] * 1e3;
+      res["tokens_per_s_median"] = double(batch) * block / times[times.size() / 2];
+    }
     if (me == 0 && !losses_out.empty()) std::ofstream(losses_out) << nlohmann::json(losses).dump() << "\n";
   }
 

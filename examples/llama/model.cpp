@@ -217,13 +217,14 @@ Tensor Head::forward(const Tensor& x) {  // [B, T, E] @ weight [V, E]^T -> [B, T
   return tied ? globe::matmul_nt(h, globe::to_dtype(tied_weight, h.dtype())) : lm_head(h);
 }
 
-Llama::Llama(const Config& c) : config(c), embed(c), head(c) {
+Llama::Llama(const Config& c, bool init) : config(c), embed(c), head(c) {
   const auto rope = std::make_shared<RopeCache>();
   for (int64_t i = 0; i < c.layers; ++i) blocks.push_back(std::make_unique<Block>(c, rope));
   for (int64_t i = 0; i < c.layers; ++i) layers_.register_module(std::to_string(i), *blocks[size_t(i)]);
   model_.register_modules({{"embed_tokens", embed.embed_tokens}, {"layers", layers_}, {"norm", head.norm}});
   register_module("model", model_);
   if (!c.tied) register_module("lm_head", head.lm_head);
+  if (!init) return;
   globe::NoGradGuard no_grad;
   for (auto& [name, p] : named_parameters())
     if (name.find("norm.weight") == std::string::npos) globe::copy_(p, globe::randn(p.shape()) * c.init_std);

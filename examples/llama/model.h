@@ -108,8 +108,9 @@ class Head : public globe::nn::UnaryModule {
 
 class Llama : public globe::nn::Module {
  public:
-  // Weights N(0, init_std), norms 1, from the global seed (a checkpoint usually replaces them).
-  explicit Llama(const Config& c);
+  // Weights N(0, init_std), norms 1, from the global seed; with `init` false, zeros and ones (for a
+  // checkpoint to replace: no time spent drawing numbers).
+  explicit Llama(const Config& c, bool init = true);
   std::vector<globe::nn::UnaryModule*> block_list();
   // Every block's KV cache on or off (Block::set_cache): on for generation, one token a pass.
   void set_cache(bool on);

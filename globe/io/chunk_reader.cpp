@@ -30,9 +30,14 @@ const TensorRecord& ChunkReader::chunk_record(const IndexEntry& entry, const Chu
 }
 
 Tensor ChunkReader::read_block(const IndexEntry& entry, const Shape& start, const Shape& extent) {
-  const size_t nd = entry.shape.size();
   Tensor out = Tensor::uninitialized(extent, entry_dtype(entry, dir_ + "/" + kIndexFile));
-  if (numel_of(extent) == 0) return out;
+  read_block_into(entry, start, extent, out);
+  return out;
+}
+
+void ChunkReader::read_block_into(const IndexEntry& entry, const Shape& start, const Shape& extent, const Tensor& out) {
+  const size_t nd = entry.shape.size();
+  if (numel_of(extent) == 0) return;
   for (const ChunkRecord& c : entry.chunks) {
     Shape lo(nd), hi(nd);
     bool hit = true;
@@ -52,7 +57,6 @@ Tensor ChunkReader::read_block(const IndexEntry& entry, const Shape& start, cons
     file(c.file).read_block(rec, src, ext, out, dst);
   }
   // The index was checked to tile each tensor, so every element of the block has been read.
-  return out;
 }
 
 }  // namespace globe::io

@@ -19,6 +19,8 @@ class ChunkReader {
 
   // The block [start, start + extent) of `entry` as a new contiguous local tensor.
   Tensor read_block(const IndexEntry& entry, const Shape& start, const Shape& extent);
+  // The same block into `dst`: a contiguous local host tensor of the entry's dtype and the extent.
+  void read_block_into(const IndexEntry& entry, const Shape& start, const Shape& extent, const Tensor& dst);
   // The whole tensor.
   Tensor read_whole(const IndexEntry& entry) {
     return read_block(entry, Shape(entry.shape.size(), 0), entry.shape);

@@ -142,6 +142,7 @@ struct Request {
   Placement placement;
   NdSbp sbp;
   std::optional<DType> as;  // converted to this floating dtype after reading (load_sharded(like))
+  Tensor into;              // load_sharded_into: this rank's block is read straight into it
 };
 
 // Reads the index (Globe's, or a Hugging Face directory's) on every rank; a failure anywhere fails
@@ -222,6 +223,14 @@ void load_requests(const std::string& dir, const std::vector<Request>& requests,
       continue;
     }
     const NdSbp cut = partial_to_broadcast(r.sbp);
+    if (r.into.defined()) {  // no new tensor: the rank's block goes where it belongs
+      if (r.placement.contains(me) && error.empty()) {
+        const Block b = local_block(e.shape, r.placement, cut, me);
+        error = io::capture_error([&] { reader.read_block_into(e, b.start, b.shape, r.into); });
+      }
+      read_done();
+      continue;
+    }
     Tensor local;
     if (r.placement.contains(me)) {
       const Block b = local_block(e.shape, r.placement, cut, me);
@@ -323,8 +332,16 @@ void load_sharded_into(const std::string& dir, const StateDict& targets) {
   io::enter_collective("load_sharded_into " + io::layout_fingerprint(targets));
   const io::ShardedIndex index = read_index_everywhere(dir);
   NoGradGuard no_grad;
-  load_requests(dir, like_requests(dir, index, targets),
-                [&](const std::string& name, const Tensor& t) { copy_(targets.at(name), t); });
+  std::vector<Request> requests = like_requests(dir, index, targets);
+  // Read in place where the target's block is the file's bytes as they are: a contiguous host
+  // tensor of the same dtype, laid out without partial sums. The rest is read, then copied.
+  for (Request& r : requests) {
+    const Tensor& t = targets.at(r.entry->name);
+    if (r.local || r.as || partial_to_broadcast(r.sbp) != r.sbp) continue;
+    const Tensor local = t.to_local();
+    if (local.device() == kCPU && local.is_contiguous()) r.into = local;
+  }
+  load_requests(dir, requests, [&](const std::string& name, const Tensor& t) { copy_(targets.at(name), t); });
 }
 
 StateDict load_sharded(const std::string& dir) {
