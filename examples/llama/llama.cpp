@@ -10,6 +10,7 @@
 // The last line (rank 0) is "RESULT {json}".
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -17,6 +18,7 @@
 #include "../gpt/generate.h"
 #include "globe/io/safetensors.h"
 #include "model.h"
+#include "tokenizer.h"
 #include "tokens.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -80,6 +82,10 @@ int run(int argc, char** argv) {
   const std::string save_dir = a.text("--save-hf", "", "at the end, write the weights as a Hugging Face checkpoint here");
   const double shard_mb = a.number("--save-shard-mb", 5000, "with --save-hf: a new file past this many MB (transformers' max_shard_size)");
   const std::string prompt = a.text("--generate", "", "token ids, comma-separated: continue them");
+  const std::string tokenizer_path = a.text("--tokenizer", "", "a tokenizer.json (default: the checkpoint's, when it has one)");
+  const std::string text_prompt = a.text("--prompt", "", "with a tokenizer: continue this text");
+  const std::string encode_in = a.text("--encode", "", "with a tokenizer: write this text file's ids to --encode-out, and stop");
+  const std::string encode_out = a.text("--encode-out", "tokens.bin", "the token file --encode writes (uint32)");
   const int new_tokens = a.integer("--tokens", 16, "tokens to generate");
   const double temperature = a.number("--temperature", 0, "sampling temperature (0: greedy)");
   const int top_k = a.integer("--top-k", 0, "sample from the k likeliest tokens (0: all)");
@@ -95,6 +101,31 @@ int run(int argc, char** argv) {
   const nlohmann::json config_json = llama::read_json(config_file);
   const llama::Config c = llama::config_from_json(config_json, config_file);
   const int world = globe::dist::world_size(), me = globe::dist::world_rank();
+  std::unique_ptr<llama::BpeTokenizer> tokenizer;
+  const std::string tok_file = !tokenizer_path.empty() ? tokenizer_path
+                               : !hf.empty() && std::filesystem::exists(hf + "/tokenizer.json") ? hf + "/tokenizer.json" : "";
+  if (!tok_file.empty()) tokenizer = std::make_unique<llama::BpeTokenizer>(tok_file);
+  GLOBE_CHECK(tokenizer || (text_prompt.empty() && encode_in.empty()), "[llama] --prompt and --encode need a tokenizer: ",
+              "--tokenizer FILE, or a checkpoint with tokenizer.json");
+  GLOBE_CHECK(!tokenizer || tokenizer->vocab_size() <= c.vocab, "[llama] the tokenizer '", tok_file, "' has ",
+              tokenizer ? tokenizer->vocab_size() : 0, " tokens, more than the model's vocabulary of ", c.vocab);
+  if (!encode_in.empty()) {  // a token file from text, on rank 0; nothing else runs
+    if (me == 0) {
+      std::ifstream in(encode_in, std::ios::binary);
+      GLOBE_CHECK(in.good(), "[llama] cannot read '", encode_in, "'");
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::vector<int64_t> ids = tokenizer->encode(text);
+      std::ofstream out(encode_out, std::ios::binary);
+      for (const int64_t id : ids) {
+        const uint32_t u = uint32_t(id);
+        out.write(reinterpret_cast<const char*>(&u), 4);
+      }
+      GLOBE_CHECK(out.good(), "[llama] cannot write '", encode_out, "'");
+      std::printf("encoded %zu bytes of '%s' as %zu tokens into '%s'\n", text.size(), encode_in.c_str(), ids.size(),
+                  encode_out.c_str());
+    }
+    return 0;
+  }
   const int dp = dp_flag == 0 && tp >= 1 && pipe_stages >= 1 ? std::max(1, world / (tp * pipe_stages)) : dp_flag;
   GLOBE_CHECK(dp >= 1 && tp >= 1 && pipe_stages >= 1 && int64_t(dp) * tp * pipe_stages == world, "[llama] --dp ", dp,
               " x --tp ", tp, " x --pp ", pipe_stages, " = ", int64_t(dp) * tp * pipe_stages, " ranks, but the job has ", world);
@@ -203,8 +234,10 @@ int run(int argc, char** argv) {
     if (me == 0 && !losses_out.empty()) std::ofstream(losses_out) << nlohmann::json(losses).dump() << "\n";
   }
 
-  if (!prompt.empty()) {
-    const std::vector<int64_t> ids = parse_ids(prompt);
+  GLOBE_CHECK(prompt.empty() || text_prompt.empty(), "[llama] give --generate IDS or --prompt TEXT, not both");
+  if (!prompt.empty() || !text_prompt.empty()) {
+    const std::vector<int64_t> ids = text_prompt.empty() ? parse_ids(prompt) : tokenizer->encode(text_prompt);
+    GLOBE_CHECK(!ids.empty(), "[llama] --prompt '", text_prompt, "' has no tokens");
     for (const int64_t id : ids) GLOBE_CHECK(id < c.vocab, "[llama] --generate: id ", id, " is outside the vocabulary of ", c.vocab);
     pp::Pipeline one(meshes, model.block_list(), {.schedule = schedule, .microbatches = 1, .chunks = chunks}, {&model.embed},
                      {&model.head});
@@ -222,6 +255,10 @@ int run(int argc, char** argv) {
     model.set_cache(false);
     res["generated"] = out;
     if (me == 0) std::cout << "generated: " << nlohmann::json(out).dump() << "\n";
+    if (tokenizer) {
+      res["text"] = tokenizer->decode(out);
+      if (me == 0) std::cout << "text: " << tokenizer->decode(ids) << "|" << tokenizer->decode(out) << "\n";
+    }
   }
 
   if (!save_dir.empty()) {
@@ -231,7 +268,8 @@ int run(int argc, char** argv) {
   }
   if (me == 0) {
     for (const auto& [k, v] : globe::dist::machine_info()) res["machine"][k] = v;
-    std::printf("RESULT %s\n", res.dump().c_str());
+    // Generated text need not be valid UTF-8 (a token may end inside a character): replaced there.
+    std::printf("RESULT %s\n", res.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   return 0;
 }

@@ -182,6 +182,33 @@ TEST(LlamaCheckpoint, SavedFromTp2Pp2HoldsTheOriginalBytesAndLoadsAgain) {
   EXPECT_EQ(line(again.r.out), line(orig.r.out));
 }
 
+TEST(LlamaTokenizer, EncodeWritesTheTokenizersIdsAndPromptsDecode) {
+  TempDir dir;
+  std::ifstream g(kData + "/tokenizer/golden.json");
+  const nlohmann::json golden_ids = nlohmann::json::parse(g);
+  const std::string text = golden_ids["texts"].back().get<std::string>();  // the 4000-character passage
+  std::ofstream(dir.path() + "/text.txt") << text;
+  // A model of the tokenizer's vocabulary (random weights): only its size matters here.
+  std::ifstream in(kData + "/gqa/config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config["vocab_size"] = 1000;
+  std::ofstream(dir.path() + "/config.json") << config.dump();
+  const std::string tok = kData + "/tokenizer/llama3.json";
+  const LlamaRun enc = llama(1, {"--config", dir.path() + "/config.json", "--tokenizer", tok, "--encode", dir.path() + "/text.txt",
+                                 "--encode-out", dir.path() + "/tokens.bin"});
+  ASSERT_EQ(enc.r.exit_code, 0) << enc.all();
+  std::ifstream bin(dir.path() + "/tokens.bin", std::ios::binary);
+  std::vector<int64_t> ids;
+  uint32_t u = 0;
+  while (bin.read(reinterpret_cast<char*>(&u), 4)) ids.push_back(u);
+  EXPECT_EQ(ids, golden_ids["llama3"].back().get<std::vector<int64_t>>());
+  // A text prompt on tp2: the tokens it generates, decoded after the prompt's own text.
+  const LlamaRun gen = llama(2, {"--config", dir.path() + "/config.json", "--tokenizer", tok, "--tp", "2", "--prompt",
+                                 "Hello, world!", "--tokens", "3"});
+  ASSERT_EQ(gen.r.exit_code, 0) << gen.all();
+  EXPECT_NE(gen.r.out.find("text: Hello, world!|"), std::string::npos) << gen.r.out;
+}
+
 struct BadInput {
   const char* name;
   int nproc;
@@ -232,6 +259,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"steps_without_data", 2, {"--steps", "2"}, "--steps 2 needs --data"},
         BadInput{"generation_past_the_positions", 2, {"--tp", "2", "--generate", "1,2,3", "--tokens", "70"},
                  "position 64 is past the model's 64 positions (max_position_embeddings)"},
+        BadInput{"prompt_without_tokenizer", 2, {"--prompt", "hi"}, "--prompt and --encode need a tokenizer"},
+        BadInput{"tokenizer_larger_than_the_vocabulary", 2, {"--tokenizer", kData + "/tokenizer/gpt2.json", "--prompt", "hi"},
+                 "has 1000 tokens, more than the model's vocabulary of 256"},
         BadInput{"top_p_out_of_range", 2, {"--generate", "1,2", "--temperature", "1", "--top-p", "1.5"},
                  "top_p 1.5 is not in (0, 1]"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
