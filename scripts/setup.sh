@@ -16,7 +16,7 @@ packages=(
   python3-numpy                       # the independent safetensors reader in the tests; Python front end
   python3-dev pybind11-dev python3-pytest  # the Python front end (python/) and its tests
   fortunes                            # the GPT's training text (/usr/share/games/fortunes)
-  libpcre2-dev                        # the Llama's tokenizer: Unicode-aware pre-tokenizer patterns
+  libpcre2-dev libsentencepiece-dev   # the Llama's tokenizers: BPE's Unicode patterns, SentencePiece models
   mkdocs mkdocs-material chromium     # the documentation site and its browser test (docs_site)
 )
 source scripts/lib/install_missing.sh

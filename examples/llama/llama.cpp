@@ -82,7 +82,7 @@ int run(int argc, char** argv) {
   const std::string save_dir = a.text("--save-hf", "", "at the end, write the weights as a Hugging Face checkpoint here");
   const double shard_mb = a.number("--save-shard-mb", 5000, "with --save-hf: a new file past this many MB (transformers' max_shard_size)");
   const std::string prompt = a.text("--generate", "", "token ids, comma-separated: continue them");
-  const std::string tokenizer_path = a.text("--tokenizer", "", "a tokenizer.json (default: the checkpoint's, when it has one)");
+  const std::string tokenizer_path = a.text("--tokenizer", "", "a tokenizer.json or SentencePiece .model (default: the checkpoint's)");
   const std::string text_prompt = a.text("--prompt", "", "with a tokenizer: continue this text");
   const std::string encode_in = a.text("--encode", "", "with a tokenizer: write this text file's ids to --encode-out, and stop");
   const std::string encode_out = a.text("--encode-out", "tokens.bin", "the token file --encode writes (uint32)");
@@ -101,10 +101,11 @@ int run(int argc, char** argv) {
   const nlohmann::json config_json = llama::read_json(config_file);
   const llama::Config c = llama::config_from_json(config_json, config_file);
   const int world = globe::dist::world_size(), me = globe::dist::world_rank();
-  std::unique_ptr<llama::BpeTokenizer> tokenizer;
-  const std::string tok_file = !tokenizer_path.empty() ? tokenizer_path
-                               : !hf.empty() && std::filesystem::exists(hf + "/tokenizer.json") ? hf + "/tokenizer.json" : "";
-  if (!tok_file.empty()) tokenizer = std::make_unique<llama::BpeTokenizer>(tok_file);
+  std::unique_ptr<llama::Tokenizer> tokenizer;
+  std::string tok_file = tokenizer_path;
+  for (const char* name : {"tokenizer.json", "tokenizer.model"})  // the checkpoint's own, when it has one
+    if (tok_file.empty() && !hf.empty() && std::filesystem::exists(hf + "/" + name)) tok_file = hf + "/" + name;
+  if (!tok_file.empty()) tokenizer = llama::open_tokenizer(tok_file);
   GLOBE_CHECK(tokenizer || (text_prompt.empty() && encode_in.empty()), "[llama] --prompt and --encode need a tokenizer: ",
               "--tokenizer FILE, or a checkpoint with tokenizer.json");
   GLOBE_CHECK(!tokenizer || tokenizer->vocab_size() <= c.vocab, "[llama] the tokenizer '", tok_file, "' has ",

@@ -6,7 +6,9 @@ test_tokenizer (which then needs no Python package).
   llama3.json   Llama 3's layout: Split(Llama 3's pattern, isolated) then ByteLevel without its own
                 regex, ignore_merges, special tokens <|begin_of_text|> <|end_of_text|>
   gpt2.json     GPT-2's layout: ByteLevel with its built-in pattern, no special tokens
-  golden.json   {"texts": [...], "llama3": [[ids], ...], "gpt2": [[ids], ...]}
+  llama2.model  a SentencePiece BPE model (Llama 2's kind: byte fallback, "▁" for spaces), trained
+                with the `sentencepiece` package on the same text
+  golden.json   {"texts": [...], "llama3": [[ids], ...], "gpt2": [[ids], ...], "llama2": [[ids], ...]}
 
 Needs the peers' environment: scripts/setup_peers.sh, then
     .venv-peers/bin/python scripts/golden/make_tokenizer_golden.py
@@ -14,6 +16,7 @@ Needs the peers' environment: scripts/setup_peers.sh, then
 import json
 import os
 
+import sentencepiece
 import tokenizers
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -85,6 +88,18 @@ def main():
             assert tok.decode(i, skip_special_tokens=False) == t, (kind, t)
         golden[kind] = ids
         print(kind, tok.get_vocab_size(), [len(i) for i in ids])
+    prefix = os.path.join(out, "llama2")
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(line for chunk in corpus() for line in chunk.split("\n") if line), model_prefix=prefix,
+        vocab_size=500, model_type="bpe", byte_fallback=True, character_coverage=1.0, num_threads=1,
+        bos_id=1, eos_id=2, unk_id=0, pad_id=-1, minloglevel=2,
+        normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=True)  # Llama 2's
+    os.remove(prefix + ".vocab")
+    sp = sentencepiece.SentencePieceProcessor(model_file=prefix + ".model")
+    golden["sentencepiece"] = sentencepiece.__version__
+    golden["llama2"] = [sp.encode(t) for t in texts]
+    golden["llama2_decoded"] = [sp.decode(i) for i in golden["llama2"]]
+    print("llama2", sp.get_piece_size(), [len(i) for i in golden["llama2"]])
     with open(os.path.join(out, "golden.json"), "w") as f:
         json.dump(golden, f, ensure_ascii=False, indent=1)
         f.write("\n")

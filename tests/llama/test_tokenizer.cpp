@@ -2,7 +2,8 @@
 // `tokenizers` itself: two tokenizers trained here with it (Llama 3's layout with special tokens,
 // GPT-2's), and the ids it gives for texts with contractions, numbers, whitespace runs, Unicode and
 // special tokens (tests/llama/data/tokenizer, scripts/golden/make_tokenizer_golden.py). Every text
-// decodes back to itself; what is not byte-level BPE is refused by name.
+// decodes back to itself; what is not byte-level BPE is refused by name. A SentencePiece model
+// (Llama 2's kind) through libsentencepiece gives the Python package's ids.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -37,6 +38,24 @@ TEST_P(Tokenizer, IdsEqualHuggingFaceTokenizersAndDecodeBack) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Tokenizer, ::testing::Values("llama3", "gpt2"));
+
+TEST(SentencePiece, IdsEqualThePythonPackagesAndDecodeAsItDoes) {
+  const std::unique_ptr<llama::Tokenizer> tok = llama::open_tokenizer(kDir + "/llama2.model");
+  EXPECT_EQ(tok->vocab_size(), 500);
+  const nlohmann::json g = golden();
+  for (size_t i = 0; i < g["texts"].size(); ++i) {
+    const std::string text = g["texts"][i].get<std::string>();
+    const std::vector<int64_t> got = tok->encode(text);
+    EXPECT_EQ(got, g["llama2"][i].get<std::vector<int64_t>>()) << "'" << text << "'";
+    EXPECT_EQ(tok->decode(got), g["llama2_decoded"][i].get<std::string>());
+  }
+  try {
+    llama::open_tokenizer(kDir + "/golden.json.model");
+    ADD_FAILURE() << "no error for a missing model";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a SentencePiece model"), std::string::npos) << e.what();
+  }
+}
 
 TEST(TokenizerErrors, WhatIsNotByteLevelBpeIsRefusedByName) {
   const std::string dir = ::testing::TempDir() + "/tok";
