@@ -19,8 +19,8 @@ from . import _globe
 from ._globe import (Error, Placement, Tensor, abs, add, allclose, arange, argmax, boxing_paths, cat, causal_attention, causal_fill,
                      causal_softmax, clamp, contiguous, cross_entropy, describe, div, dropout, embedding, eq, equal, exp, expand, flatten,
                      from_full, from_numpy, gather, ge, gelu, gelu_tanh, gt, layer_norm, le, linear, local_block, log, log_softmax, logical_and, logical_not,
-                     logical_or, lt, manual_seed, matmul, matmul_nt, max, mean, mse_loss, mul, narrow, ne, neg, ones_like, permute, pick, pow, relu, reset_boxing_paths, reshape,
-                     scatter_add, sigmoid, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype,
+                     logical_or, lt, manual_seed, matmul, matmul_nt, max, mean, mse_loss, mul, narrow, ne, neg, ones_like, permute, pick, pow, relu, reset_boxing_paths, reshape, rms_norm,
+                     scatter_add, sigmoid, silu, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype,
                      transpose, uniform, unsqueeze, view, visualize, where, zeros_like)
 from . import amp, env, nn, optim, pipeline, sbp, tensor_methods, trace  # noqa: E402  (after _globe: they use it)
 from .trace import CommTrace, Timeline  # noqa: E402
@@ -105,7 +105,7 @@ class backends:  # noqa: N801  (flow.backends / torch.backends)
 
 
 __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_global", "randn", "zeros", "ones", "full", "save", "load",
-           "save_sharded", "load_sharded", "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision", "backends", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half", "bool", "int32", "int8", "uint8"]
+           "save_sharded", "load_sharded", "load_sharded_into", "save_hf", "rms_norm", "silu", "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision", "backends", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half", "bool", "int32", "int8", "uint8"]
 
 
 class device:  # noqa: N801  (torch.device / flow.device)
@@ -332,6 +332,19 @@ def load_sharded(path, like=None):
     each tensor comes in its layout there, each rank reading only its block's bytes; without, global
     tensors in the layouts they were saved in (collective; C++ globe::load_sharded)."""
     return _globe.load_sharded(str(path), None if like is None else dict(like))
+
+
+def load_sharded_into(path, targets):
+    """A sharded checkpoint, or a Hugging Face directory (save_pretrained's), read straight into the
+    tensors of `targets` (e.g. `model.state_dict()`), one at a time, each rank reading only its
+    blocks (collective; C++ globe::load_sharded_into)."""
+    _globe.load_sharded_into(str(path), dict(targets))
+
+
+def save_hf(state, path, max_shard_bytes=5_000_000_000):
+    """`state` written as a Hugging Face checkpoint directory (model.safetensors, or shards and
+    their index) from any layout (collective; C++ globe::save_hf)."""
+    _globe.save_hf(dict(state), str(path), int(max_shard_bytes))
 
 
 def _numpy_array(self, dtype=None):

@@ -319,6 +319,30 @@ class LayerNorm(_CppLayer):
         super().__init__(_globe.CppLayerNorm(normalized_shape, eps, elementwise_affine))
 
 
+class RMSNorm(_CppLayer):
+    """Llama's RMSNorm over the last dim (torch.nn.RMSNorm with one normalised dim)."""
+
+    def __init__(self, dim, eps=1e-6):
+        super().__init__(_globe.CppRMSNorm(dim, eps))
+
+
+def reduce_over_tp(x, tp_axis=-1):
+    """After a row-parallel layer: its partial sum over the tensor-parallel mesh axis made
+    broadcast (Megatron's all-reduce; C++ nn::reduce_over_tp). A local tensor passes through."""
+    return _globe.reduce_over_tp(x, tp_axis)
+
+
+def enter_tp_region(x, tp_axis=-1):
+    """Before a column-parallel layer: broadcast over the tensor-parallel axis, and its gradient
+    all-reduced coming back (C++ nn::enter_tp_region). A local tensor passes through."""
+    return _globe.enter_tp_region(x, tp_axis)
+
+
+class SiLU(Module):
+    def forward(self, x):
+        return _globe.silu(x)
+
+
 class Dropout(_CppLayer):
     def __init__(self, p=0.5):
         super().__init__(_globe.CppDropout(p))

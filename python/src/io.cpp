@@ -27,6 +27,11 @@ void bind_io(pyb::module_& m) {
   }, pyb::arg("path"), pyb::arg("global_src_rank") = 0, pyb::arg("with_metadata") = false);
   m.def("save_sharded", [](const pyb::dict& state, const std::string& dir) { save_sharded(to_state_dict(state), dir); },
         pyb::arg("state"), pyb::arg("dir"));
+  m.def("load_sharded_into", [](const std::string& dir, const pyb::dict& targets) { load_sharded_into(dir, to_state_dict(targets)); },
+        pyb::arg("dir"), pyb::arg("targets"));
+  m.def("save_hf", [](const pyb::dict& state, const std::string& dir, int64_t max_shard_bytes) {
+    save_hf(to_state_dict(state), dir, {.max_shard_bytes = max_shard_bytes});
+  }, pyb::arg("state"), pyb::arg("dir"), pyb::arg("max_shard_bytes") = int64_t(5'000'000'000));
   m.def("load_sharded", [](const std::string& dir, const pyb::object& like) {
     if (like.is_none()) return to_dict(load_sharded(dir));
     return to_dict(load_sharded(dir, to_state_dict(like.cast<pyb::dict>())));

@@ -96,6 +96,11 @@ void bind_nn(pyb::module_& m) {
   pyb::class_<Dropout, UnaryModule, std::shared_ptr<Dropout>>(m, "CppDropout").def(pyb::init<double>(), pyb::arg("p") = 0.5);
   pyb::class_<Embedding, UnaryModule, std::shared_ptr<Embedding>>(m, "CppEmbedding")
       .def(pyb::init<int64_t, int64_t>(), pyb::arg("num_embeddings"), pyb::arg("embedding_dim"));
+  // Megatron's two operators around a tensor-parallel region (globe/nn/parallel_layers.h).
+  m.def("reduce_over_tp", &nn::reduce_over_tp, pyb::arg("input"), pyb::arg("tp_axis") = -1);
+  m.def("enter_tp_region", &nn::enter_tp_region, pyb::arg("input"), pyb::arg("tp_axis") = -1);
+  pyb::class_<RMSNorm, UnaryModule, std::shared_ptr<RMSNorm>>(m, "CppRMSNorm")
+      .def(pyb::init<int64_t, double>(), pyb::arg("dim"), pyb::arg("eps") = 1e-6);
   pyb::class_<LayerNorm, UnaryModule, std::shared_ptr<LayerNorm>>(m, "CppLayerNorm")
       .def(pyb::init([](const pyb::object& shape, double eps, bool affine) {
              return std::make_shared<LayerNorm>(to_shape(shape), eps, affine);

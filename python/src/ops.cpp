@@ -98,7 +98,7 @@ void bind_ops(pyb::module_& m) {
   m.def("pow", [](const Tensor& a, double e) { return pow(a, e); });
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&)>>{
            {"neg", &neg}, {"exp", &exp}, {"log", &log}, {"sqrt", &sqrt}, {"relu", &relu}, {"gelu", &gelu},
-           {"gelu_tanh", &gelu_tanh}, {"tanh", &tanh}, {"sigmoid", &sigmoid}, {"contiguous", &contiguous}})
+           {"gelu_tanh", &gelu_tanh}, {"tanh", &tanh}, {"sigmoid", &sigmoid}, {"silu", &silu}, {"contiguous", &contiguous}})
     m.def(name, fn);
   m.def("matmul", &matmul);
   m.def("matmul_nt", &matmul_nt, pyb::arg("a"), pyb::arg("b"), pyb::arg("bias") = Tensor());
@@ -205,6 +205,8 @@ void bind_ops(pyb::module_& m) {
     return cross_entropy_with(logits, target, reduction_of(reduction, "cross_entropy"));
   }, pyb::arg("input"), pyb::arg("target"), pyb::arg("reduction") = "mean");
   m.def("embedding", &embedding);
+  m.def("rms_norm", [](const Tensor& a, const pyb::object& w, double eps) { return rms_norm(a, w.is_none() ? Tensor() : w.cast<Tensor>(), eps); },
+        pyb::arg("input"), pyb::arg("weight") = pyb::none(), pyb::arg("eps") = 1e-6);
   m.def("layer_norm", [](const Tensor& a, const pyb::object& shape, const pyb::object& w, const pyb::object& b,
                          double eps) {
     return layer_norm(a, to_shape(shape), w.is_none() ? Tensor() : w.cast<Tensor>(),

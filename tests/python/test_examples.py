@@ -200,3 +200,29 @@ def test_wrong_argument_types_are_type_errors():
         flow.randn(2, 2, placement="cpu")
     with pytest.raises(TypeError, match="sbp= takes"):
         flow.randn(4, 2).to_global(placement=flow.placement("cpu"), sbp="split")
+
+
+@pytest.mark.parametrize("ranks, layout", [(1, []), (2, ["--tp", "2"]), (4, ["--dp", "2", "--tp", "2"])])
+def test_llama_in_python_matches_the_cpp_program(ranks, layout, tmp_path):
+    """examples/python/llama.py (page 09) against build/bin/llama on the transformers-made gqa
+    checkpoint: the same greedy tokens, and AdamW losses within 1e-5 (their rotary tables are
+    computed apart, numpy's float32 against C++'s)."""
+    hf = os.path.join(ROOT, "tests", "llama", "data", "gqa")
+    tokens = tmp_path / "train.bin"  # uint32 ids: the bytes of this file's source, one token each
+    with open(__file__, "rb") as f:
+        tokens.write_bytes(b"".join(b.to_bytes(4, "little") for b in f.read()[:4000]))
+    launch = [os.path.join(BUILD, "bin", "globe-launch"), "--nproc_per_node", str(ranks), "--no-prefix"]
+    flags = ["--hf", hf, "--data", str(tokens), "--steps", "4", "--generate", "5,6,7", "--tokens", "6"] + layout
+    cpp = run(launch + [os.path.join(BUILD, "bin", "llama"), "--losses-out", str(tmp_path / "cpp.json"), "--log-every", "0"]
+              + flags, tmp_path)
+    py = run([sys.executable, "-m", "globe.launch", "--nproc_per_node", str(ranks), "--no-prefix",
+              os.path.join(ROOT, "examples", "python", "llama.py"), "--losses-out", str(tmp_path / "py.json")] + flags,
+             tmp_path)
+    line = next(x for x in cpp.splitlines() if x.startswith("generated: "))
+    assert line in py.splitlines(), py
+    with open(tmp_path / "cpp.json") as f:
+        cpp_losses = json.load(f)
+    with open(tmp_path / "py.json") as f:
+        py_losses = json.load(f)
+    assert len(py_losses) == 4
+    assert all(abs(p - c) <= 1e-5 * abs(c) for p, c in zip(py_losses, cpp_losses)), (py_losses, cpp_losses)

@@ -1,0 +1,223 @@
+"""The Llama of tutorial 09 (docs/09-llama-hf.md) written in Python: the model of examples/llama/
+as `globe.nn` modules under Hugging Face's names, a `save_pretrained` directory loaded straight into a
+dp x tp mesh, greedy generation, and AdamW training on a token file (uint32 ids, build/bin/llama's
+rows), so it prints the tokens and losses build/bin/llama prints for the same flags. Pipeline
+stages and the KV cache: build/bin/llama.
+
+    python3 -m globe.launch --nproc_per_node 2 examples/python/llama.py --hf tests/llama/data/gqa --tp 2 \\
+        --generate 215,215,233,241,247 --tokens 12
+"""
+import argparse
+import json
+import math
+
+import numpy as np
+
+import globe as flow
+import globe.nn as nn
+
+B_, S0, S1 = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1)
+
+
+def rope_tables(c, T):
+    """cos and sin [T, head_dim] of positions 0..T-1, each step in float32 as transformers does."""
+    D = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    f32 = np.float32
+    inv = f32(1.0) / np.power(f32(c.get("rope_theta", 10000.0)), np.arange(0, D, 2).astype(f32) / f32(D))
+    r = c.get("rope_scaling")
+    if r:  # Llama 3: long wavelengths slowed by `factor`, the middle band blended
+        factor, lo, hi = f32(r["factor"]), f32(r["low_freq_factor"]), f32(r["high_freq_factor"])
+        old = r["original_max_position_embeddings"]
+        wavelen = f32(2 * math.pi) / inv
+        scaled = np.where(wavelen > f32(old / r["low_freq_factor"]), inv / factor, inv)
+        smooth = (f32(old) / wavelen - lo) / (hi - lo)
+        blended = (f32(1) - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < f32(old / r["high_freq_factor"])) & ~(wavelen > f32(old / r["low_freq_factor"]))
+        inv = np.where(medium, blended, scaled).astype(f32)
+    angles = np.arange(T).astype(f32)[:, None] * np.concatenate([inv, inv])[None, :]
+    return np.cos(angles).astype(f32), np.sin(angles).astype(f32)
+
+
+def rotate(x, cos, sin):
+    """x * cos + rotate_half(x) * sin, rotate_half: halves (a, b) -> (-b, a) on the last dim."""
+    D = x.shape[-1]
+    half = flow.cat([flow.neg(flow.slice(x, 3, D // 2, D)), flow.slice(x, 3, 0, D // 2)], 3)
+    return x * cos + half * sin
+
+
+def repeat_kv(x, g):
+    """[B, KV, T, D] -> [B, KV * g, T, D]: each KV head for its g query heads."""
+    if g == 1:
+        return x
+    B, KV, T, D = x.shape
+    return flow.reshape(flow.expand(flow.unsqueeze(x, 2), [B, KV, g, T, D]), [B, KV * g, T, D])
+
+
+class Attention(nn.Module):
+    def __init__(self, c, D):
+        super().__init__()
+        E, H, KV = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
+        self.q_proj, self.k_proj = nn.Linear(E, H * D, bias=False), nn.Linear(E, KV * D, bias=False)
+        self.v_proj, self.o_proj = nn.Linear(E, KV * D, bias=False), nn.Linear(H * D, E, bias=False)
+
+
+class MLP(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        E, I = c["hidden_size"], c["intermediate_size"]
+        self.gate_proj, self.up_proj = nn.Linear(E, I, bias=False), nn.Linear(E, I, bias=False)
+        self.down_proj = nn.Linear(I, E, bias=False)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.H, self.KV = c["num_attention_heads"], c["num_key_value_heads"]
+        self.D = c.get("head_dim") or c["hidden_size"] // self.H
+        self.input_layernorm = nn.RMSNorm(c["hidden_size"], c["rms_norm_eps"])
+        self.self_attn = Attention(c, self.D)
+        self.post_attention_layernorm = nn.RMSNorm(c["hidden_size"], c["rms_norm_eps"])
+        self.mlp = MLP(c)
+
+    def forward(self, x, cos, sin):  # x [B, T, E]
+        B, T, _ = x.shape
+        H, KV, D = self.H, self.KV, self.D
+        h = nn.enter_tp_region(self.input_layernorm(x))
+        a = self.self_attn
+        q = rotate(flow.transpose(flow.reshape(a.q_proj(h), [B, T, H, D]), 1, 2), cos, sin)
+        k = rotate(flow.transpose(flow.reshape(a.k_proj(h), [B, T, KV, D]), 1, 2), cos, sin)
+        v = flow.transpose(flow.reshape(a.v_proj(h), [B, T, KV, D]), 1, 2)
+        qkv = flow.cat([flow.unsqueeze(t, 0) for t in (q, repeat_kv(k, H // KV), repeat_kv(v, H // KV))], 0)
+        att = flow.causal_attention(qkv, 1.0 / math.sqrt(D))  # [B, H, T, D]
+        x = x + nn.reduce_over_tp(a.o_proj(flow.reshape(flow.transpose(att, 1, 2), [B, T, H * D])))
+        h2 = nn.enter_tp_region(self.post_attention_layernorm(x))
+        return x + nn.reduce_over_tp(self.mlp.down_proj(flow.silu(self.mlp.gate_proj(h2)) * self.mlp.up_proj(h2)))
+
+
+class Layers(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        for i, layer in enumerate(layers):
+            setattr(self, str(i), layer)
+
+
+class Inner(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(c["vocab_size"], c["hidden_size"])
+        self.layers = Layers([DecoderLayer(c) for _ in range(c["num_hidden_layers"])])
+        self.norm = nn.RMSNorm(c["hidden_size"], c["rms_norm_eps"])
+
+
+class Llama(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.config = c
+        self.model = Inner(c)
+        self.tied = c.get("tie_word_embeddings", False)
+        if not self.tied:
+            self.lm_head = nn.Linear(c["hidden_size"], c["vocab_size"], bias=False)
+        self.rope = {}
+
+    def forward(self, idx):  # idx [B, T] int64 -> logits [B, T, V]
+        T = idx.shape[1]
+        x = nn.reduce_over_tp(flow.embedding(self.model.embed_tokens.weight, idx))
+        if T not in self.rope:  # made once per length, replicated on the mesh
+            self.rope[T] = [flow.from_numpy(t).to_global(placement=x.placement, sbp=(B_, B_)) for t in rope_tables(self.config, T)]
+        cos, sin = self.rope[T]
+        for i in range(self.config["num_hidden_layers"]):
+            x = getattr(self.model.layers, str(i))(x, cos, sin)
+        w = self.model.embed_tokens.weight if self.tied else self.lm_head.weight
+        return flow.matmul_nt(nn.enter_tp_region(self.model.norm(x)), w)
+
+    def distribute(self, mesh, tp):
+        """Megatron's plan on the tp axis (the mesh's last): q, k, v, gate, up by output rows (whole
+        heads and KV heads on each rank), o and down by input columns, embedding and head by
+        vocabulary rows; norms replicated."""
+        c = self.config
+        if c["num_attention_heads"] % tp or c["num_key_value_heads"] % tp:
+            raise SystemExit(f"llama.py: {c['num_attention_heads']} heads on {c['num_key_value_heads']} KV heads "
+                             f"cannot be split over --tp {tp}")
+        rows = ("q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight", "up_proj.weight",
+                "embed_tokens.weight", "lm_head.weight")
+        layouts = {}
+        for name, _ in self.named_parameters():
+            if name.endswith(rows):
+                layouts[name] = (B_, S0)
+            elif name.endswith(("o_proj.weight", "down_proj.weight")):
+                layouts[name] = (B_, S1)
+        super().distribute(mesh, layouts, (B_, B_))
+
+
+def rows_on(mesh, tokens, step, batch, block, shift, dp, rank):
+    """This rank's rows of step `step` (rows step*batch .. + batch - 1 of block + 1 tokens, the file
+    wrapping around), from `shift` on, as the global [batch, block] tensor split over dp."""
+    n_rows = len(tokens) // (block + 1)
+    coord = list(mesh.ranks.flat).index(rank) // (mesh.ranks.size // dp)
+    first = sum(batch // dp + (1 if r < batch % dp else 0) for r in range(coord))
+    count = batch // dp + (1 if coord < batch % dp else 0)
+    idx = (step * batch + np.arange(first, first + count)) % n_rows
+    local = tokens[idx[:, None] * (block + 1) + shift + np.arange(block)[None, :]].astype(np.int64)
+    return flow.from_numpy(local).to_global(placement=mesh, sbp=(S0, B_))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hf", required=True, help="a Hugging Face checkpoint directory")
+    for name, default in [("dp", 0), ("tp", 1), ("tokens", 16), ("block", 16), ("batch", 4), ("steps", 0)]:
+        ap.add_argument("--" + name, type=int, default=default)
+    for name, default in [("lr", 1e-3), ("weight-decay", 0.1)]:
+        ap.add_argument("--" + name, type=float, default=default)
+    ap.add_argument("--generate", default="", help="token ids, comma-separated: continue them (greedy)")
+    ap.add_argument("--data", default="", help="a token file (uint32 ids) to train --steps on")
+    ap.add_argument("--losses-out", default="")
+    ap.add_argument("--device", default="cpu")
+    a = ap.parse_args()
+    world, rank = flow.env.get_world_size(), flow.env.get_rank()
+    dp = a.dp or max(1, world // a.tp)
+    if dp * a.tp != world:
+        raise SystemExit(f"llama.py: --dp {dp} x --tp {a.tp} = {dp * a.tp} ranks, but the job has {world}")
+    with open(a.hf + "/config.json") as f:
+        c = json.load(f)
+    c.setdefault("num_key_value_heads", c["num_attention_heads"])
+    c.setdefault("rms_norm_eps", 1e-6)
+
+    model = Llama(c)
+    mesh = flow.placement(a.device, ranks=[[d * a.tp + t for t in range(a.tp)] for d in range(dp)])
+    model.distribute(mesh, a.tp)
+    flow.load_sharded_into(a.hf, model.state_dict())  # each rank reads only its blocks' bytes
+
+    if a.steps > 0:
+        tokens = np.fromfile(a.data, dtype="<u4")
+        optimizer = flow.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=a.weight_decay)
+        losses = []
+        for s in range(a.steps):
+            x = rows_on(mesh, tokens, s, a.batch, a.block, 0, dp, rank)
+            y = rows_on(mesh, tokens, s, a.batch, a.block, 1, dp, rank)
+            loss = flow.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(loss.item())
+        if rank == 0:
+            print(f"losses {losses[0]:.6f} -> {losses[-1]:.6f}")
+            if a.losses_out:
+                with open(a.losses_out, "w") as f:
+                    json.dump(losses, f)
+
+    if a.generate:
+        ids = [int(t) for t in a.generate.split(",")]
+        new = []
+        with flow.no_grad():
+            for _ in range(a.tokens):  # greedy, the whole context each time (build/bin/llama keeps a KV cache)
+                idx = flow.from_numpy(np.array([ids], dtype=np.int64)).to_global(placement=mesh, sbp=(B_, B_))
+                last = flow.narrow(model(idx), 1, len(ids) - 1, 1).to_global(sbp=(B_, B_))
+                token = int(np.argmax(last.to_local().numpy().reshape(-1)))
+                ids.append(token)
+                new.append(token)
+        if rank == 0:
+            print("generated: " + json.dumps(new, separators=(",", ":")))
+
+
+if __name__ == "__main__":
+    main()
