@@ -30,7 +30,7 @@ for cache in cold warm; do
   t0=$(date +%s.%N); cat "$OUT"/ckpt/*.safetensors > /dev/null; t1=$(date +%s.%N)
   cat_s=$(echo "$t1 - $t0" | bc -l)
   [ $cache = cold ] && drop
-  res=$(build/bin/globe-launch --nproc_per_node 4 build/bin/llama --hf "$OUT/ckpt" --tp 2 --pp 2 | grep -o 'RESULT .*' | sed 's/^RESULT //')
+  res=$(build/bin/globe-launch --nproc_per_node 4 build/bin/llama --load-hf "$OUT/ckpt" --tp 2 --pp 2 | grep -o 'RESULT .*' | sed 's/^RESULT //')
   load_s=$(echo "$res" | python3 -c 'import json,sys; print(json.load(sys.stdin)["load"]["seconds"])')
   echo "$res" | python3 -c "
 import json, sys

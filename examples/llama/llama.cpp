@@ -2,8 +2,8 @@
 // initialised) on data x tensor x pipeline parallel ranks: its logits for a batch, generated tokens,
 // fine-tuning on a token file, and the weights written back as a Hugging Face checkpoint.
 //
-//   build/bin/llama --hf ckpt/ --generate 1,2,3 --tokens 20
-//   build/bin/globe-launch --nproc_per_node 4 build/bin/llama --hf ckpt/ --tp 2 --pp 2 --data tokens.bin
+//   build/bin/llama --load-hf ckpt/ --generate 1,2,3 --tokens 20
+//   build/bin/globe-launch --nproc_per_node 4 build/bin/llama --load-hf ckpt/ --tp 2 --pp 2 --data tokens.bin
 //       --steps 100 --save-hf out/
 //
 // Ranks: stage s of the pipeline holds ranks [s * dp * tp, (s + 1) * dp * tp) as a dp x tp mesh.
@@ -56,10 +56,10 @@ void tie_head(pp::Pipeline& pipe, llama::Llama& model) {
 int run(int argc, char** argv) {
   example::Args a(argc, argv,
                   "llama: a Llama-family model from a Hugging Face checkpoint, data x tensor x pipeline parallel\n"
-                  "usage: globe-launch --nproc_per_node N llama --hf DIR [flags]");
-  const std::string hf = a.text("--hf", "", "a Hugging Face checkpoint directory (config.json, safetensors)");
-  const std::string config_path = a.text("--config", "", "without --hf: a config.json, weights from --seed");
-  const int seed = a.integer("--seed", 0, "initialisation seed (without --hf)");
+                  "usage: globe-launch --nproc_per_node N llama --load-hf DIR [flags]");
+  const std::string hf = a.text("--load-hf", "", "a Hugging Face checkpoint directory (config.json, safetensors)");
+  const std::string config_path = a.text("--config", "", "without --load-hf: a config.json, weights from --seed");
+  const int seed = a.integer("--seed", 0, "initialisation seed (without --load-hf)");
   const int tp = a.integer("--tp", 1, "tensor-parallel ranks");
   const int pipe_stages = a.integer("--pp", 1, "pipeline stages");
   const int dp_flag = a.integer("--dp", 0, "data-parallel ranks (0: what --tp x --pp leave)");
@@ -96,7 +96,7 @@ int run(int argc, char** argv) {
   GLOBE_CHECK(threads >= 1, "[llama] --threads must be at least 1");
   openblas_set_num_threads(threads);
 
-  GLOBE_CHECK(hf.empty() != config_path.empty(), "[llama] give --hf DIR (a checkpoint) or --config FILE (random weights)");
+  GLOBE_CHECK(hf.empty() != config_path.empty(), "[llama] give --load-hf DIR (a checkpoint) or --config FILE (random weights)");
   const std::string config_file = hf.empty() ? config_path : hf + "/config.json";
   const nlohmann::json config_json = llama::read_json(config_file);
   const llama::Config c = llama::config_from_json(config_json, config_file);

@@ -4,7 +4,7 @@ dp x tp mesh, greedy generation, and AdamW training on a token file (uint32 ids,
 rows), so it prints the tokens and losses build/bin/llama prints for the same flags. Pipeline
 stages and the KV cache: build/bin/llama.
 
-    python3 -m globe.launch --nproc_per_node 2 examples/python/llama.py --hf tests/llama/data/gqa --tp 2 \\
+    python3 -m globe.launch --nproc_per_node 2 examples/python/llama.py --load-hf tests/llama/data/gqa --tp 2 \\
         --generate 215,215,233,241,247 --tokens 12
 """
 import argparse
@@ -163,7 +163,7 @@ def rows_on(mesh, tokens, step, batch, block, shift, dp, rank):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--hf", required=True, help="a Hugging Face checkpoint directory")
+    ap.add_argument("--load-hf", required=True, help="a Hugging Face checkpoint directory")
     for name, default in [("dp", 0), ("tp", 1), ("tokens", 16), ("block", 16), ("batch", 4), ("steps", 0)]:
         ap.add_argument("--" + name, type=int, default=default)
     for name, default in [("lr", 1e-3), ("weight-decay", 0.1)]:
@@ -177,7 +177,7 @@ def main():
     dp = a.dp or max(1, world // a.tp)
     if dp * a.tp != world:
         raise SystemExit(f"llama.py: --dp {dp} x --tp {a.tp} = {dp * a.tp} ranks, but the job has {world}")
-    with open(a.hf + "/config.json") as f:
+    with open(a.load_hf + "/config.json") as f:
         c = json.load(f)
     c.setdefault("num_key_value_heads", c["num_attention_heads"])
     c.setdefault("rms_norm_eps", 1e-6)
@@ -185,7 +185,7 @@ def main():
     model = Llama(c)
     mesh = flow.placement(a.device, ranks=[[d * a.tp + t for t in range(a.tp)] for d in range(dp)])
     model.distribute(mesh, a.tp)
-    flow.load_sharded_into(a.hf, model.state_dict())  # each rank reads only its blocks' bytes
+    flow.load_sharded_into(a.load_hf, model.state_dict())  # each rank reads only its blocks' bytes
 
     if a.steps > 0:
         tokens = np.fromfile(a.data, dtype="<u4")

@@ -27,10 +27,10 @@ struct LlamaRun {
   std::string all() const { return r.out + r.err; }
 };
 
-LlamaRun llama(int nproc, std::vector<std::string> args) {
+LlamaRun llama(int nproc, std::vector<std::string> args, const std::vector<std::string>& env = {}) {
   std::vector<std::string> a = {"--nproc_per_node", std::to_string(nproc), "--no-prefix", launch_test::bin_dir() + "/llama"};
   a.insert(a.end(), args.begin(), args.end());
-  return {launch_test::run_launcher(a, {}, 280)};
+  return {launch_test::run_launcher(a, env, 280)};
 }
 
 std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
@@ -64,7 +64,7 @@ TEST_P(Llama, LogitsEqualTransformersOnEveryLayout) {
   for (const auto& layout : kLayouts) {
     TempDir dir;
     const std::string out = dir.path() + "/logits.safetensors";
-    const LlamaRun run = llama(layout.first, with({"--hf", kData + "/" + m, "--logits-of", kData + "/" + m + "_golden.safetensors",
+    const LlamaRun run = llama(layout.first, with({"--load-hf", kData + "/" + m, "--logits-of", kData + "/" + m + "_golden.safetensors",
                                               "--logits-out", out},
                                              layout.second));
     ASSERT_EQ(run.r.exit_code, 0) << name_of(layout) << ":\n" << run.all();
@@ -106,7 +106,7 @@ TEST_P(Llama, TrainingLossesEqualTransformersWithTorchAdamW) {
     const bool bf16 = std::find(layout.second.begin(), layout.second.end(), "bf16") != layout.second.end();
     const std::string out = dir.path() + "/losses.json";
     fs::remove(out);
-    const LlamaRun run = llama(layout.first, with({"--hf", kData + "/" + m, "--data", dir.path() + "/train.bin", "--block", "16",
+    const LlamaRun run = llama(layout.first, with({"--load-hf", kData + "/" + m, "--data", dir.path() + "/train.bin", "--block", "16",
                                               "--batch", "4", "--steps", std::to_string(want.size()), "--lr", "1e-3",
                                               "--weight-decay", "0.1", "--losses-out", out},
                                              layout.second));
@@ -119,6 +119,37 @@ TEST_P(Llama, TrainingLossesEqualTransformersWithTorchAdamW) {
   }
 }
 
+TEST_P(Llama, DeterministicModeGivesTheSameBitsOnEveryLayout) {
+  // GLOBE_DETERMINISTIC=1: every sum in one order fixed by the global shapes, so the losses are the
+  // same floats on 1 rank, dp2, tp2 and pp2 (64 rows a step: whole 32-row cuts on every layout).
+  const std::string m = GetParam();
+  TempDir dir;
+  const std::vector<int64_t> rows = golden(m, "train").to_vector<int64_t>();
+  {
+    std::ofstream f(dir.path() + "/train.bin", std::ios::binary);
+    for (const int64_t v : rows) {
+      const uint32_t u = uint32_t(v);
+      f.write(reinterpret_cast<const char*>(&u), 4);
+    }
+  }
+  std::vector<double> first;
+  for (const auto& layout : std::vector<std::pair<int, std::vector<std::string>>>{
+           {1, {}}, {2, {"--dp", "2"}}, {2, {"--tp", "2"}}, {2, {"--pp", "2", "--microbatches", "2"}}}) {
+    const std::string out = dir.path() + "/losses.json";
+    fs::remove(out);
+    const LlamaRun run = llama(layout.first, with({"--load-hf", kData + "/" + m, "--data", dir.path() + "/train.bin", "--batch", "64",
+                                                   "--steps", "3", "--log-every", "0", "--losses-out", out},
+                                                  layout.second),
+                               {"GLOBE_DETERMINISTIC=1"});
+    ASSERT_EQ(run.r.exit_code, 0) << name_of(layout) << ":\n" << run.all();
+    std::ifstream in(out);
+    const std::vector<double> got = nlohmann::json::parse(in).get<std::vector<double>>();
+    ASSERT_EQ(got.size(), 3u);
+    if (first.empty()) first = got;
+    EXPECT_EQ(got, first) << m << " on " << name_of(layout) << ": not the 1-rank bits";
+  }
+}
+
 TEST_P(Llama, GreedyTokensEqualGenerateOnEveryLayout) {
   const std::string m = GetParam();
   std::string prompt;
@@ -128,7 +159,7 @@ TEST_P(Llama, GreedyTokensEqualGenerateOnEveryLayout) {
   layouts.push_back({1, {"--no-kv-cache"}});
   layouts.push_back({4, {"--tp", "2", "--pp", "2", "--no-kv-cache"}});
   for (const auto& layout : layouts) {
-    const LlamaRun run = llama(layout.first, with({"--hf", kData + "/" + m, "--generate", prompt, "--tokens", std::to_string(want.size())},
+    const LlamaRun run = llama(layout.first, with({"--load-hf", kData + "/" + m, "--generate", prompt, "--tokens", std::to_string(want.size())},
                                              layout.second));
     ASSERT_EQ(run.r.exit_code, 0) << name_of(layout) << ":\n" << run.all();
     EXPECT_NE(run.r.out.find("generated: " + nlohmann::json(want).dump()), std::string::npos)
@@ -139,7 +170,7 @@ TEST_P(Llama, GreedyTokensEqualGenerateOnEveryLayout) {
 TEST(LlamaKvCache, ShardedByKvHeadsUnderTensorParallelism) {
   // gqa: 2 KV heads of 16; after 5 prompt tokens and 12 generated, 16 positions are cached (the
   // last token chosen is never fed back).
-  const LlamaRun run = llama(2, {"--hf", kData + "/gqa", "--tp", "2", "--generate", "1,2,3,4,5", "--tokens", "12"});
+  const LlamaRun run = llama(2, {"--load-hf", kData + "/gqa", "--tp", "2", "--generate", "1,2,3,4,5", "--tokens", "12"});
   ASSERT_EQ(run.r.exit_code, 0) << run.all();
   const size_t at = run.r.out.rfind("RESULT ");
   ASSERT_NE(at, std::string::npos) << run.r.out;
@@ -169,14 +200,14 @@ std::map<std::string, std::vector<char>> tensors_of(const std::string& dir) {
 TEST(LlamaCheckpoint, SavedFromTp2Pp2HoldsTheOriginalBytesAndLoadsAgain) {
   TempDir dir;
   const std::string saved = dir.path() + "/saved";
-  const LlamaRun run = llama(4, {"--hf", kData + "/gqa", "--tp", "2", "--pp", "2", "--save-hf", saved});
+  const LlamaRun run = llama(4, {"--load-hf", kData + "/gqa", "--tp", "2", "--pp", "2", "--save-hf", saved});
   ASSERT_EQ(run.r.exit_code, 0) << run.all();
   EXPECT_EQ(tensors_of(saved), tensors_of(kData + "/gqa"));
   std::ifstream a(saved + "/config.json"), b(kData + "/gqa/config.json");
   EXPECT_EQ(nlohmann::json::parse(a), nlohmann::json::parse(b));
   // What Globe wrote is what Globe reads: the same greedy tokens from it on one rank.
-  const LlamaRun again = llama(1, {"--hf", saved, "--generate", "1,2,3", "--tokens", "4"});
-  const LlamaRun orig = llama(1, {"--hf", kData + "/gqa", "--generate", "1,2,3", "--tokens", "4"});
+  const LlamaRun again = llama(1, {"--load-hf", saved, "--generate", "1,2,3", "--tokens", "4"});
+  const LlamaRun orig = llama(1, {"--load-hf", kData + "/gqa", "--generate", "1,2,3", "--tokens", "4"});
   ASSERT_EQ(again.r.exit_code, 0) << again.all();
   const auto line = [](const std::string& out) { return out.substr(out.find("generated: "), out.find('\n', out.find("generated: ")) - out.find("generated: ")); };
   EXPECT_EQ(line(again.r.out), line(orig.r.out));
@@ -237,7 +268,7 @@ TEST_P(LlamaBadInput, FailsWithAClearErrorOnEveryRank) {
   TempDir dir;
   const std::string broken = dir.path() + "/broken";
   damage(c.name, broken);
-  const LlamaRun run = llama(c.nproc, with({"--hf", broken}, c.args));
+  const LlamaRun run = llama(c.nproc, with({"--load-hf", broken}, c.args));
   EXPECT_NE(run.r.exit_code, 0) << run.all();
   EXPECT_FALSE(run.r.hung);
   EXPECT_TRUE(launch_test::every_rank_reported(run.r.err, "llama", "", c.nproc)) << run.all();

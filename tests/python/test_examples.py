@@ -212,7 +212,7 @@ def test_llama_in_python_matches_the_cpp_program(ranks, layout, tmp_path):
     with open(__file__, "rb") as f:
         tokens.write_bytes(b"".join(b.to_bytes(4, "little") for b in f.read()[:4000]))
     launch = [os.path.join(BUILD, "bin", "globe-launch"), "--nproc_per_node", str(ranks), "--no-prefix"]
-    flags = ["--hf", hf, "--data", str(tokens), "--steps", "4", "--generate", "5,6,7", "--tokens", "6"] + layout
+    flags = ["--load-hf", hf, "--data", str(tokens), "--steps", "4", "--generate", "5,6,7", "--tokens", "6"] + layout
     cpp = run(launch + [os.path.join(BUILD, "bin", "llama"), "--losses-out", str(tmp_path / "cpp.json"), "--log-every", "0"]
               + flags, tmp_path)
     py = run([sys.executable, "-m", "globe.launch", "--nproc_per_node", str(ranks), "--no-prefix",
