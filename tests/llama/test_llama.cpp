@@ -42,6 +42,15 @@ globe::Tensor golden(const std::string& model, const std::string& name) {
   return globe::io::SafetensorsReader(kData + "/" + model + "_golden.safetensors", "test").read(name);
 }
 
+// The golden run's rows [steps, 4, 17] as a uint32 token file: step s reads rows 4s .. 4s+3.
+void write_train_file(const std::string& model, const std::string& path) {
+  std::ofstream f(path, std::ios::binary);
+  for (const int64_t v : golden(model, "train").to_vector<int64_t>()) {
+    const uint32_t u = uint32_t(v);
+    f.write(reinterpret_cast<const char*>(&u), 4);
+  }
+}
+
 // The layouts every comparison runs: ranks and flags.
 const std::vector<std::pair<int, std::vector<std::string>>> kLayouts = {
     {1, {}}, {2, {"--dp", "2"}}, {2, {"--tp", "2"}}, {2, {"--pp", "2"}}, {4, {"--tp", "2", "--pp", "2"}}};
@@ -81,15 +90,7 @@ TEST_P(Llama, LogitsEqualTransformersOnEveryLayout) {
 TEST_P(Llama, TrainingLossesEqualTransformersWithTorchAdamW) {
   const std::string m = GetParam();
   TempDir dir;
-  // The golden run's rows [steps, 4, 17] as a uint32 token file: step s reads rows 4s .. 4s+3.
-  const std::vector<int64_t> rows = golden(m, "train").to_vector<int64_t>();
-  {
-    std::ofstream f(dir.path() + "/train.bin", std::ios::binary);
-    for (const int64_t v : rows) {
-      const uint32_t u = uint32_t(v);
-      f.write(reinterpret_cast<const char*>(&u), 4);
-    }
-  }
+  write_train_file(m, dir.path() + "/train.bin");
   const std::vector<float> want = golden(m, "losses").to_vector<float>();
   // float32 within 1e-5 relative, on layouts with ZeRO 1-3 and recomputation too; bfloat16 compute
   // (float32 master weights) within 2e-3 of transformers' float32 losses.
@@ -124,14 +125,7 @@ TEST_P(Llama, DeterministicModeGivesTheSameBitsOnEveryLayout) {
   // same floats on 1 rank, dp2, tp2 and pp2 (64 rows a step: whole 32-row cuts on every layout).
   const std::string m = GetParam();
   TempDir dir;
-  const std::vector<int64_t> rows = golden(m, "train").to_vector<int64_t>();
-  {
-    std::ofstream f(dir.path() + "/train.bin", std::ios::binary);
-    for (const int64_t v : rows) {
-      const uint32_t u = uint32_t(v);
-      f.write(reinterpret_cast<const char*>(&u), 4);
-    }
-  }
+  write_train_file(m, dir.path() + "/train.bin");
   std::vector<double> first;
   for (const auto& layout : std::vector<std::pair<int, std::vector<std::string>>>{
            {1, {}}, {2, {"--dp", "2"}}, {2, {"--tp", "2"}}, {2, {"--pp", "2", "--microbatches", "2"}}}) {
