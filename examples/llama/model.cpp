@@ -79,25 +79,22 @@ std::pair<Tensor, Tensor> rope_tables(const Config& c, int64_t T) {
       f = !(wavelen < high_wavelen) && !(wavelen > low_wavelen) ? blended : scaled;
     }
   }
-  std::vector<float> cos(size_t(T * D)), sin(size_t(T * D));
+  std::vector<float> cos(size_t(T * half)), sin(size_t(T * half));
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < D; ++i) {
-      const float angle = float(t) * inv[size_t(i % half)];
-      cos[size_t(t * D + i)] = std::cos(angle);
-      sin[size_t(t * D + i)] = std::sin(angle);
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = float(t) * inv[size_t(i)];
+      cos[size_t(t * half + i)] = std::cos(angle);
+      sin[size_t(t * half + i)] = std::sin(angle);
     }
-  return {globe::from_vector(cos, {T, D}), globe::from_vector(sin, {T, D})};
+  return {globe::from_vector(cos, {T, half}), globe::from_vector(sin, {T, half})};
 }
 
 namespace {
 
-// [..., D] -> [..., D] with halves (a, b) -> (-b, a)
-Tensor rotate_half(const Tensor& x) {
-  const int64_t last = x.dim() - 1, D = x.shape().back();
-  return globe::cat({globe::neg(globe::slice(x, last, D / 2, D)), globe::slice(x, last, 0, D / 2)}, last);
+// Hugging Face's x * cos + rotate_half(x) * sin, one fused op.
+Tensor rotate(const Tensor& x, const std::pair<Tensor, Tensor>& cs) {
+  return globe::rotary_embedding(x, cs.first, cs.second);
 }
-
-Tensor rotate(const Tensor& x, const std::pair<Tensor, Tensor>& cs) { return x * cs.first + rotate_half(x) * cs.second; }
 
 // [B, KV, T, D] -> [B, KV * G, T, D], each KV head repeated for its G query heads (a copy).
 Tensor repeat_kv(const Tensor& x, int64_t G) {

@@ -42,7 +42,8 @@ nlohmann::json read_json(const std::string& path);
 inline Config read_config(const std::string& path) { return config_from_json(read_json(path), path); }
 
 // The cos and sin tables of the rotary embedding for positions [0, T), as Hugging Face computes them
-// in float32: [T, head_dim] each (the frequencies repeated for both halves).
+// in float32: [T, head_dim / 2] each (Hugging Face repeats them for both halves;
+// globe::rotary_embedding takes each once).
 std::pair<globe::Tensor, globe::Tensor> rope_tables(const Config& c, int64_t T);
 
 // idx [B, T] int64 -> x [B, T, E]

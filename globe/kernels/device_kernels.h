@@ -73,9 +73,10 @@ struct DeviceKernels {
   Tensor (*softmax_backward_last)(const Tensor& y, const Tensor& g, double scale);
   Tensor (*causal_softmax_last)(const Tensor& x, double scale, int64_t row0);
   Tensor (*causal_fill)(const Tensor& x, double value, int64_t r0, int64_t c0);
-  Tensor (*normalize_last)(const Tensor& x, double eps, const Tensor& weight, const Tensor& bias);
-  Tensor (*normalize_last_backward)(const Tensor& g, const Tensor& x, double eps, const Tensor& weight);
-  Tensor (*normalize_last_weight_grad)(const Tensor& g, const Tensor& x, double eps);
+  Tensor (*normalize_last)(const Tensor& x, double eps, bool centered, const Tensor& weight, const Tensor& bias);
+  Tensor (*normalize_last_backward)(const Tensor& g, const Tensor& x, double eps, bool centered, const Tensor& weight);
+  Tensor (*normalize_last_weight_grad)(const Tensor& g, const Tensor& x, double eps, bool centered);
+  Tensor (*rotary)(const Tensor& x, const Tensor& cos, const Tensor& sin, bool inverse);
   Tensor (*embedding)(const Tensor& weight, const Tensor& indices, int64_t first, int64_t vocab);
   Tensor (*embedding_backward)(const Tensor& grad, const Tensor& indices, int64_t vocab);
   Tensor (*pick)(const Tensor& x, const Tensor& index, int64_t c0, int64_t classes);
@@ -132,6 +133,7 @@ struct DeviceKernels {
   X(normalize_last) \
   X(normalize_last_backward) \
   X(normalize_last_weight_grad) \
+  X(rotary) \
   X(embedding) \
   X(embedding_backward) \
   X(pick) \

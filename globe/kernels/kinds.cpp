@@ -15,6 +15,7 @@ const char* unary_name(UnaryKind k) {
     case UnaryKind::tanh: return "tanh";
     case UnaryKind::sigmoid: return "sigmoid";
     case UnaryKind::gelu_tanh: return "gelu_tanh";
+    case UnaryKind::silu: return "silu";
   }
   GLOBE_FAIL("[unary] unknown kind ", int(k));
 }
@@ -30,6 +31,7 @@ const char* binary_name(BinaryKind k) {
     case BinaryKind::tanh_grad: return "tanh_grad";
     case BinaryKind::sigmoid_grad: return "sigmoid_grad";
     case BinaryKind::gelu_tanh_grad: return "gelu_tanh_grad";
+    case BinaryKind::silu_grad: return "silu_grad";
   }
   GLOBE_FAIL("[binary] unknown kind ", int(k));
 }

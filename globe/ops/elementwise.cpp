@@ -57,7 +57,8 @@ BinaryInfo binary_info(BinaryKind k) {
     case BinaryKind::gelu_grad:
     case BinaryKind::tanh_grad:
     case BinaryKind::sigmoid_grad:
-    case BinaryKind::gelu_tanh_grad: return {false, false};
+    case BinaryKind::gelu_tanh_grad:
+    case BinaryKind::silu_grad: return {false, false};
   }
   GLOBE_FAIL("[binary] unknown kind ", int(k));
 }
@@ -134,6 +135,7 @@ std::vector<Tensor> Unary::vjp(const std::vector<Tensor>& in, const Tensor& out,
     case UnaryKind::gelu_tanh: return {binary(BinaryKind::gelu_tanh_grad, g, x)};
     case UnaryKind::tanh: return {binary(BinaryKind::tanh_grad, g, out)};
     case UnaryKind::sigmoid: return {binary(BinaryKind::sigmoid_grad, g, out)};
+    case UnaryKind::silu: return {binary(BinaryKind::silu_grad, g, x)};
   }
   return {};
 }
@@ -248,6 +250,7 @@ Tensor gelu(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::gelu); }
 Tensor gelu_tanh(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::gelu_tanh); }
 Tensor tanh(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::tanh); }
 Tensor sigmoid(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::sigmoid); }
+Tensor silu(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::silu); }
 
 Tensor to_dtype(const Tensor& a, DType dtype) {
   if (a.dtype() == dtype) return a;

@@ -59,12 +59,18 @@ std::vector<SbpSignature> row_signatures_with_vectors(size_t n_rows, size_t n_ve
   return s;
 }
 
-// Layer norm's backward for x: (g, x[, weight]) -> dx, mean and rstd recomputed per row; linear
-// in g.
+// The name of a normalisation over the last dim: layer norm (centred) or RMS norm.
+std::string norm_name(bool centered, const char* suffix = "") {
+  return std::string(centered ? "layer_norm" : "rms_norm") + suffix;
+}
+
+// Layer (or RMS) norm's backward for x: (g, x[, weight]) -> dx, mean and rstd recomputed per row;
+// linear in g.
 class NormalizeLastBackward final : public Op {
  public:
-  NormalizeLastBackward(double eps, bool has_weight) : eps_(eps), has_weight_(has_weight) {}
-  std::string name() const override { return "layer_norm_backward"; }
+  NormalizeLastBackward(double eps, bool centered, bool has_weight)
+      : eps_(eps), centered_(centered), has_weight_(has_weight) {}
+  std::string name() const override { return norm_name(centered_, "_backward"); }
   bool differentiable() const override { return false; }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     std::vector<SbpSignature> s = row_signatures_with_vectors(2, has_weight_ ? 1 : 0, int64_t(in[0].shape.size()));
@@ -73,12 +79,13 @@ class NormalizeLastBackward final : public Op {
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override { return in[1]; }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::kernels_for(in[0]).normalize_last_backward(in[0], in[1], eps_, has_weight_ ? in[2] : Tensor());
+    return kernels::kernels_for(in[0]).normalize_last_backward(in[0], in[1], eps_, centered_,
+                                                               has_weight_ ? in[2] : Tensor());
   }
 
  private:
   double eps_;
-  bool has_weight_;
+  bool centered_, has_weight_;
 };
 
 // Deterministic mode's piece dims (Op::piece_dims) of an op whose two inputs share the row dims
@@ -88,14 +95,14 @@ std::vector<Op::PieceDims> shared_rows_run(int64_t last) {
   return {{0, 0, last}, {1, 0, last}};
 }
 
-// Layer norm's weight gradient: (g, x) -> sum over rows of g * xhat, [n]. Rows split give
+// Layer (or RMS) norm's weight gradient: (g, x) -> sum over rows of g * xhat, [n]. Rows split give
 // partial sums; linear in g. In deterministic mode the rows (all leading dims, as one flattened
 // index) are summed in their leaves' tree, as sum() sums a run of dims, so only a split of dim 0
 // leaves partial sums that are subtrees of that order.
 class NormalizeLastWeightGrad final : public Op {
  public:
-  explicit NormalizeLastWeightGrad(double eps) : eps_(eps) {}
-  std::string name() const override { return "layer_norm_weight_grad"; }
+  NormalizeLastWeightGrad(double eps, bool centered) : eps_(eps), centered_(centered) {}
+  std::string name() const override { return norm_name(centered_, "_weight_grad"); }
   bool differentiable() const override { return false; }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     std::vector<SbpSignature> s;
@@ -111,11 +118,12 @@ class NormalizeLastWeightGrad final : public Op {
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
     const auto& k = kernels::kernels_for(in[0]);
-    if (!deterministic()) return k.normalize_last_weight_grad(in[0], in[1], eps_);
-    Tensor r = k.binary(kernels::BinaryKind::mul, in[0], k.normalize_last(in[1], eps_, Tensor(), Tensor()), in[0].shape());
+    if (!deterministic()) return k.normalize_last_weight_grad(in[0], in[1], eps_, centered_);
+    Tensor r = k.binary(kernels::BinaryKind::mul, in[0], k.normalize_last(in[1], eps_, centered_, Tensor(), Tensor()),
+                        in[0].shape());
     const int64_t rows_last = r.dim() - 2;
     if (rows_last >= 0 && r.numel() > 0)
-      r = kernels::leaf_sum(r, 0, args.leaf_length("layer_norm_weight_grad", "summed rows", 0, 0, in[0], rows_last), rows_last);
+      r = kernels::leaf_sum(r, 0, args.leaf_length(name().c_str(), "summed rows", 0, 0, in[0], rows_last), rows_last);
     else if (rows_last >= 0)
       return Tensor::empty(args.out.shape, r.dtype(), r.device());  // zeros: no rows
     return Tensor::view_of(r, args.out.shape, contiguous_strides(args.out.shape), r.offset());
@@ -123,29 +131,31 @@ class NormalizeLastWeightGrad final : public Op {
 
  private:
   double eps_;
+  bool centered_;
 };
 
 // Layer norm over the last dim with its affine part, one fused kernel (the composite form is
 // nine ops forward and more backward): inputs x[, weight][, bias], weight and bias [n] and B; any
-// layout of x split along the other dims.
+// layout of x split along the other dims. Not centred, RMS norm (Llama's; six ops composite).
 class NormalizeLast final : public Op {
  public:
-  NormalizeLast(double eps, bool has_weight, bool has_bias) : eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
-  std::string name() const override { return "layer_norm"; }
+  NormalizeLast(double eps, bool centered, bool has_weight, bool has_bias)
+      : eps_(eps), centered_(centered), has_weight_(has_weight), has_bias_(has_bias) {}
+  std::string name() const override { return norm_name(centered_); }
   bool vjp_reads_output() const override { return false; }
   std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
     return row_signatures_with_vectors(1, in.size() - 1, int64_t(in[0].shape.size()));
   }
   TensorMeta infer(const std::vector<TensorMeta>& in) const override {
-    GLOBE_CHECK(is_floating(in[0].dtype), "[layer_norm] expects a floating tensor, got ", dtype_name(in[0].dtype));
+    GLOBE_CHECK(is_floating(in[0].dtype), "[", name(), "] expects a floating tensor, got ", dtype_name(in[0].dtype));
     for (size_t i = 1; i < in.size(); ++i)
-      GLOBE_CHECK(in[i].dtype == in[0].dtype && in[i].shape == Shape{in[0].shape.back()}, "[layer_norm] ",
+      GLOBE_CHECK(in[i].dtype == in[0].dtype && in[i].shape == Shape{in[0].shape.back()}, "[", name(), "] ",
                   (has_weight_ && i == 1) ? "weight " : "bias ", dtype_name(in[i].dtype), shape_str(in[i].shape),
                   " does not match the input's last dim: ", dtype_name(in[0].dtype), shape_str(in[0].shape));
     return in[0];
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
-    return kernels::kernels_for(in[0]).normalize_last(in[0], eps_, has_weight_ ? in[1] : Tensor(),
+    return kernels::kernels_for(in[0]).normalize_last(in[0], eps_, centered_, has_weight_ ? in[1] : Tensor(),
                                                       has_bias_ ? in.back() : Tensor());
   }
   // dx through the normalisation (g scaled by the weight inside the kernel), the weight's
@@ -157,16 +167,16 @@ class NormalizeLast final : public Op {
     if (needs[0]) {
       std::vector<Tensor> args = {g, x};
       if (has_weight_) args.push_back(in[1]);
-      grads[0] = apply_op<NormalizeLastBackward>(args, eps_, has_weight_);
+      grads[0] = apply_op<NormalizeLastBackward>(args, eps_, centered_, has_weight_);
     }
-    if (has_weight_ && needs[1]) grads[1] = apply_op<NormalizeLastWeightGrad>({g, x}, eps_);
+    if (has_weight_ && needs[1]) grads[1] = apply_op<NormalizeLastWeightGrad>({g, x}, eps_, centered_);
     if (has_bias_ && needs.back()) grads.back() = sum_to(g, in.back().shape());
     return grads;
   }
 
  private:
   double eps_;
-  bool has_weight_, has_bias_;
+  bool centered_, has_weight_, has_bias_;
 };
 
 class Softmax final : public Op {
@@ -414,7 +424,7 @@ Tensor layer_norm(const Tensor& a, const Shape& normalized_shape, const Tensor& 
     std::vector<Tensor> in = {a};
     if (weight.defined()) in.push_back(weight);
     if (bias.defined()) in.push_back(bias);
-    return apply_op<NormalizeLast>(in, eps, weight.defined(), bias.defined());
+    return apply_op<NormalizeLast>(in, eps, true, weight.defined(), bias.defined());
   }
   // Several normalised dims: composite, every step a differentiable op, so the backward follows
   // (and so do global layouts split along non-normalised dims).
@@ -431,14 +441,14 @@ Tensor rms_norm(const Tensor& a, const Tensor& weight, double eps) {
   GLOBE_CHECK(!weight.defined() || (weight.dim() == 1 && weight.shape()[0] == a.shape().back()), "[rms_norm] weight ",
               describe(weight), " does not match the last dim of the input ", describe(a));
   GLOBE_CHECK(is_floating(a.dtype()), "[rms_norm] input ", describe(a), " is not floating");
-  const bool narrow = itemsize(a.dtype()) < 4;
-  const Tensor x = narrow ? to_dtype(a, kFloat32) : a;
-  Tensor y = mul(x, 1.0 / sqrt(add(mean(mul(x, x), {-1}, true), eps)));
-  if (narrow) y = to_dtype(y, a.dtype());
+  // One fused op; a 16-bit input is normalised in float32 (the dispatcher's rule for 16-bit
+  // entries) and rounded, and then multiplied by the weight, as Hugging Face rounds before the weight.
+  const bool fuse_weight = weight.defined() && weight.dtype() == a.dtype() && itemsize(a.dtype()) >= 4;
+  if (fuse_weight) return apply_op<NormalizeLast>({a, weight}, eps, false, true, false);
+  const Tensor y = apply_op<NormalizeLast>({a}, eps, false, false, false);
   return weight.defined() ? mul(weight, y) : y;
 }
 
-Tensor silu(const Tensor& a) { return mul(a, sigmoid(a)); }
 
 Tensor dropout(const Tensor& a, double p, bool training) {
   GLOBE_CHECK(p >= 0.0 && p < 1.0, "[dropout] probability must be in [0, 1), got ", p);

@@ -195,14 +195,21 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 // Normalises over the trailing dims of `normalized_shape`; weight/bias optional (undefined).
 Tensor layer_norm(const Tensor& a, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps = 1e-5);
-// Zeroes elements with probability p and scales the rest by 1/(1-p); identity when !training.
 // a / sqrt(mean(a^2 over the last dim) + eps) * weight: Llama's RMSNorm (torch's F.rms_norm over one
 // dim). A 16-bit input is normalised in float32 and cast back before the weight multiplies it, as
-// Hugging Face's LlamaRMSNorm does. A composite of elementwise ops and a mean; `weight` may be
-// undefined (no scale).
+// Hugging Face's LlamaRMSNorm does. One fused op forward and backward (layer_norm's, uncentred);
+// `weight` may be undefined (no scale).
 Tensor rms_norm(const Tensor& a, const Tensor& weight, double eps = 1e-6);
-// a * sigmoid(a) (SiLU, Llama's MLP activation).
+// Rotary position embedding (RoPE, as Llama applies it to queries and keys): x [..., T, D] with D
+// even, cos and sin [T, D / 2] (the angles of each position, as flash-attn's apply_rotary_emb takes
+// them); each row t of x as halves (a, b) becomes (a cos_t - b sin_t, b cos_t + a sin_t), which is
+// Hugging Face's x * cat(cos, cos) + rotate_half(x) * cat(sin, sin). One fused op, its backward the
+// inverse rotation; the result keeps x's memory order. x may be split along any dim but the last
+// (along T with the tables split the same way).
+Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin);
+// a * sigmoid(a) (SiLU, Llama's MLP activation), one elementwise op forward and backward.
 Tensor silu(const Tensor& a);
+// Zeroes elements with probability p and scales the rest by 1/(1-p); identity when !training.
 Tensor dropout(const Tensor& a, double p, bool training = true);
 // How a loss reduces its per-element values (torch's reduction=): their mean (the default), their
 // sum, or none (the per-element losses, shaped like the target).

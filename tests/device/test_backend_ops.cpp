@@ -110,7 +110,7 @@ TEST(BackendOps, UnaryKinds) {
   const U ops[] = {{"neg", neg, true, false},        {"exp", exp, false, false},  {"log", log, false, true},
                    {"sqrt", sqrt, true, true},       {"relu", relu, true, false}, {"gelu", gelu, false, false},
                    {"gelu_tanh", gelu_tanh, false, false}, {"tanh", tanh, false, false},
-                   {"sigmoid", sigmoid, false, false}};
+                   {"sigmoid", sigmoid, false, false}, {"silu", silu, false, false}};
   for (DType dt : {kFloat32, kFloat64})
     for (const Case& c : layouts({17, 33}))
       for (const U& op : ops) {
@@ -395,6 +395,11 @@ TEST(BackendOps, LayerNormEmbeddingAndLosses) {
                            "layer_norm");
     expect_same_with_grads({x}, [](const auto& in) { return layer_norm(in[0], {33}, Tensor(), Tensor(), 1e-5); }, tol,
                            "layer_norm without affine");
+    expect_same_with_grads({x, w}, [](const auto& in) { return rms_norm(in[0], in[1], 1e-6); }, tol, "rms_norm");
+    const Tensor rows = to_dtype(randn({2, 3, 5, 8}), dt), cos = to_dtype(randn({5, 4}), dt),
+                 sin = to_dtype(randn({5, 4}), dt);
+    expect_same_with_grads({rows, cos, sin}, [](const auto& in) { return rotary_embedding(transpose(in[0], 1, 2), in[1], in[2]); },
+                           tol, "rotary_embedding");
     const Tensor table = to_dtype(randn({11, 7}), dt), ids = randint(0, 11, {3, 5});
     expect_same_with_grads({table, ids}, [](const auto& in) { return embedding(in[0], in[1]); }, tol, "embedding");
     const Tensor logits = to_dtype(randn({8, 13}), dt), target = randint(0, 13, {8});

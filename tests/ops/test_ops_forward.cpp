@@ -618,6 +618,77 @@ TEST(OpsForward, LayerNorm) {
   EXPECT_NEAR(values(mean(mul(whole, whole)))[0], 1.0, 1e-12);
 }
 
+// RMS norm: x / sqrt(mean(x^2) + eps) * w per row, the 16-bit input normalised in float32 and
+// rounded before the weight (Hugging Face's LlamaRMSNorm).
+TEST(OpsForward, RmsNorm) {
+  const V x = {1, 2, 3, 4, 10, 0, -10, 4};
+  const Tensor a = f64(x, {2, 4}), w = f64({1, 2, 0.5, -1}, {4});
+  const double eps = 1e-6;
+  V plain, scaled;
+  for (int r = 0; r < 2; ++r) {
+    double ms = 0;
+    for (int j = 0; j < 4; ++j) ms += x[r * 4 + j] * x[r * 4 + j] / 4;
+    for (int j = 0; j < 4; ++j) {
+      plain.push_back(x[r * 4 + j] / std::sqrt(ms + eps));
+      scaled.push_back(plain.back() * values(w)[j]);
+    }
+  }
+  expect_values(rms_norm(a, Tensor(), eps), {2, 4}, plain, 1e-12);
+  expect_values(rms_norm(a, w, eps), {2, 4}, scaled, 1e-12);
+  const Tensor narrow = rms_norm(to_dtype(a, kBFloat16), to_dtype(w, kBFloat16), eps);
+  const Tensor rounded = mul(to_dtype(w, kBFloat16), to_dtype(rms_norm(to_dtype(to_dtype(a, kBFloat16), kFloat32),
+                                                                       Tensor(), eps), kBFloat16));
+  EXPECT_EQ(narrow.dtype(), kBFloat16);
+  EXPECT_EQ(values(to_dtype(narrow, kFloat64)), values(to_dtype(rounded, kFloat64)));
+}
+
+// SiLU x / (1 + e^-x) and its slope, float32 through the vectorised exp, within a few ulps of the
+// double-precision formula over the range; x itself far right, ~0 far left, NaN kept.
+TEST(OpsForward, SiluOverTheRange) {
+  std::vector<double> x = {0.0, 1e-30, 1e-8, 3.0, 20.0, 87.0, 88.5, 100.0, 1e4, 1e30};
+  for (double v = -12.0; v <= 12.0; v += 0.017) x.push_back(v);
+  const size_t n = x.size();
+  for (size_t i = 0; i < n; ++i) x.push_back(-x[i]);
+  const Tensor t = f32(x, {int64_t(x.size())});
+  const std::vector<float> y = silu(t).to_vector<float>();
+  Tensor leaf = t.detach().set_requires_grad();
+  sum(silu(leaf)).backward();
+  const std::vector<float> slope = leaf.grad().to_vector<float>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = double(float(x[i])), sg = 1 / (1 + std::exp(-v));
+    EXPECT_NEAR(y[i], v * sg, 1e-6 * std::abs(v * sg) + 1e-37) << "silu(" << v << ")";
+    EXPECT_NEAR(slope[i], sg * (1 + v * (1 - sg)), 2e-6 * std::abs(sg * (1 + v * (1 - sg))) + 1e-7) << "silu'(" << v << ")";
+  }
+  const std::vector<double> f64_in = {-3.0, -0.5, 0.0, 2.0};
+  std::vector<double> want;
+  for (double v : f64_in) want.push_back(v / (1 + std::exp(-v)));
+  expect_values(silu(f64(f64_in, {4})), {4}, want, 1e-15);
+  EXPECT_TRUE(std::isnan(silu(f32(std::vector<double>{NAN}, {1})).to_vector<float>()[0]));
+}
+
+// The rotary embedding equals Hugging Face's composite x * cat(c, c) + rotate_half(x) * cat(s, s)
+// on a transposed (heads) view, keeps that view's memory order, and its backward equals the
+// composite's gradients for x, cos and sin.
+TEST(OpsForward, RotaryEmbeddingIsTheComposite) {
+  const Tensor x0 = randn({2, 5, 3, 8}, kFloat64), c0 = randn({5, 4}, kFloat64), s0 = randn({5, 4}, kFloat64);
+  auto composite = [](const Tensor& x, const Tensor& c, const Tensor& s) {
+    const Tensor half = cat({neg(slice(x, 3, 4, 8)), slice(x, 3, 0, 4)}, 3);
+    return add(mul(x, cat({c, c}, 1)), mul(half, cat({s, s}, 1)));
+  };
+  std::vector<Tensor> fused = {x0.detach().set_requires_grad(), c0.detach().set_requires_grad(),
+                               s0.detach().set_requires_grad()};
+  std::vector<Tensor> plain = {x0.detach().set_requires_grad(), c0.detach().set_requires_grad(),
+                               s0.detach().set_requires_grad()};
+  const Tensor y = rotary_embedding(transpose(fused[0], 1, 2), fused[1], fused[2]);
+  const Tensor want = composite(transpose(plain[0], 1, 2), plain[1], plain[2]);
+  expect_values(y, {2, 3, 5, 8}, values(want), 1e-14);
+  EXPECT_EQ(y.strides(), transpose(x0, 1, 2).strides());  // x's memory order
+  const Tensor w = randn({2, 3, 5, 8}, kFloat64);
+  sum(mul(y, w)).backward();
+  sum(mul(want, w)).backward();
+  for (size_t i = 0; i < 3; ++i) expect_values(fused[i].grad(), plain[i].grad().shape(), values(plain[i].grad()), 1e-13);
+}
+
 TEST(OpsForward, DropoutIdentityCases) {
   Tensor a = randn({4, 5});
   EXPECT_EQ(values(dropout(a, 0.0)), values(a));

@@ -178,25 +178,6 @@ BlasView rows_view(const Tensor& t) {
   return {dense(t), CblasNoTrans, std::max<int64_t>(t.shape().back(), 1)};
 }
 
-// A new tensor shaped like `like` whose memory follows like's dim order (largest stride outermost,
-// ties in dim order; the last dim innermost), as PyTorch's preserve_format.
-Tensor uninitialized_in_order_of(const Tensor& like) {
-  const int64_t nd = like.dim();
-  std::vector<int64_t> order(static_cast<size_t>(nd - 1));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return like.strides()[a] > like.strides()[b]; });
-  order.push_back(nd - 1);
-  Shape strides(static_cast<size_t>(nd));
-  int64_t step = 1;
-  for (size_t i = order.size(); i-- > 0;) {
-    strides[size_t(order[i])] = step;
-    step *= like.shape()[size_t(order[i])];
-  }
-  const Tensor memory = Tensor::uninitialized({like.numel()}, like.dtype());
-  return Tensor::view_of(memory, like.shape(), strides, 0);
-}
-
 // Calls fn(offsets) for each entry of `batch`, offsets[k] being operand k's element offset for it
 // (its batch strides in strides[k]).
 template <size_t K, class Fn>

@@ -4,6 +4,7 @@
 #include "globe/kernels/cpu/vector_clones.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cstring>
 
 namespace globe::kernels {
@@ -13,6 +14,24 @@ Tensor dense(const Tensor& t) {
   Tensor out = Tensor::uninitialized(t.shape(), t.dtype());
   copy_into(out, t);
   return out;
+}
+
+Tensor uninitialized_in_order_of(const Tensor& like) {
+  const int64_t nd = like.dim();
+  if (nd == 0) return Tensor::uninitialized(like.shape(), like.dtype());
+  std::vector<int64_t> order(static_cast<size_t>(nd - 1));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return like.strides()[a] > like.strides()[b]; });
+  order.push_back(nd - 1);
+  Shape strides(static_cast<size_t>(nd));
+  int64_t step = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    strides[size_t(order[i])] = step;
+    step *= like.shape()[size_t(order[i])];
+  }
+  const Tensor memory = Tensor::uninitialized({like.numel()}, like.dtype());
+  return Tensor::view_of(memory, like.shape(), strides, 0);
 }
 
 namespace {
@@ -137,6 +156,15 @@ GLOBE_VECTOR_CLONES void gelu_tanh_f32(const float* __restrict x, float* __restr
 GLOBE_VECTOR_CLONES void gelu_tanh_grad_f32(const float* __restrict g, const float* __restrict x, float* __restrict out,
                                             int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = g[i] * gelu_tanh_slope(x[i]);
+}
+
+GLOBE_VECTOR_CLONES void silu_f32(const float* __restrict x, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = silu_value(x[i]);
+}
+
+GLOBE_VECTOR_CLONES void silu_grad_f32(const float* __restrict g, const float* __restrict x, float* __restrict out,
+                                       int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = g[i] * silu_slope(x[i]);
 }
 
 namespace {

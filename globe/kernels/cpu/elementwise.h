@@ -66,13 +66,18 @@ Tensor map_binary(const Tensor& a, const Tensor& b, const Shape& shape, F f) {
 
 // `t` itself when contiguous, else a contiguous copy (no autograd: kernels only).
 Tensor dense(const Tensor& t);
+// A new tensor shaped like `like` whose memory follows like's dim order (largest stride outermost,
+// ties in dim order; the last dim innermost), as PyTorch's preserve_format.
+Tensor uninitialized_in_order_of(const Tensor& like);
 
-// exp and GELU's tanh form on float32, as plain loops over unaliased arrays (vectorised; the
+// exp, GELU's tanh form and SiLU on float32, as plain loops over unaliased arrays (vectorised; the
 // generic map_unary / map_binary path leaves these bodies scalar, std::exp a call per element):
-// y = e^x (fast_math.h's exp_full), y = gelu(x), and out = g * gelu'(x).
+// y = e^x (fast_math.h's exp_full), y = gelu(x), out = g * gelu'(x), y = silu(x), out = g * silu'(x).
 void exp_f32(const float* x, float* y, int64_t n);
 void gelu_tanh_f32(const float* x, float* y, int64_t n);
 void gelu_tanh_grad_f32(const float* g, const float* x, float* out, int64_t n);
+void silu_f32(const float* x, float* y, int64_t n);
+void silu_grad_f32(const float* g, const float* x, float* out, int64_t n);
 
 // Copies `src` (any strides, any dtype) into `dst` (same shape, any strides), converting types.
 void copy_into(const Tensor& dst, const Tensor& src);

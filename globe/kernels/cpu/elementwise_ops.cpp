@@ -30,6 +30,17 @@ Tensor dense_f32(const Tensor& a, void (*kernel)(const float*, float*, int64_t))
   return out;
 }
 
+// A float32 backward kernel kernel(g, x, out, n) where g and x already have the output's shape
+// (dense copies where they are not contiguous); undefined where either is broadcast.
+Tensor dense_grad_f32(const Tensor& a, const Tensor& b, const Shape& s,
+                      void (*kernel)(const float*, const float*, float*, int64_t)) {
+  if (a.shape() != s || b.shape() != s) return Tensor();
+  const Tensor g = dense(a), x = dense(b);
+  Tensor out = Tensor::uninitialized(s, g.dtype());
+  kernel(g.data<float>(), x.data<float>(), out.data<float>(), g.numel());
+  return out;
+}
+
 template <class T>
 Tensor arithmetic(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& s) {
   switch (kind) {
@@ -61,6 +72,9 @@ Tensor unary(UnaryKind kind, const Tensor& a) {
         return map_unary<T, T>(a, [](T x) { return gelu_tanh_value(x); });
       case UnaryKind::tanh: return map_unary<T, T>(a, [](T x) { return std::tanh(x); });
       case UnaryKind::sigmoid: return map_unary<T, T>(a, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
+      case UnaryKind::silu:
+        if constexpr (std::is_same_v<T, float>) return dense_f32(a, silu_f32);
+        return map_unary<T, T>(a, [](T x) { return silu_value(x); });
     }
     GLOBE_FAIL("[unary] bad kind");
   });
@@ -77,14 +91,14 @@ Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& s)
       case BinaryKind::gelu_grad: return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_slope(x); });
       case BinaryKind::gelu_tanh_grad:
         if constexpr (std::is_same_v<T, float>) {
-          if (a.shape() == s && b.shape() == s) {
-            const Tensor g = dense(a), x = dense(b);
-            Tensor out = Tensor::uninitialized(s, g.dtype());
-            gelu_tanh_grad_f32(g.data<float>(), x.data<float>(), out.data<float>(), g.numel());
-            return out;
-          }
+          if (Tensor out = dense_grad_f32(a, b, s, gelu_tanh_grad_f32); out.defined()) return out;
         }
         return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_tanh_slope(x); });
+      case BinaryKind::silu_grad:
+        if constexpr (std::is_same_v<T, float>) {
+          if (Tensor out = dense_grad_f32(a, b, s, silu_grad_f32); out.defined()) return out;
+        }
+        return map_binary<T>(a, b, s, [](T g, T x) { return g * silu_slope(x); });
       case BinaryKind::tanh_grad: return map_binary<T>(a, b, s, [](T g, T y) { return g * (T(1) - y * y); });
       case BinaryKind::sigmoid_grad: return map_binary<T>(a, b, s, [](T g, T y) { return g * y * (T(1) - y); });
       default: return arithmetic<T>(kind, a, b, s);

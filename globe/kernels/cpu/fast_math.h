@@ -84,4 +84,25 @@ template <class T>
   return s * (T(1) + x * (T(1) - s) * T(2 * kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * x * x));
 }
 
+// SiLU, x / (1 + e^-x), and its derivative s (1 + x (1 - s)), s = 1 / (1 + e^-x); float through
+// exp_full (e^-x overflows to inf below x = -88.7, giving -0 as torch's x * sigmoid(x) does, where a
+// capped exp would leave x e^-88), double through std::exp.
+template <class T>
+[[gnu::always_inline]] inline T silu_gate_exp(T x) {  // e^-x
+  if constexpr (std::is_same_v<T, float>) {
+    return exp_full(-x);
+  } else {
+    return std::exp(-x);
+  }
+}
+template <class T>
+[[gnu::always_inline]] inline T silu_value(T x) {
+  return x / (T(1) + silu_gate_exp(x));
+}
+template <class T>
+[[gnu::always_inline]] inline T silu_slope(T x) {
+  const T s = T(1) / (T(1) + silu_gate_exp(x));
+  return s * (T(1) + x * (T(1) - s));
+}
+
 }  // namespace globe::kernels

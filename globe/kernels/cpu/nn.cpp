@@ -108,10 +108,12 @@ Tensor softmax_backward_last(const Tensor& y_in, const Tensor& g_in, double scal
 
 namespace {
 
-// Mean and 1 / sqrt(var + eps) of one row, in double.
+// Mean and 1 / sqrt(var + eps) of one row, in double; uncentred (RMS norm), a mean of 0 and
+// 1 / sqrt(mean(x^2) + eps).
 template <class T>
-inline __attribute__((always_inline)) std::pair<double, double> row_moments(const T* x, int64_t n, double eps) {
-  const double mean = lane_sum(n, [&](int64_t j) { return double(x[j]); }) / double(n);
+inline __attribute__((always_inline)) std::pair<double, double> row_moments(const T* x, int64_t n, double eps,
+                                                                           bool centered) {
+  const double mean = centered ? lane_sum(n, [&](int64_t j) { return double(x[j]); }) / double(n) : 0.0;
   const double sq = lane_sum(n, [&](int64_t j) { return (double(x[j]) - mean) * (double(x[j]) - mean); });
   return {mean, 1.0 / std::sqrt(sq / double(n) + eps)};
 }
@@ -119,14 +121,15 @@ inline __attribute__((always_inline)) std::pair<double, double> row_moments(cons
 // Layer norm over `rows` rows of n: o = xhat * w + b; its backward for x, with gw = g * w:
 // o = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), xhat = (x - mean) * rstd; and the weight's
 // gradient, acc[j] += g * xhat over the rows. Without an affine part w is ones and b zeros.
+// Uncentred (RMS norm: xhat = x * rstd), the mean and mean(gw) terms are 0.
 template <class T>
 inline __attribute__((always_inline)) void normalize_rows(const T* __restrict x, const T* __restrict w,
                                                           const T* __restrict b, T* __restrict out, int64_t rows,
-                                                          int64_t n, double eps) {
+                                                          int64_t n, double eps, bool centered) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     T* o = out + r * n;
-    const auto [mean, rstd] = row_moments(xr, n, eps);
+    const auto [mean, rstd] = row_moments(xr, n, eps, centered);
     const T m = T(mean), s = T(rstd);
     for (int64_t j = 0; j < n; ++j) o[j] = (xr[j] - m) * s * w[j] + b[j];
   }
@@ -135,13 +138,14 @@ inline __attribute__((always_inline)) void normalize_rows(const T* __restrict x,
 template <class T>
 inline __attribute__((always_inline)) void normalize_rows_backward(const T* __restrict g, const T* __restrict x,
                                                                    const T* __restrict w, T* __restrict out,
-                                                                   int64_t rows, int64_t n, double eps) {
+                                                                   int64_t rows, int64_t n, double eps,
+                                                                   bool centered) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     const T* gr = g + r * n;
     T* o = out + r * n;
-    const auto [mean, rstd] = row_moments(xr, n, eps);
-    const double sg = lane_sum(n, [&](int64_t j) { return double(gr[j]) * double(w[j]); });
+    const auto [mean, rstd] = row_moments(xr, n, eps, centered);
+    const double sg = centered ? lane_sum(n, [&](int64_t j) { return double(gr[j]) * double(w[j]); }) : 0.0;
     const double sgx =
         lane_sum(n, [&](int64_t j) { return double(gr[j]) * double(w[j]) * (double(xr[j]) - mean) * rstd; });
     const T m = T(mean), s = T(rstd), mg = T(sg / double(n)), mgx = T(sgx / double(n));
@@ -152,27 +156,27 @@ inline __attribute__((always_inline)) void normalize_rows_backward(const T* __re
 template <class T>
 inline __attribute__((always_inline)) void normalize_rows_weight_grad(const T* __restrict g, const T* __restrict x,
                                                                       double* __restrict acc, int64_t rows, int64_t n,
-                                                                      double eps) {
+                                                                      double eps, bool centered) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     const T* gr = g + r * n;
-    const auto [mean, rstd] = row_moments(xr, n, eps);
+    const auto [mean, rstd] = row_moments(xr, n, eps, centered);
     for (int64_t j = 0; j < n; ++j) acc[j] += double(gr[j]) * ((double(xr[j]) - mean) * rstd);
   }
 }
 
 // The float rows compiled for AVX2 too.
 GLOBE_VECTOR_CLONES void normalize_rows_f32(const float* x, const float* w, const float* b, float* out, int64_t rows,
-                                            int64_t n, double eps) {
-  normalize_rows(x, w, b, out, rows, n, eps);
+                                            int64_t n, double eps, bool centered) {
+  normalize_rows(x, w, b, out, rows, n, eps, centered);
 }
 GLOBE_VECTOR_CLONES void normalize_rows_backward_f32(const float* g, const float* x, const float* w, float* out,
-                                                     int64_t rows, int64_t n, double eps) {
-  normalize_rows_backward(g, x, w, out, rows, n, eps);
+                                                     int64_t rows, int64_t n, double eps, bool centered) {
+  normalize_rows_backward(g, x, w, out, rows, n, eps, centered);
 }
 GLOBE_VECTOR_CLONES void normalize_rows_weight_grad_f32(const float* g, const float* x, double* acc, int64_t rows,
-                                                        int64_t n, double eps) {
-  normalize_rows_weight_grad(g, x, acc, rows, n, eps);
+                                                        int64_t n, double eps, bool centered) {
+  normalize_rows_weight_grad(g, x, acc, rows, n, eps, centered);
 }
 
 // The affine parameter `t` ([n]) as a dense array, or `fill` n times when it is undefined.
@@ -185,7 +189,7 @@ std::vector<T> affine_or(const Tensor& t, int64_t n, T fill) {
 
 }  // namespace
 
-Tensor normalize_last(const Tensor& x_in, double eps, const Tensor& weight, const Tensor& bias) {
+Tensor normalize_last(const Tensor& x_in, double eps, bool centered, const Tensor& weight, const Tensor& bias) {
   const Tensor x = dense(x_in);
   Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
   const int64_t n = x.shape().back(), rows = n == 0 ? 0 : x.numel() / n;
@@ -193,15 +197,15 @@ Tensor normalize_last(const Tensor& x_in, double eps, const Tensor& weight, cons
     using T = decltype(tag);
     const std::vector<T> w = affine_or(weight, n, T(1)), b = affine_or(bias, n, T(0));
     if constexpr (std::is_same_v<T, float>) {
-      normalize_rows_f32(x.data<T>(), w.data(), b.data(), out.data<T>(), rows, n, eps);
+      normalize_rows_f32(x.data<T>(), w.data(), b.data(), out.data<T>(), rows, n, eps, centered);
     } else {
-      normalize_rows(x.data<T>(), w.data(), b.data(), out.data<T>(), rows, n, eps);
+      normalize_rows(x.data<T>(), w.data(), b.data(), out.data<T>(), rows, n, eps, centered);
     }
   });
   return out;
 }
 
-Tensor normalize_last_backward(const Tensor& g_in, const Tensor& x_in, double eps, const Tensor& weight) {
+Tensor normalize_last_backward(const Tensor& g_in, const Tensor& x_in, double eps, bool centered, const Tensor& weight) {
   const Tensor g = dense(g_in), x = dense(x_in);
   Tensor out = Tensor::uninitialized(x.shape(), x.dtype());
   const int64_t n = x.shape().back(), rows = n == 0 ? 0 : x.numel() / n;
@@ -209,15 +213,15 @@ Tensor normalize_last_backward(const Tensor& g_in, const Tensor& x_in, double ep
     using T = decltype(tag);
     const std::vector<T> w = affine_or(weight, n, T(1));
     if constexpr (std::is_same_v<T, float>) {
-      normalize_rows_backward_f32(g.data<T>(), x.data<T>(), w.data(), out.data<T>(), rows, n, eps);
+      normalize_rows_backward_f32(g.data<T>(), x.data<T>(), w.data(), out.data<T>(), rows, n, eps, centered);
     } else {
-      normalize_rows_backward(g.data<T>(), x.data<T>(), w.data(), out.data<T>(), rows, n, eps);
+      normalize_rows_backward(g.data<T>(), x.data<T>(), w.data(), out.data<T>(), rows, n, eps, centered);
     }
   });
   return out;
 }
 
-Tensor normalize_last_weight_grad(const Tensor& g_in, const Tensor& x_in, double eps) {
+Tensor normalize_last_weight_grad(const Tensor& g_in, const Tensor& x_in, double eps, bool centered) {
   const Tensor g = dense(g_in), x = dense(x_in);
   const int64_t n = x.shape().back(), rows = n == 0 ? 0 : x.numel() / n;
   Tensor out = Tensor::uninitialized({n}, x.dtype());
@@ -225,9 +229,9 @@ Tensor normalize_last_weight_grad(const Tensor& g_in, const Tensor& x_in, double
   visit_floating(x.dtype(), "layer_norm_weight_grad", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float>) {
-      normalize_rows_weight_grad_f32(g.data<T>(), x.data<T>(), acc.data(), rows, n, eps);
+      normalize_rows_weight_grad_f32(g.data<T>(), x.data<T>(), acc.data(), rows, n, eps, centered);
     } else {
-      normalize_rows_weight_grad(g.data<T>(), x.data<T>(), acc.data(), rows, n, eps);
+      normalize_rows_weight_grad(g.data<T>(), x.data<T>(), acc.data(), rows, n, eps, centered);
     }
     for (int64_t j = 0; j < n; ++j) out.data<T>()[j] = T(acc[size_t(j)]);
   });

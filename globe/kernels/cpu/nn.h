@@ -15,13 +15,21 @@ Tensor softmax_backward_last(const Tensor& y, const Tensor& g, double scale = 1.
 // -inf, then softmax). One pass per row; masked entries are 0.
 Tensor causal_softmax_last(const Tensor& x, double scale, int64_t row0 = 0);
 // Layer norm over the last dim, in one pass per row: xhat = (x - mean) / sqrt(var + eps) (biased
-// variance, sums in double), then * weight and + bias ([n] each) where they are defined.
-Tensor normalize_last(const Tensor& x, double eps, const Tensor& weight = Tensor(), const Tensor& bias = Tensor());
+// variance, sums in double), then * weight and + bias ([n] each) where they are defined. Not
+// `centered`, RMS norm: xhat = x / sqrt(mean(x^2) + eps).
+Tensor normalize_last(const Tensor& x, double eps, bool centered, const Tensor& weight = Tensor(),
+                      const Tensor& bias = Tensor());
 // Its backward for x, with gw = g * weight (g where weight is undefined):
-// rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), mean and rstd recomputed from x.
-Tensor normalize_last_backward(const Tensor& g, const Tensor& x, double eps, const Tensor& weight = Tensor());
+// rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), mean and rstd recomputed from x (not centred:
+// the mean and mean(gw) terms are 0).
+Tensor normalize_last_backward(const Tensor& g, const Tensor& x, double eps, bool centered,
+                               const Tensor& weight = Tensor());
 // The weight's gradient: g * xhat summed over the rows -> [n].
-Tensor normalize_last_weight_grad(const Tensor& g, const Tensor& x, double eps);
+Tensor normalize_last_weight_grad(const Tensor& g, const Tensor& x, double eps, bool centered);
+// Rotary position embedding: x [..., T, D] (D even, h = D / 2), cos and sin [T, h]; each row t
+// of x as halves (a, b) becomes (a cos_t - b sin_t, b cos_t + a sin_t), sin negated where
+// `inverse` (the rotation back: the backward). The result keeps x's memory order.
+Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin, bool inverse);
 // weight [V, D], indices [...] -> [..., D]. A table holding only rows [first, first + rows) of a
 // `vocab`-row table returns zeros for indices it does not hold (vocab-parallel embedding).
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t first = 0, int64_t vocab = -1);

@@ -41,6 +41,7 @@ const DeviceKernels& table() {
       .normalize_last = kernels::normalize_last,
       .normalize_last_backward = kernels::normalize_last_backward,
       .normalize_last_weight_grad = kernels::normalize_last_weight_grad,
+      .rotary = kernels::rotary,
       .embedding = kernels::embedding,
       .embedding_backward = kernels::embedding_backward,
       .pick = kernels::pick,

@@ -51,6 +51,7 @@ __device__ T apply_unary(UnaryKind k, T x) {
     case UnaryKind::tanh: return tanh(x);
     case UnaryKind::sigmoid: return T(1) / (T(1) + exp(-x));
     case UnaryKind::gelu_tanh: return gelu_tanh_value(x);
+    case UnaryKind::silu: return x / (T(1) + exp(-x));
   }
   return x;
 }
@@ -75,6 +76,10 @@ __device__ T apply_binary(BinaryKind k, T a, T b) {
       case BinaryKind::tanh_grad: return a * (T(1) - b * b);
       case BinaryKind::sigmoid_grad: return a * b * (T(1) - b);
       case BinaryKind::gelu_tanh_grad: return a * gelu_tanh_slope(b);
+      case BinaryKind::silu_grad: {
+        const T s = T(1) / (T(1) + exp(-b));
+        return a * s * (T(1) + b * (T(1) - s));
+      }
     }
     return T(0);
   }

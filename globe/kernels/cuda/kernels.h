@@ -31,9 +31,10 @@ void fixed_order_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const
 Tensor softmax(const Tensor& a, int64_t dim, bool log);
 Tensor softmax_backward_last(const Tensor& y, const Tensor& g, double scale);
 Tensor causal_softmax_last(const Tensor& x, double scale, int64_t row0);
-Tensor normalize_last(const Tensor& x, double eps, const Tensor& weight, const Tensor& bias);
-Tensor normalize_last_backward(const Tensor& g, const Tensor& x, double eps, const Tensor& weight);
-Tensor normalize_last_weight_grad(const Tensor& g, const Tensor& x, double eps);
+Tensor normalize_last(const Tensor& x, double eps, bool centered, const Tensor& weight, const Tensor& bias);
+Tensor normalize_last_backward(const Tensor& g, const Tensor& x, double eps, bool centered, const Tensor& weight);
+Tensor normalize_last_weight_grad(const Tensor& g, const Tensor& x, double eps, bool centered);
+Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin, bool inverse);
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t first, int64_t vocab);
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t vocab);
 // pick.cu

@@ -215,12 +215,15 @@ struct Moments {
 };
 
 // A row's mean and rstd in double, two passes (mean first, then the squared deviations), as the
-// CPU's row_moments.
+// CPU's row_moments; not centred (RMS norm), a mean of 0 and one pass.
 template <class T>
-__device__ Moments block_moments(const T* xr, int64_t n, double eps) {
-  double s = 0;
-  for (int64_t j = threadIdx.x; j < n; j += kRowThreads) s += double(xr[j]);
-  const double mean = block_sum(s) / double(n);
+__device__ Moments block_moments(const T* xr, int64_t n, double eps, bool centered) {
+  double mean = 0;
+  if (centered) {
+    double s = 0;
+    for (int64_t j = threadIdx.x; j < n; j += kRowThreads) s += double(xr[j]);
+    mean = block_sum(s) / double(n);
+  }
   double sq = 0;
   for (int64_t j = threadIdx.x; j < n; j += kRowThreads) {
     const double dx = double(xr[j]) - mean;
@@ -231,11 +234,12 @@ __device__ Moments block_moments(const T* xr, int64_t n, double eps) {
 
 // o = (x - mean) * rstd * w + b; w null reads as ones, b null as zeros.
 template <class T>
-__global__ void normalize_kernel(const T* x, const T* w, const T* b, T* out, int64_t rows, int64_t n, double eps) {
+__global__ void normalize_kernel(const T* x, const T* w, const T* b, T* out, int64_t rows, int64_t n, double eps,
+                                 bool centered) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * n;
     T* o = out + r * n;
-    const Moments mo = block_moments(xr, n, eps);
+    const Moments mo = block_moments(xr, n, eps, centered);
     const T m = T(mo.mean), s = T(mo.rstd);
     for (int64_t j = threadIdx.x; j < n; j += kRowThreads) {
       const T xhat = (xr[j] - m) * s;
@@ -246,10 +250,10 @@ __global__ void normalize_kernel(const T* x, const T* w, const T* b, T* out, int
 
 // o = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), gw = g * w (w null: g). The first pass sums
 // x and gw together; the second the squared deviations and gw * (x - mean), whose sum times rstd is
-// the CPU's sum of gw * xhat.
+// the CPU's sum of gw * xhat. Not centred (RMS norm): the mean and mean(gw) are 0.
 template <class T>
 __global__ void normalize_backward_kernel(const T* g, const T* x, const T* w, T* out, int64_t rows, int64_t n,
-                                          double eps) {
+                                          double eps, bool centered) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * n;
     const T* gr = g + r * n;
@@ -260,6 +264,7 @@ __global__ void normalize_backward_kernel(const T* g, const T* x, const T* w, T*
       sg += double(gr[j]) * (w ? double(w[j]) : 1.0);
     }
     block_sum2(sx, sg);
+    if (!centered) sx = sg = 0;
     const double mean = sx / double(n);
     double sq = 0, sgd = 0;
     for (int64_t j = threadIdx.x; j < n; j += kRowThreads) {
@@ -279,9 +284,9 @@ __global__ void normalize_backward_kernel(const T* g, const T* x, const T* w, T*
 
 // stats[2r], stats[2r + 1] = mean and rstd of row r.
 template <class T>
-__global__ void row_moments_kernel(const T* x, double* stats, int64_t rows, int64_t n, double eps) {
+__global__ void row_moments_kernel(const T* x, double* stats, int64_t rows, int64_t n, double eps, bool centered) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const Moments mo = block_moments(x + r * n, n, eps);
+    const Moments mo = block_moments(x + r * n, n, eps, centered);
     if (threadIdx.x == 0) {
       stats[2 * r] = mo.mean;
       stats[2 * r + 1] = mo.rstd;
@@ -321,6 +326,22 @@ __global__ void weight_grad_finish_kernel(const double* partial, T* out, int64_t
     double s = 0;
     for (int64_t c = 0; c < chunks; ++c) s += partial[c * n + j];
     out[j] = T(s);
+  }
+}
+
+// ---- rotary position embedding
+
+// One thread per (row, i < h) pair of a dense x [rows, D]: (a, b) -> (a c - b s, b c + a s), s
+// times `sign`; row r sits at position r % T.
+template <class T>
+__global__ void rotary_kernel(const T* x, const T* c, const T* s, T* y, int64_t rows, int64_t T_, int64_t h,
+                              T sign) {
+  const int64_t total = rows * h;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = e / h, i = e % h, t = r % T_;
+    const T a = x[r * 2 * h + i], b = x[r * 2 * h + h + i], ci = c[t * h + i], si = sign * s[t * h + i];
+    y[r * 2 * h + i] = a * ci - b * si;
+    y[r * 2 * h + h + i] = b * ci + a * si;
   }
 }
 
@@ -447,7 +468,7 @@ const T* ptr_or_null(const Tensor& t) {
 
 }  // namespace
 
-Tensor normalize_last(const Tensor& x_in, double eps, const Tensor& weight_in, const Tensor& bias_in) {
+Tensor normalize_last(const Tensor& x_in, double eps, bool centered, const Tensor& weight_in, const Tensor& bias_in) {
   GLOBE_CHECK(x_in.dim() >= 1, "[layer_norm] expects at least 1 dim, got ", describe(x_in));
   const Tensor x = device_dense(x_in);
   const Tensor w = affine_param(weight_in, x, "weight", "layer_norm");
@@ -459,13 +480,15 @@ Tensor normalize_last(const Tensor& x_in, double eps, const Tensor& weight_in, c
   visit_floating(x.dtype(), "layer_norm", [&](auto tag) {
     using T = decltype(tag);
     normalize_kernel<T><<<row_grid(rows), kRowThreads, 0, stream>>>(in_ptr<T>(x), ptr_or_null<T>(w),
-                                                                    ptr_or_null<T>(b), out_ptr<T>(out), rows, n, eps);
+                                                                    ptr_or_null<T>(b), out_ptr<T>(out), rows, n, eps,
+                                                                    centered);
   });
   GLOBE_CUDA_CHECK(cudaGetLastError(), "layer_norm");
   return out;
 }
 
-Tensor normalize_last_backward(const Tensor& g_in, const Tensor& x_in, double eps, const Tensor& weight_in) {
+Tensor normalize_last_backward(const Tensor& g_in, const Tensor& x_in, double eps, bool centered,
+                               const Tensor& weight_in) {
   GLOBE_CHECK(x_in.dim() >= 1 && g_in.shape() == x_in.shape() && g_in.dtype() == x_in.dtype(),
               "[layer_norm_backward] expects g and x of one shape and dtype, got ", describe(g_in), " and ",
               describe(x_in));
@@ -478,13 +501,13 @@ Tensor normalize_last_backward(const Tensor& g_in, const Tensor& x_in, double ep
   visit_floating(x.dtype(), "layer_norm_backward", [&](auto tag) {
     using T = decltype(tag);
     normalize_backward_kernel<T><<<row_grid(rows), kRowThreads, 0, stream>>>(
-        in_ptr<T>(g), in_ptr<T>(x), ptr_or_null<T>(w), out_ptr<T>(out), rows, n, eps);
+        in_ptr<T>(g), in_ptr<T>(x), ptr_or_null<T>(w), out_ptr<T>(out), rows, n, eps, centered);
   });
   GLOBE_CUDA_CHECK(cudaGetLastError(), "layer_norm_backward");
   return out;
 }
 
-Tensor normalize_last_weight_grad(const Tensor& g_in, const Tensor& x_in, double eps) {
+Tensor normalize_last_weight_grad(const Tensor& g_in, const Tensor& x_in, double eps, bool centered) {
   GLOBE_CHECK(x_in.dim() >= 1 && g_in.shape() == x_in.shape() && g_in.dtype() == x_in.dtype(),
               "[layer_norm_weight_grad] expects g and x of one shape and dtype, got ", describe(g_in), " and ",
               describe(x_in));
@@ -505,7 +528,7 @@ Tensor normalize_last_weight_grad(const Tensor& g_in, const Tensor& x_in, double
   visit_floating(x.dtype(), "layer_norm_weight_grad", [&](auto tag) {
     using T = decltype(tag);
     row_moments_kernel<T><<<row_grid(rows), kRowThreads, 0, stream>>>(in_ptr<T>(x), out_ptr<double>(stats), rows, n,
-                                                                      eps);
+                                                                      eps, centered);
     GLOBE_CUDA_CHECK(cudaGetLastError(), "layer_norm_weight_grad");
     const dim3 grid(unsigned((n + kTileCols - 1) / kTileCols), unsigned(chunks));
     weight_grad_partial_kernel<T><<<grid, dim3(kTileCols, kTileRows), 0, stream>>>(
@@ -516,6 +539,23 @@ Tensor normalize_last_weight_grad(const Tensor& g_in, const Tensor& x_in, double
   });
   GLOBE_CUDA_CHECK(cudaGetLastError(), "layer_norm_weight_grad");
   return out;
+}
+
+Tensor rotary(const Tensor& x_in, const Tensor& cos_in, const Tensor& sin_in, bool inverse) {
+  GLOBE_CHECK(x_in.dim() >= 2 && x_in.shape().back() % 2 == 0, "[rotary_embedding] expects x [..., T, D] with D even, got ",
+              describe(x_in));
+  const Tensor x = device_dense(x_in), c = device_dense(cos_in), s = device_dense(sin_in);
+  Tensor y = Tensor::uninitialized(x.shape(), x.dtype(), x.device());
+  const int64_t h = x.shape().back() / 2, T_ = x.shape()[size_t(x.dim() - 2)], rows = rows_of(x);
+  if (rows == 0 || h == 0) return y;
+  const cudaStream_t stream = stream_of(x);
+  visit_floating(x.dtype(), "rotary_embedding", [&](auto tag) {
+    using T = decltype(tag);
+    rotary_kernel<T><<<flat_grid(rows * h), kFlatThreads, 0, stream>>>(
+        in_ptr<T>(x), in_ptr<T>(c), in_ptr<T>(s), out_ptr<T>(y), rows, T_, h, inverse ? T(-1) : T(1));
+  });
+  GLOBE_CUDA_CHECK(cudaGetLastError(), "rotary_embedding");
+  return y;
 }
 
 // The CPU version throws on an index outside [0, vocab); here that would need the indices on the

@@ -30,6 +30,7 @@ const DeviceKernels& table() {
       .normalize_last = normalize_last,
       .normalize_last_backward = normalize_last_backward,
       .normalize_last_weight_grad = normalize_last_weight_grad,
+      .rotary = rotary,
       .embedding = embedding,
       .embedding_backward = embedding_backward,
       .pick = pick,
