@@ -194,7 +194,7 @@ Tensor Block::forward(const Tensor& x) {  // x [B, T, E]
   const Tensor a = x + nn::reduce_over_tp(self_attn.o_proj(reshape(transpose(att, 1, 2), {B, T, H * D})));
   // SwiGLU: down(silu(gate(h)) * up(h))
   const Tensor h2 = nn::enter_tp_region(post_attention_layernorm(a));
-  return a + nn::reduce_over_tp(mlp.down_proj(silu(mlp.gate_proj(h2)) * mlp.up_proj(h2)));
+  return a + nn::reduce_over_tp(mlp.down_proj(swiglu(mlp.gate_proj(h2), mlp.up_proj(h2))));
 }
 
 Head::Head(const Config& c) : norm(c.hidden, c.rms_eps), lm_head(c.hidden, c.tied ? 0 : c.vocab, false), tied(c.tied) {

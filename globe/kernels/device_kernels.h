@@ -81,6 +81,9 @@ struct DeviceKernels {
   Tensor (*embedding_backward)(const Tensor& grad, const Tensor& indices, int64_t vocab);
   Tensor (*pick)(const Tensor& x, const Tensor& index, int64_t c0, int64_t classes);
   Tensor (*pick_backward)(const Tensor& grad, const Tensor& index, const Shape& out_shape, int64_t c0);
+  // swiglu(gate, up)'s backward (kernels/cpu/table.h): g, gate, up of one shape -> [2, ...] packed
+  // (d gate, d up).
+  Tensor (*swiglu_backward)(const Tensor& g, const Tensor& gate, const Tensor& up);
   // Fused causal attention on packed qkv (kernels/cpu/attention.h).
   Tensor (*causal_attention)(const Tensor& qkv, double scale, Tensor* probs);
   Tensor (*causal_attention_backward)(const Tensor& qkv, const Tensor& gy, double scale, const Tensor& probs);
@@ -138,6 +141,7 @@ struct DeviceKernels {
   X(embedding_backward) \
   X(pick) \
   X(pick_backward) \
+  X(swiglu_backward) \
   X(causal_attention) \
   X(causal_attention_backward) \
   X(sgd_update) \

@@ -32,6 +32,7 @@ const char* binary_name(BinaryKind k) {
     case BinaryKind::sigmoid_grad: return "sigmoid_grad";
     case BinaryKind::gelu_tanh_grad: return "gelu_tanh_grad";
     case BinaryKind::silu_grad: return "silu_grad";
+    case BinaryKind::swiglu: return "swiglu";
   }
   GLOBE_FAIL("[binary] unknown kind ", int(k));
 }

@@ -9,7 +9,8 @@ namespace globe::kernels {
 enum class UnaryKind { neg, exp, log, sqrt, relu, gelu, tanh, sigmoid, gelu_tanh, silu };
 
 // The *_grad kinds are the backward kernels of unary ops: f(grad, saved input or output).
-enum class BinaryKind { add, sub, mul, div, relu_grad, gelu_grad, tanh_grad, sigmoid_grad, gelu_tanh_grad, silu_grad };
+// swiglu(a, b) = silu(a) * b (Llama's MLP gate), a differentiable kind like the arithmetic.
+enum class BinaryKind { add, sub, mul, div, relu_grad, gelu_grad, tanh_grad, sigmoid_grad, gelu_tanh_grad, silu_grad, swiglu };
 
 // Elementwise comparisons: a == b, a != b, a < b, a <= b, a > b, a >= b, each giving a bool.
 enum class CompareKind { eq, ne, lt, le, gt, ge };

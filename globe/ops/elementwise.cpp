@@ -52,7 +52,8 @@ BinaryInfo binary_info(BinaryKind k) {
     case BinaryKind::add:
     case BinaryKind::sub:
     case BinaryKind::mul: return {true, true};
-    case BinaryKind::div: return {true, false};
+    case BinaryKind::div:
+    case BinaryKind::swiglu: return {true, false};
     case BinaryKind::relu_grad:
     case BinaryKind::gelu_grad:
     case BinaryKind::tanh_grad:
@@ -62,6 +63,31 @@ BinaryInfo binary_info(BinaryKind k) {
   }
   GLOBE_FAIL("[binary] unknown kind ", int(k));
 }
+
+Tensor binary(BinaryKind k, const Tensor& a, const Tensor& b);
+
+// swiglu's backward: (g, gate, up), one shape -> [2, ...] packed (d gate, d up); split along any
+// dim as the inputs are (the output's dim one later), linear in g.
+class SwigluBackward final : public Op {
+ public:
+  std::string name() const override { return "swiglu_backward"; }
+  bool differentiable() const override { return false; }
+  TensorMeta infer(const std::vector<TensorMeta>& in) const override {
+    Shape packed = in[0].shape;
+    packed.insert(packed.begin(), 2);
+    return {packed, in[0].dtype};
+  }
+  std::vector<SbpSignature> sbp_signatures(const std::vector<TensorMeta>& in, const SbpContext&) const override {
+    std::vector<SbpSignature> s;
+    for (int64_t d = 0; d < int64_t(in[0].shape.size()); ++d)
+      s.push_back({std::vector<Sbp>(3, sbp::split(d)), sbp::split(d + 1)});
+    sbp_rules::add_partial_at(s, 3, 0);
+    return s;
+  }
+  Tensor compute(const std::vector<Tensor>& in, const ComputeArgs&) const override {
+    return kernels_for(in[0]).swiglu_backward(in[0], in[1], in[2]);
+  }
+};
 
 class Binary final : public Op {
  public:
@@ -81,8 +107,10 @@ class Binary final : public Op {
     sbp_rules::add_broadcast_split(s, in, broadcast_shapes(in[0].shape, in[1].shape, binary_name(kind_)));
     if (kind_ == BinaryKind::add || kind_ == BinaryKind::sub)
       sbp_rules::add_all_partial(s, 2);  // (a0 + a1) + (b0 + b1) = (a0 + b0) + (a1 + b1)
-    if (kind_ == BinaryKind::mul) sbp_rules::add_partial_at(s, 2, 1);
-    if (kind_ != BinaryKind::add && kind_ != BinaryKind::sub) sbp_rules::add_partial_at(s, 2, 0);
+    // Linear in b: mul and swiglu; in a: mul, div and the backward kinds (a is the gradient).
+    if (kind_ == BinaryKind::mul || kind_ == BinaryKind::swiglu) sbp_rules::add_partial_at(s, 2, 1);
+    if (kind_ != BinaryKind::add && kind_ != BinaryKind::sub && kind_ != BinaryKind::swiglu)
+      sbp_rules::add_partial_at(s, 2, 0);
     return s;
   }
   Tensor compute(const std::vector<Tensor>& in, const ComputeArgs& args) const override {
@@ -108,6 +136,14 @@ class Binary final : public Op {
       case BinaryKind::div:
         if (needs[0]) ga = sum_to(div(g, b), a.shape());
         if (needs[1]) gb = sum_to(neg(div(mul(g, out), b)), b.shape());
+        break;
+      case BinaryKind::swiglu:
+        if (a.shape() == g.shape() && b.shape() == g.shape()) {  // one fused pass for both
+          const Tensor packed = apply_op<SwigluBackward>({g, a, b});
+          return {squeeze(narrow(packed, 0, 0, 1), 0), squeeze(narrow(packed, 0, 1, 1), 0)};
+        }
+        if (needs[0]) ga = sum_to(binary(BinaryKind::silu_grad, mul(g, b), a), a.shape());
+        if (needs[1]) gb = sum_to(mul(g, silu(a)), b.shape());
         break;
       default: return GraphOp::vjp(in, out, g, needs);  // a backward kernel: no gradient
     }
@@ -251,6 +287,7 @@ Tensor gelu_tanh(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::gelu_
 Tensor tanh(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::tanh); }
 Tensor sigmoid(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::sigmoid); }
 Tensor silu(const Tensor& a) { return apply_op<Unary>({a}, UnaryKind::silu); }
+Tensor swiglu(const Tensor& gate, const Tensor& up) { return binary(BinaryKind::swiglu, gate, up); }
 
 Tensor to_dtype(const Tensor& a, DType dtype) {
   if (a.dtype() == dtype) return a;

@@ -209,6 +209,9 @@ Tensor rms_norm(const Tensor& a, const Tensor& weight, double eps = 1e-6);
 Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin);
 // a * sigmoid(a) (SiLU, Llama's MLP activation), one elementwise op forward and backward.
 Tensor silu(const Tensor& a);
+// silu(gate) * up (SwiGLU, Llama's MLP gate; broadcasting as mul): one pass forward, and one
+// backward pass giving both gradients where gate and up have the output's shape.
+Tensor swiglu(const Tensor& gate, const Tensor& up);
 // Zeroes elements with probability p and scales the rest by 1/(1-p); identity when !training.
 Tensor dropout(const Tensor& a, double p, bool training = true);
 // How a loss reduces its per-element values (torch's reduction=): their mean (the default), their

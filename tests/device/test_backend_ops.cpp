@@ -396,7 +396,10 @@ TEST(BackendOps, LayerNormEmbeddingAndLosses) {
     expect_same_with_grads({x}, [](const auto& in) { return layer_norm(in[0], {33}, Tensor(), Tensor(), 1e-5); }, tol,
                            "layer_norm without affine");
     expect_same_with_grads({x, w}, [](const auto& in) { return rms_norm(in[0], in[1], 1e-6); }, tol, "rms_norm");
-    const Tensor rows = to_dtype(randn({2, 3, 5, 8}), dt), cos = to_dtype(randn({5, 4}), dt),
+    const Tensor up = to_dtype(randn({6, 33}), dt);
+    expect_same_with_grads({x, up}, [](const auto& in) { return swiglu(in[0], in[1]); }, tol, "swiglu");
+    expect_same_with_grads({x, w}, [](const auto& in) { return swiglu(in[0], in[1]); }, tol, "swiglu broadcast");
+    const Tensor rows = to_dtype(randn({2, 5, 3, 8}), dt), cos = to_dtype(randn({5, 4}), dt),
                  sin = to_dtype(randn({5, 4}), dt);
     expect_same_with_grads({rows, cos, sin}, [](const auto& in) { return rotary_embedding(transpose(in[0], 1, 2), in[1], in[2]); },
                            tol, "rotary_embedding");

@@ -51,6 +51,8 @@ std::vector<OpCase> cases() {
       {"tanh", {F({5, 3})}, [](V x) { return tanh(x[0]); }},
       {"sigmoid", {F({5, 3})}, [](V x) { return sigmoid(x[0]); }},
       {"silu", {F({5, 3})}, [](V x) { return silu(x[0]); }},
+      {"swiglu", {F({5, 3}), F({5, 3})}, [](V x) { return swiglu(x[0], x[1]); }},
+      {"swiglu_bcast", {F({2, 5, 3}), F({5, 1})}, [](V x) { return swiglu(x[0], x[1]); }},
       {"to_dtype", {F({5, 3})}, [](V x) { return to_dtype(to_dtype(x[0], kFloat32), kFloat64); }},
       {"matmul", {F({5, 4}), F({4, 3})}, [](V x) { return matmul(x[0], x[1]); }},
       {"matmul_tview", {F({5, 4}), F({3, 4})}, [](V x) { return matmul(x[0], transpose(x[1], 0, 1)); }},

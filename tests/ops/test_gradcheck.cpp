@@ -284,6 +284,8 @@ std::vector<OpCase> op_cases() {
       {"rms_norm_weight", {{2, 3, 4}, {4}}, [](const Leaves& x) { return rms_norm(x[0], x[1], 1e-6); }},
       {"rms_norm_plain", {{3, 5}}, [](const Leaves& x) { return rms_norm(x[0], Tensor(), 1e-5); }},
       {"silu", {{3, 4}}, [](const Leaves& x) { return silu(mul(x[0], 2.0)); }},
+      {"swiglu", {{3, 4}, {3, 4}}, [](const Leaves& x) { return swiglu(mul(x[0], 2.0), x[1]); }},
+      {"swiglu_broadcast", {{3, 4}, {4}}, [](const Leaves& x) { return swiglu(mul(x[0], 2.0), x[1]); }},
       {"rotary_embedding_all_inputs",
        {{2, 3, 4}, {3, 2}, {3, 2}},
        [](const Leaves& x) { return rotary_embedding(x[0], x[1], x[2]); }},

@@ -659,6 +659,20 @@ TEST(OpsForward, SiluOverTheRange) {
     EXPECT_NEAR(y[i], v * sg, 1e-6 * std::abs(v * sg) + 1e-37) << "silu(" << v << ")";
     EXPECT_NEAR(slope[i], sg * (1 + v * (1 - sg)), 2e-6 * std::abs(sg * (1 + v * (1 - sg))) + 1e-7) << "silu'(" << v << ")";
   }
+  // swiglu(a, b) = silu(a) * b, its fused backward the same gradients as the two ops'.
+  const Tensor a = t.detach().set_requires_grad(), b = randn(t.shape()).set_requires_grad();
+  const Tensor a2 = t.detach().set_requires_grad(), b2 = b.detach().set_requires_grad();
+  const Tensor w = randn(t.shape());
+  const Tensor fused = swiglu(a, b), plain = mul(silu(a2), b2);
+  EXPECT_EQ(fused.to_vector<float>(), plain.to_vector<float>());
+  sum(mul(fused, w)).backward();
+  sum(mul(plain, w)).backward();
+  const std::vector<float> ga = a.grad().to_vector<float>(), ga2 = a2.grad().to_vector<float>();
+  const std::vector<float> gb = b.grad().to_vector<float>(), gb2 = b2.grad().to_vector<float>();
+  for (size_t i = 0; i < ga.size(); ++i) {
+    EXPECT_NEAR(ga[i], ga2[i], 1e-6 * std::abs(ga2[i]) + 1e-30) << "swiglu d gate at " << x[i];
+    EXPECT_NEAR(gb[i], gb2[i], 1e-6 * std::abs(gb2[i]) + 1e-30) << "swiglu d up at " << x[i];
+  }
   const std::vector<double> f64_in = {-3.0, -0.5, 0.0, 2.0};
   std::vector<double> want;
   for (double v : f64_in) want.push_back(v / (1 + std::exp(-v)));

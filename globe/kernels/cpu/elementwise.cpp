@@ -167,6 +167,20 @@ GLOBE_VECTOR_CLONES void silu_grad_f32(const float* __restrict g, const float* _
   for (int64_t i = 0; i < n; ++i) out[i] = g[i] * silu_slope(x[i]);
 }
 
+GLOBE_VECTOR_CLONES void swiglu_f32(const float* __restrict a, const float* __restrict b, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = silu_value(a[i]) * b[i];
+}
+
+GLOBE_VECTOR_CLONES void swiglu_backward_f32(const float* __restrict g, const float* __restrict a,
+                                             const float* __restrict b, float* __restrict d_gate,
+                                             float* __restrict d_up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = 1.0f / (1.0f + silu_gate_exp(a[i]));
+    d_up[i] = g[i] * (a[i] * s);
+    d_gate[i] = g[i] * b[i] * (s * (1.0f + a[i] * (1.0f - s)));
+  }
+}
+
 namespace {
 
 // d[i] = x[i] + y[i] over a 16-bit float type, each sum taken in float32 and rounded once.

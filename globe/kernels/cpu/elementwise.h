@@ -78,6 +78,9 @@ void gelu_tanh_f32(const float* x, float* y, int64_t n);
 void gelu_tanh_grad_f32(const float* g, const float* x, float* out, int64_t n);
 void silu_f32(const float* x, float* y, int64_t n);
 void silu_grad_f32(const float* g, const float* x, float* out, int64_t n);
+// y = silu(a) * b; and swiglu's backward, d_gate = g * b * silu'(a), d_up = g * silu(a).
+void swiglu_f32(const float* a, const float* b, float* y, int64_t n);
+void swiglu_backward_f32(const float* g, const float* a, const float* b, float* d_gate, float* d_up, int64_t n);
 
 // Copies `src` (any strides, any dtype) into `dst` (same shape, any strides), converting types.
 void copy_into(const Tensor& dst, const Tensor& src);

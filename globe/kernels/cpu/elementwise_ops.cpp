@@ -99,11 +99,45 @@ Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& s)
           if (Tensor out = dense_grad_f32(a, b, s, silu_grad_f32); out.defined()) return out;
         }
         return map_binary<T>(a, b, s, [](T g, T x) { return g * silu_slope(x); });
+      case BinaryKind::swiglu:
+        if constexpr (std::is_same_v<T, float>) {
+          if (a.shape() == s && b.shape() == s) {
+            const Tensor x = dense(a), u = dense(b);
+            Tensor out = Tensor::uninitialized(s, x.dtype());
+            swiglu_f32(x.data<float>(), u.data<float>(), out.data<float>(), x.numel());
+            return out;
+          }
+        }
+        return map_binary<T>(a, b, s, [](T x, T u) { return silu_value(x) * u; });
       case BinaryKind::tanh_grad: return map_binary<T>(a, b, s, [](T g, T y) { return g * (T(1) - y * y); });
       case BinaryKind::sigmoid_grad: return map_binary<T>(a, b, s, [](T g, T y) { return g * y * (T(1) - y); });
       default: return arithmetic<T>(kind, a, b, s);
     }
   });
+}
+
+Tensor swiglu_backward(const Tensor& g_in, const Tensor& gate_in, const Tensor& up_in) {
+  GLOBE_CHECK(g_in.shape() == gate_in.shape() && g_in.shape() == up_in.shape(), "[swiglu_backward] expects g, gate and ",
+              "up of one shape, got ", describe(g_in), ", ", describe(gate_in), ", ", describe(up_in));
+  const Tensor g = dense(g_in), a = dense(gate_in), b = dense(up_in);
+  Shape packed = g.shape();
+  packed.insert(packed.begin(), 2);
+  Tensor out = Tensor::uninitialized(packed, g.dtype());
+  const int64_t n = g.numel();
+  visit_floating(g.dtype(), "swiglu_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T *pg = g.data<T>(), *pa = a.data<T>(), *pb = b.data<T>();
+    T* d = out.data<T>();
+    if constexpr (std::is_same_v<T, float>) {
+      swiglu_backward_f32(pg, pa, pb, d, d + n, n);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        d[n + i] = pg[i] * silu_value(pa[i]);
+        d[i] = pg[i] * pb[i] * silu_slope(pa[i]);
+      }
+    }
+  });
+  return out;
 }
 
 Tensor scalar(ScalarKind kind, const Tensor& a, double value) {

@@ -46,6 +46,7 @@ const DeviceKernels& table() {
       .embedding_backward = kernels::embedding_backward,
       .pick = kernels::pick,
       .pick_backward = kernels::pick_backward,
+      .swiglu_backward = swiglu_backward,
       .causal_attention = kernels::causal_attention,
       .causal_attention_backward = kernels::causal_attention_backward,
       .sgd_update = sgd_update,

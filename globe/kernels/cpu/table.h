@@ -11,6 +11,9 @@ const DeviceKernels& table();
 // elementwise_ops.cpp
 Tensor unary(UnaryKind kind, const Tensor& a);
 Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& out);
+// swiglu(gate, up) = silu(gate) * up's backward in one pass: g, gate, up of one shape -> [2, ...]
+// holding g * up * silu'(gate), then g * silu(gate).
+Tensor swiglu_backward(const Tensor& g, const Tensor& gate, const Tensor& up);
 Tensor scalar(ScalarKind kind, const Tensor& a, double s);
 void fill(const Tensor& dst, double value);
 Tensor clamp(const Tensor& a, double lo, double hi);

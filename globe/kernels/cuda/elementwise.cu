@@ -80,6 +80,7 @@ __device__ T apply_binary(BinaryKind k, T a, T b) {
         const T s = T(1) / (T(1) + exp(-b));
         return a * s * (T(1) + b * (T(1) - s));
       }
+      case BinaryKind::swiglu: return a / (T(1) + exp(-a)) * b;
     }
     return T(0);
   }
@@ -157,6 +158,20 @@ struct ClampBackwardFn {
   __device__ void operator()(int64_t i, const int64_t* off) const {
     const T v = x[off[1]];
     out[i] = v >= lo && v <= hi ? g[off[0]] : T(0);
+  }
+};
+// swiglu's backward over one shape: out[i] = g up silu'(gate), out[n + i] = g silu(gate).
+template <class T>
+struct SwigluBackwardFn {
+  int64_t n;
+  const T* g;
+  const T* a;
+  const T* b;
+  T* out;
+  __device__ void operator()(int64_t i, const int64_t* off) const {
+    const T x = a[off[1]], s = T(1) / (T(1) + exp(-x)), gi = g[off[0]];
+    out[n + i] = gi * x * s;
+    out[i] = gi * b[off[2]] * s * (T(1) + x * (T(1) - s));
   }
 };
 template <class T>
@@ -261,6 +276,22 @@ Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& sh
     const Tensor* ops[2] = {&a, &b};
     launch(out.numel(), make_indexer<2>(shape, ops, binary_name(kind)), stream_of(a),
            BinaryFn<T>{kind, base_of<T>(a), base_of<T>(b), base_of<T>(out)}, binary_name(kind));
+  });
+  return out;
+}
+
+Tensor swiglu_backward(const Tensor& g, const Tensor& gate, const Tensor& up) {
+  GLOBE_CHECK(g.shape() == gate.shape() && g.shape() == up.shape(), "[swiglu_backward] expects g, gate and up of one ",
+              "shape, got ", describe(g), ", ", describe(gate), ", ", describe(up));
+  Shape packed = g.shape();
+  packed.insert(packed.begin(), 2);
+  Tensor out = Tensor::uninitialized(packed, g.dtype(), g.device());
+  visit_floating(g.dtype(), "swiglu_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const Tensor* ops[3] = {&g, &gate, &up};
+    launch(g.numel(), make_indexer<3>(g.shape(), ops, "swiglu_backward"), stream_of(g),
+           SwigluBackwardFn<T>{g.numel(), base_of<T>(g), base_of<T>(gate), base_of<T>(up), base_of<T>(out)},
+           "swiglu_backward");
   });
   return out;
 }

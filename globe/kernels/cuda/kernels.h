@@ -9,6 +9,7 @@ namespace globe::kernels::cuda {
 // elementwise.cu
 Tensor unary(UnaryKind kind, const Tensor& a);
 Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& out);
+Tensor swiglu_backward(const Tensor& g, const Tensor& gate, const Tensor& up);
 Tensor scalar(ScalarKind kind, const Tensor& a, double s);
 void copy_into(const Tensor& dst, const Tensor& src);
 void fill(const Tensor& dst, double value);

@@ -35,6 +35,7 @@ const DeviceKernels& table() {
       .embedding_backward = embedding_backward,
       .pick = pick,
       .pick_backward = pick_backward,
+      .swiglu_backward = swiglu_backward,
       .causal_attention = causal_attention,
       .causal_attention_backward = causal_attention_backward,
       .sgd_update = sgd_update,
