@@ -20,7 +20,8 @@ B_, S0, S1 = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1)
 
 
 def rope_tables(c, T):
-    """cos and sin [T, head_dim] of positions 0..T-1, each step in float32 as transformers does."""
+    """cos and sin [T, head_dim / 2] of positions 0..T-1, each step in float32 as transformers does
+    (which repeats them for both halves; flow.rotary_embedding takes each once)."""
     D = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
     f32 = np.float32
     inv = f32(1.0) / np.power(f32(c.get("rope_theta", 10000.0)), np.arange(0, D, 2).astype(f32) / f32(D))
@@ -34,15 +35,8 @@ def rope_tables(c, T):
         blended = (f32(1) - smooth) * scaled / factor + smooth * scaled
         medium = ~(wavelen < f32(old / r["high_freq_factor"])) & ~(wavelen > f32(old / r["low_freq_factor"]))
         inv = np.where(medium, blended, scaled).astype(f32)
-    angles = np.arange(T).astype(f32)[:, None] * np.concatenate([inv, inv])[None, :]
+    angles = np.arange(T).astype(f32)[:, None] * inv[None, :]
     return np.cos(angles).astype(f32), np.sin(angles).astype(f32)
-
-
-def rotate(x, cos, sin):
-    """x * cos + rotate_half(x) * sin, rotate_half: halves (a, b) -> (-b, a) on the last dim."""
-    D = x.shape[-1]
-    half = flow.cat([flow.neg(flow.slice(x, 3, D // 2, D)), flow.slice(x, 3, 0, D // 2)], 3)
-    return x * cos + half * sin
 
 
 def repeat_kv(x, g):
@@ -84,14 +78,15 @@ class DecoderLayer(nn.Module):
         H, KV, D = self.H, self.KV, self.D
         h = nn.enter_tp_region(self.input_layernorm(x))
         a = self.self_attn
-        q = rotate(flow.transpose(flow.reshape(a.q_proj(h), [B, T, H, D]), 1, 2), cos, sin)
-        k = rotate(flow.transpose(flow.reshape(a.k_proj(h), [B, T, KV, D]), 1, 2), cos, sin)
+        # x * cos + rotate_half(x) * sin, one fused op
+        q = flow.rotary_embedding(flow.transpose(flow.reshape(a.q_proj(h), [B, T, H, D]), 1, 2), cos, sin)
+        k = flow.rotary_embedding(flow.transpose(flow.reshape(a.k_proj(h), [B, T, KV, D]), 1, 2), cos, sin)
         v = flow.transpose(flow.reshape(a.v_proj(h), [B, T, KV, D]), 1, 2)
         qkv = flow.cat([flow.unsqueeze(t, 0) for t in (q, repeat_kv(k, H // KV), repeat_kv(v, H // KV))], 0)
         att = flow.causal_attention(qkv, 1.0 / math.sqrt(D))  # [B, H, T, D]
         x = x + nn.reduce_over_tp(a.o_proj(flow.reshape(flow.transpose(att, 1, 2), [B, T, H * D])))
         h2 = nn.enter_tp_region(self.post_attention_layernorm(x))
-        return x + nn.reduce_over_tp(self.mlp.down_proj(flow.silu(self.mlp.gate_proj(h2)) * self.mlp.up_proj(h2)))
+        return x + nn.reduce_over_tp(self.mlp.down_proj(flow.swiglu(self.mlp.gate_proj(h2), self.mlp.up_proj(h2))))
 
 
 class Layers(nn.Module):

@@ -20,7 +20,7 @@ from ._globe import (Error, Placement, Tensor, abs, add, allclose, arange, argma
                      causal_softmax, clamp, contiguous, cross_entropy, describe, div, dropout, embedding, eq, equal, exp, expand, flatten,
                      from_full, from_numpy, gather, ge, gelu, gelu_tanh, gt, layer_norm, le, linear, local_block, log, log_softmax, logical_and, logical_not,
                      logical_or, lt, manual_seed, matmul, matmul_nt, max, mean, mse_loss, mul, narrow, ne, neg, ones_like, permute, pick, pow, relu, reset_boxing_paths, reshape, rms_norm,
-                     scatter_add, sigmoid, silu, slice, softmax, sqrt, squeeze, sub, sum, sum_to, tanh, to_dtype,
+                     rotary_embedding, scatter_add, sigmoid, silu, slice, softmax, sqrt, squeeze, sub, sum, sum_to, swiglu, tanh, to_dtype,
                      transpose, uniform, unsqueeze, view, visualize, where, zeros_like)
 from . import amp, env, nn, optim, pipeline, sbp, tensor_methods, trace  # noqa: E402  (after _globe: they use it)
 from .trace import CommTrace, Timeline  # noqa: E402
@@ -105,7 +105,7 @@ class backends:  # noqa: N801  (flow.backends / torch.backends)
 
 
 __all__ = ["Tensor", "Placement", "Error", "placement", "tensor", "local_to_global", "randn", "zeros", "ones", "full", "save", "load",
-           "save_sharded", "load_sharded", "load_sharded_into", "save_hf", "rms_norm", "silu", "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision", "backends", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half", "bool", "int32", "int8", "uint8"]
+           "save_sharded", "load_sharded", "load_sharded_into", "save_hf", "rms_norm", "silu", "swiglu", "rotary_embedding", "no_grad", "no_sync", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision", "backends", "CommTrace", "Timeline", "trace", "set_grad_bucket_bytes", "grad_bucket_bytes", "sbp", "nn", "optim", "amp", "env", "float32", "float64", "int64", "bfloat16", "float16", "half", "bool", "int32", "int8", "uint8"]
 
 
 class device:  # noqa: N801  (torch.device / flow.device)

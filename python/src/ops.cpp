@@ -95,6 +95,8 @@ void bind_ops(pyb::module_& m) {
   m.def("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); });
   m.def("mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); });
   m.def("div", [](const Tensor& a, const Tensor& b) { return div(a, b); });
+  m.def("swiglu", &swiglu, pyb::arg("gate"), pyb::arg("up"));
+  m.def("rotary_embedding", &rotary_embedding, pyb::arg("input"), pyb::arg("cos"), pyb::arg("sin"));
   m.def("pow", [](const Tensor& a, double e) { return pow(a, e); });
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&)>>{
            {"neg", &neg}, {"exp", &exp}, {"log", &log}, {"sqrt", &sqrt}, {"relu", &relu}, {"gelu", &gelu},

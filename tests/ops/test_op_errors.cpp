@@ -256,6 +256,14 @@ TEST(OpErrors, NnFunctionArguments) {
               AllOf(StartsWith("[causal_attention]"), HasSubstr("[2, 4, 3]")));
   EXPECT_THAT(error_of([] { causal_attention(reshape(arange(12), {3, 2, 2}), 1.0); }),
               AllOf(StartsWith("[causal_attention]"), HasSubstr("int64")));
+  EXPECT_THAT(error_of([] { rms_norm(f23, zeros({2}), 1e-6); }),
+              AllOf(StartsWith("[rms_norm] weight"), HasSubstr("[2]"), HasSubstr("[2, 3]")));
+  EXPECT_THAT(error_of([] { rms_norm(arange(3), Tensor(), 1e-6); }), AllOf(StartsWith("[rms_norm]"), HasSubstr("int64")));
+  EXPECT_THAT(error_of([] { rotary_embedding(f23, zeros({2, 1}), zeros({2, 1})); }),  // D = 3 is odd
+              AllOf(StartsWith("[rotary_embedding]"), HasSubstr("D even"), HasSubstr("[2, 3]")));
+  EXPECT_THAT(error_of([] { rotary_embedding(zeros({2, 5, 4}), zeros({5, 2}), zeros({4, 2})); }),
+              AllOf(StartsWith("[rotary_embedding] sin float32[4, 2]"), HasSubstr("[5, 2]"), HasSubstr("[2, 5, 4]")));
+  EXPECT_THAT(error_of([] { swiglu(f23, zeros({4})); }), AllOf(StartsWith("[swiglu]"), HasSubstr("[2, 3]")));
   EXPECT_THAT(error_of([] { dropout(f23, 1.5); }), StartsWith("[dropout]"));
   nn::Linear fc(4, 2);
   EXPECT_THAT(error_of([&] { fc(f23); }), AllOf(StartsWith("[Linear]"), HasSubstr("[2, 3]")));

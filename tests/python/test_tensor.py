@@ -58,6 +58,24 @@ def test_every_op_is_reachable_and_computes():
     assert u.min() >= 2.0 and u.max() < 3.0
 
 
+def test_llama_ops_match_their_formulas():
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((2, 3, 8)), rng.standard_normal(8)
+    want = x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(flow.rms_norm(flow.tensor(x), flow.tensor(w), 1e-6).numpy(), want, rtol=1e-12)
+    silu = x / (1 + np.exp(-x))
+    np.testing.assert_allclose(flow.silu(flow.tensor(x)).numpy(), silu, rtol=1e-12)
+    np.testing.assert_allclose(flow.swiglu(flow.tensor(x), flow.tensor(x + 1)).numpy(), silu * (x + 1), rtol=1e-12)
+    # rotary: Hugging Face's x * cat(cos, cos) + rotate_half(x) * cat(sin, sin), tables [T, D / 2]
+    cos, sin = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    half = np.concatenate([-x[..., 4:], x[..., :4]], -1)
+    want = x * np.concatenate([cos, cos], -1) + half * np.concatenate([sin, sin], -1)
+    got = flow.rotary_embedding(flow.tensor(x), flow.tensor(cos), flow.tensor(sin)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    with pytest.raises(flow.Error, match=r"\[rotary_embedding\] cos float64\[3, 8\] is not float64\[3, 4\]"):
+        flow.rotary_embedding(flow.tensor(x), flow.tensor(np.zeros((3, 8))), flow.tensor(sin))
+
+
 def test_backward_gives_the_gradient():
     w = flow.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
     x = flow.tensor([[2.0, 1.0]])
