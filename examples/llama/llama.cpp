@@ -163,6 +163,7 @@ int run(int argc, char** argv) {
   if (!hf.empty()) {
     const int64_t held = globe::memory_stats().current_bytes;
     globe::reset_peak_memory();
+    example::max_over_ranks(0.0);  // every rank starts the clock together (a rank still building waits here)
     const auto t0 = std::chrono::steady_clock::now();
     globe::load_sharded_into(hf, model.state_dict());
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -156,6 +156,10 @@ ReadFile::~ReadFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void ReadFile::prefetch(uint64_t offset, size_t n) const {
+  if (n > 0) (void)::posix_fadvise(fd_, off_t(offset), off_t(n), POSIX_FADV_WILLNEED);
+}
+
 void ReadFile::read_at(uint64_t offset, void* dst, size_t n, const std::string& what) const {
   char* p = static_cast<char*>(dst);
   const uint64_t start = offset, end = offset + n;

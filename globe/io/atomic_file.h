@@ -55,6 +55,9 @@ class ReadFile {
   const std::string& path() const { return path_; }
   // Reads exactly n bytes at `offset` (pread until done); a short read is an error naming `what`.
   void read_at(uint64_t offset, void* dst, size_t n, const std::string& what) const;
+  // Asks the kernel to start reading [offset, offset + n) into the page cache in the background
+  // (posix_fadvise WILLNEED); a hint, which a failure only leaves unused.
+  void prefetch(uint64_t offset, size_t n) const;
 
  private:
   std::string path_, op_;

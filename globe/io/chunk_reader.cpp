@@ -35,7 +35,8 @@ Tensor ChunkReader::read_block(const IndexEntry& entry, const Shape& start, cons
   return out;
 }
 
-void ChunkReader::read_block_into(const IndexEntry& entry, const Shape& start, const Shape& extent, const Tensor& out) {
+template <class Fn>
+void ChunkReader::for_each_piece(const IndexEntry& entry, const Shape& start, const Shape& extent, Fn&& fn) {
   const size_t nd = entry.shape.size();
   if (numel_of(extent) == 0) return;
   for (const ChunkRecord& c : entry.chunks) {
@@ -53,10 +54,22 @@ void ChunkReader::read_block_into(const IndexEntry& entry, const Shape& start, c
       ext[d] = hi[d] - lo[d];
       dst[d] = lo[d] - start[d];
     }
-    const TensorRecord& rec = chunk_record(entry, c);
-    file(c.file).read_block(rec, src, ext, out, dst);
+    fn(file(c.file), chunk_record(entry, c), src, ext, dst);
   }
+}
+
+void ChunkReader::read_block_into(const IndexEntry& entry, const Shape& start, const Shape& extent, const Tensor& out) {
+  for_each_piece(entry, start, extent, [&](const SafetensorsReader& f, const TensorRecord& rec, const Shape& src,
+                                           const Shape& ext, const Shape& dst) { f.read_block(rec, src, ext, out, dst); });
   // The index was checked to tile each tensor, so every element of the block has been read.
+}
+
+void ChunkReader::prefetch_block(const IndexEntry& entry, const Shape& start, const Shape& extent) {
+  try {
+    for_each_piece(entry, start, extent, [&](const SafetensorsReader& f, const TensorRecord& rec, const Shape& src,
+                                             const Shape& ext, const Shape&) { f.prefetch_block(rec, src, ext); });
+  } catch (const Error&) {  // the read reports it
+  }
 }
 
 }  // namespace globe::io

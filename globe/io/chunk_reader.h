@@ -21,6 +21,9 @@ class ChunkReader {
   Tensor read_block(const IndexEntry& entry, const Shape& start, const Shape& extent);
   // The same block into `dst`: a contiguous local host tensor of the entry's dtype and the extent.
   void read_block_into(const IndexEntry& entry, const Shape& start, const Shape& extent, const Tensor& dst);
+  // Starts reading the block's bytes into the page cache in the background; a hint (failures are
+  // left for the read to report).
+  void prefetch_block(const IndexEntry& entry, const Shape& start, const Shape& extent);
   // The whole tensor.
   Tensor read_whole(const IndexEntry& entry) {
     return read_block(entry, Shape(entry.shape.size(), 0), entry.shape);
@@ -31,6 +34,9 @@ class ChunkReader {
   const SafetensorsReader& file(const std::string& name);
 
  private:
+  // fn(file, record, source start, extent, destination start) for each chunk the block overlaps.
+  template <class Fn>
+  void for_each_piece(const IndexEntry& entry, const Shape& start, const Shape& extent, Fn&& fn);
   std::string dir_, op_;
   std::map<std::string, std::unique_ptr<SafetensorsReader>> files_;
 };

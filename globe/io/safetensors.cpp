@@ -65,6 +65,18 @@ void SafetensorsReader::read_block(const TensorRecord& rec, const Shape& start, 
   check_bools(rec, dst);
 }
 
+void SafetensorsReader::prefetch_block(const TensorRecord& rec, const Shape& start, const Shape& extent) const {
+  if (numel_of(extent) == 0 || start.size() != rec.shape.size()) return;
+  const Shape ss = contiguous_strides(rec.shape);
+  int64_t first = 0, last = 0;
+  for (size_t d = 0; d < start.size(); ++d) {
+    first += start[d] * ss[d];
+    last += (start[d] + extent[d] - 1) * ss[d];
+  }
+  const uint64_t isz = itemsize(dtype_of(rec));
+  file_.prefetch(header_.data_start + rec.begin + uint64_t(first) * isz, uint64_t(last - first + 1) * isz);
+}
+
 void SafetensorsReader::copy_block(const TensorRecord& rec, const Shape& start, const Shape& extent,
                                    const Tensor& dst, const Shape& dst_start) const {
   const DType dtype = dtype_of(rec);

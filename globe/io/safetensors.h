@@ -37,6 +37,9 @@ class SafetensorsReader {
   // rec's dtype) at `dst_start`. Reads only the rows the block covers, coalescing nearby ones.
   void read_block(const TensorRecord& rec, const Shape& start, const Shape& extent,
                   const Tensor& dst, const Shape& dst_start) const;
+  // Starts reading the bytes from the block's first element to its last into the page cache in the
+  // background (ReadFile::prefetch), so that the disk works while the caller copies other blocks.
+  void prefetch_block(const TensorRecord& rec, const Shape& start, const Shape& extent) const;
 
  private:
   void copy_block(const TensorRecord& rec, const Shape& start, const Shape& extent, const Tensor& dst,

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -179,7 +180,7 @@ Request global_request(const io::IndexEntry& e, const std::string& dir,
     GLOBE_FAIL("[load_sharded] '", where, "': tensor '", e.name, "' ", e.dtype, shape_str(e.shape),
                " cannot take the layout ", layout.sbp.to_string(), ": ", err.what());
   }
-  return {&e, false, layout.placement, s, std::nullopt};
+  return {&e, false, layout.placement, s, std::nullopt, Tensor()};
 }
 
 // Reads each rank's block of every request; boxes only where the target has partial_sum axes.
@@ -199,6 +200,45 @@ void load_requests(const std::string& dir, const std::vector<Request>& requests,
     if (!r.placement.contains(me)) return 0;
     return numel_of(local_block(r.entry->shape, r.placement, partial_to_broadcast(r.sbp), me).shape) * size;
   };
+  // Read in file order (each file's tensors by their offset), as a sequential reader would: the
+  // model's order jumps between files and back (model.layers.10 is stored before model.layers.2),
+  // which on a cold page cache defeats the kernel's readahead (measured: one rank loading 1.16 GB
+  // took 2.1 s against cat's 0.5 s). The order depends only on the files, so every rank takes it
+  // and runs the collectives below in the same order.
+  auto position = [&](const Request& r) -> std::pair<std::string, uint64_t> {
+    if (r.entry->chunks.empty()) return {std::string(), 0};
+    const io::ChunkRecord& c = r.entry->chunks.front();
+    uint64_t at = UINT64_MAX;  // a file that cannot be read sorts last; reading it reports why
+    try {
+      at = reader.chunk_record(*r.entry, c).begin;
+    } catch (const Error&) {
+    }
+    return {c.file, at};
+  };
+  std::vector<std::pair<std::pair<std::string, uint64_t>, const Request*>> order;
+  for (const Request& r : requests) order.push_back({position(r), &r});
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Ask for the bytes this rank reads up to kPrefetchAhead before it reads them: the disk then reads
+  // ahead while the loop below copies (and first touches) the targets, rather than one after the
+  // other; bounded, so that ranks sharing a disk keep to a short stretch each.
+  constexpr int64_t kPrefetchAhead = int64_t(64) << 20;
+  size_t prefetched = 0;
+  int64_t asked = 0, consumed = 0;
+  auto prefetch_ahead = [&] {
+    while (prefetched < order.size() && asked - consumed < kPrefetchAhead) {
+      const Request& r = *order[prefetched++].second;
+      const int64_t size = int64_t(itemsize(io::entry_dtype(*r.entry, dir)));
+      if (r.local) {
+        reader.prefetch_block(*r.entry, Shape(r.entry->shape.size(), 0), r.entry->shape);
+        asked += numel_of(r.entry->shape) * size;
+      } else if (r.placement.contains(me)) {
+        const Block b = local_block(r.entry->shape, r.placement, partial_to_broadcast(r.sbp), me);
+        reader.prefetch_block(*r.entry, b.start, b.shape);
+        asked += numel_of(b.shape) * size;
+      }
+    }
+  };
   int64_t all_bytes = 0, my_bytes = 0;
   for (const Request& r : requests) {
     all_bytes += numel_of(r.entry->shape) * int64_t(itemsize(io::entry_dtype(*r.entry, dir)));
@@ -206,10 +246,13 @@ void load_requests(const std::string& dir, const std::vector<Request>& requests,
   }
   const std::unique_ptr<Progress> progress =
       me == 0 ? io::checkpoint_progress("load_sharded " + dir + " (rank 0's blocks)", my_bytes, all_bytes) : nullptr;
-  for (const Request& r : requests) {
+  for (const auto& [at, request] : order) {
+    const Request& r = *request;
     const io::IndexEntry& e = *r.entry;
     const DType dtype = io::entry_dtype(e, dir);
+    prefetch_ahead();
     auto read_done = [&] {
+      consumed += my_bytes_of(r);
       if (progress) progress->advance(my_bytes_of(r));
     };
     // After a failure this rank stops reading but keeps building (zero) tensors, so that it still
@@ -248,9 +291,12 @@ void load_requests(const std::string& dir, const std::vector<Request>& requests,
   io::agree_on_errors(error);
 }
 
+// The loaded tensors under their names, in the requests' order (they are read in file order).
 StateDict collect(const std::string& dir, const std::vector<Request>& requests) {
+  std::map<std::string, Tensor> loaded;
+  load_requests(dir, requests, [&](const std::string& name, const Tensor& t) { loaded[name] = t; });
   StateDict out;
-  load_requests(dir, requests, [&](const std::string& name, const Tensor& t) { out.set(name, t); });
+  for (const Request& r : requests) out.set(r.entry->name, loaded.at(r.entry->name));
   return out;
 }
 
@@ -313,7 +359,7 @@ std::vector<Request> like_requests(const std::string& dir, const io::ShardedInde
   std::vector<Request> requests;
   for (const auto& [key, t] : like) {
     const io::IndexEntry& e = entry_of(index, dir, key);
-    Request r = t.is_global() ? global_request(e, dir, {t.placement(), t.sbp()}) : Request{&e, true, {}, {}, std::nullopt};
+    Request r = t.is_global() ? global_request(e, dir, {t.placement(), t.sbp()}) : Request{&e, true, {}, {}, std::nullopt, Tensor()};
     if (e.dtype != io::safetensors_dtype(t.dtype())) r.as = t.dtype();
     requests.push_back(r);
   }
@@ -351,7 +397,7 @@ StateDict load_sharded(const std::string& dir) {
   std::vector<Request> requests;
   for (const io::IndexEntry& e : index.tensors) {
     if (e.local)
-      requests.push_back({&e, true, {}, {}, std::nullopt});
+      requests.push_back({&e, true, {}, {}, std::nullopt, Tensor()});
     else
       requests.push_back(global_request(e, dir, {all, sbp::broadcast}));
   }
