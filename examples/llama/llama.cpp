@@ -81,6 +81,7 @@ int run(int argc, char** argv) {
   const int log_every = a.integer("--log-every", 1, "print the loss every N steps (0: never)");
   const std::string save_dir = a.text("--save-hf", "", "at the end, write the weights as a Hugging Face checkpoint here");
   const double shard_mb = a.number("--save-shard-mb", 5000, "with --save-hf: a new file past this many MB (transformers' max_shard_size)");
+  const std::string save_dtype = a.text("--save-dtype", "", "with --save-hf: bf16 or float32 (default: the parameters' dtype, float32)");
   const std::string prompt = a.text("--generate", "", "token ids, comma-separated: continue them");
   const std::string tokenizer_path = a.text("--tokenizer", "", "a tokenizer.json or SentencePiece .model (default: the checkpoint's)");
   const std::string text_prompt = a.text("--prompt", "", "with a tokenizer: continue this text");
@@ -152,6 +153,8 @@ int run(int argc, char** argv) {
   if (zero == 3)
     for (auto& b : model.blocks) globe::nn::fully_shard(*b);
   GLOBE_CHECK(dtype == "float32" || dtype == "bf16", "[llama] --dtype ", dtype, ": float32 or bf16");
+  GLOBE_CHECK(save_dtype.empty() || save_dtype == "float32" || save_dtype == "bf16", "[llama] --save-dtype ", save_dtype,
+              ": float32 or bf16");
   if (dtype == "bf16")  // bfloat16 compute, float32 master weights and AdamW state (the loss in float32)
     for (globe::nn::Module* m : std::initializer_list<globe::nn::Module*>{&model, &model.embed, &model.head})
       globe::nn::mixed_precision(*m, {.param_dtype = globe::kBFloat16});
@@ -264,9 +267,14 @@ int run(int argc, char** argv) {
   }
 
   if (!save_dir.empty()) {
-    globe::save_hf(model.state_dict(), save_dir, {.max_shard_bytes = int64_t(shard_mb * 1e6)});
-    // The model's shape is unchanged: the configuration it was made from, every field kept.
-    if (me == 0) std::ofstream(save_dir + "/config.json") << config_json.dump(2) << "\n";
+    globe::HfSaveOptions options{.max_shard_bytes = int64_t(shard_mb * 1e6)};
+    if (!save_dtype.empty()) options.dtype = save_dtype == "bf16" ? globe::kBFloat16 : globe::kFloat32;
+    globe::save_hf(model.state_dict(), save_dir, options);
+    // The model's shape is unchanged: the configuration it was made from, every field kept but
+    // torch_dtype, which names the dtype written.
+    nlohmann::json written = config_json;
+    if (!save_dtype.empty()) written["torch_dtype"] = save_dtype == "bf16" ? "bfloat16" : "float32";
+    if (me == 0) std::ofstream(save_dir + "/config.json") << written.dump(2) << "\n";
   }
   if (me == 0) {
     for (const auto& [k, v] : globe::dist::machine_info()) res["machine"][k] = v;

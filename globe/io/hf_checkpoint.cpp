@@ -12,6 +12,7 @@
 #include "globe/io/collective.h"
 #include "globe/io/json_parse.h"
 #include "globe/io/safetensors.h"
+#include "globe/ops/ops.h"
 
 namespace globe {
 
@@ -152,12 +153,16 @@ void save_hf(const StateDict& state, const std::string& dir, const HfSaveOptions
   io::enter_collective("save_hf: " + io::layout_fingerprint(state));
   GLOBE_CHECK(options.max_shard_bytes > 0, "[save_hf] max_shard_bytes must be positive, not ", options.max_shard_bytes);
   for (const auto& [key, t] : state) GLOBE_CHECK(t.defined(), "[save_hf] '", dir, "': tensor '", key, "' is undefined");
+  GLOBE_CHECK(!options.dtype || is_floating(*options.dtype), "[save_hf] dtype ", dtype_name(options.dtype.value_or(kInt64)),
+              " is not floating: floating tensors are converted to it");
+  // The dtype a tensor is written in.
+  auto written = [&](const Tensor& t) { return options.dtype && is_floating(t.dtype()) ? *options.dtype : t.dtype(); };
 
   // Files as transformers cuts them: in state order, a new file when the next tensor would not fit.
   std::vector<StateDict> groups(1);
   int64_t in_group = 0, total = 0;
   for (const auto& [key, t] : state) {
-    const int64_t bytes = t.numel() * int64_t(itemsize(t.dtype()));
+    const int64_t bytes = t.numel() * int64_t(itemsize(written(t)));
     if (in_group > 0 && in_group + bytes > options.max_shard_bytes) {
       groups.emplace_back();
       in_group = 0;
@@ -175,8 +180,11 @@ void save_hf(const StateDict& state, const std::string& dir, const HfSaveOptions
   auto partial = [&](size_t k) { return dir + "/." + names[k] + ".partial-" + tag; };
   io::agree_on_errors(io::capture_error([&] { io::make_directories(dir, "save_hf"); }));
   try {
-    for (size_t k = 0; k < n; ++k)  // collective; each file gathered to and written by its rank
-      save(groups[k], partial(k), {.global_dst_rank = int(k % size_t(world)), .metadata = options.metadata});
+    for (size_t k = 0; k < n; ++k) {  // collective; each file gathered to and written by its rank
+      StateDict file;
+      for (const auto& [key, t] : groups[k]) file.set(key, written(t) == t.dtype() ? t : to_dtype(t, written(t)));
+      save(file, partial(k), {.global_dst_rank = int(k % size_t(world)), .metadata = options.metadata});
+    }
   } catch (const Error&) {
     std::error_code ec;  // every rank threw the same error: drop the complete temporary files
     for (size_t k = 0; k < n; ++k)

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "globe/io/sharded_index.h"
@@ -43,6 +44,9 @@ struct HfSaveOptions {
   int64_t max_shard_bytes = 5'000'000'000;
   // Each file's "__metadata__"; transformers' loader needs {"format": "pt"}.
   std::map<std::string, std::string> metadata = {{"format", "pt"}};
+  // Floating tensors written in this dtype (bfloat16, as Llama checkpoints ship; rounded to
+  // nearest even), converted one file's tensors at a time; unset: as they are.
+  std::optional<DType> dtype;
 };
 
 // Collective. Writes `state` (global tensors in any layout, or local ones) as a Hugging Face

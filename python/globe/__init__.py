@@ -341,10 +341,11 @@ def load_sharded_into(path, targets):
     _globe.load_sharded_into(str(path), dict(targets))
 
 
-def save_hf(state, path, max_shard_bytes=5_000_000_000):
+def save_hf(state, path, max_shard_bytes=5_000_000_000, dtype=None):
     """`state` written as a Hugging Face checkpoint directory (model.safetensors, or shards and
-    their index) from any layout (collective; C++ globe::save_hf)."""
-    _globe.save_hf(dict(state), str(path), int(max_shard_bytes))
+    their index) from any layout (collective; C++ globe::save_hf); `dtype` (flow.bfloat16, say)
+    converts the floating tensors as they are written."""
+    _globe.save_hf(dict(state), str(path), _builtins.int(max_shard_bytes), dtype)
 
 
 def _numpy_array(self, dtype=None):

@@ -29,9 +29,11 @@ void bind_io(pyb::module_& m) {
         pyb::arg("state"), pyb::arg("dir"));
   m.def("load_sharded_into", [](const std::string& dir, const pyb::dict& targets) { load_sharded_into(dir, to_state_dict(targets)); },
         pyb::arg("dir"), pyb::arg("targets"));
-  m.def("save_hf", [](const pyb::dict& state, const std::string& dir, int64_t max_shard_bytes) {
-    save_hf(to_state_dict(state), dir, {.max_shard_bytes = max_shard_bytes});
-  }, pyb::arg("state"), pyb::arg("dir"), pyb::arg("max_shard_bytes") = int64_t(5'000'000'000));
+  m.def("save_hf", [](const pyb::dict& state, const std::string& dir, int64_t max_shard_bytes, const pyb::object& dtype) {
+    HfSaveOptions options{.max_shard_bytes = max_shard_bytes};
+    if (!dtype.is_none()) options.dtype = dtype.cast<DType>();
+    save_hf(to_state_dict(state), dir, options);
+  }, pyb::arg("state"), pyb::arg("dir"), pyb::arg("max_shard_bytes") = int64_t(5'000'000'000), pyb::arg("dtype") = pyb::none());
   m.def("load_sharded", [](const std::string& dir, const pyb::object& like) {
     if (like.is_none()) return to_dict(load_sharded(dir));
     return to_dict(load_sharded(dir, to_state_dict(like.cast<pyb::dict>())));

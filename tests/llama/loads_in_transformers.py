@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A checkpoint Globe saved (save_hf, from tp2 x pp2) loads in Hugging Face transformers'
-from_pretrained and equals the original bit for bit, with the same logits.
+from_pretrained and equals the original bit for bit, with the same logits; one saved as bfloat16
+(--save-dtype bf16) equals the original converted by torch to bfloat16, bit for bit.
 
     loads_in_transformers.py SAVED_DIR ORIGINAL_DIR
 
@@ -15,8 +16,10 @@ except ImportError as e:
     sys.exit(77)
 
 saved, original = sys.argv[1], sys.argv[2]
-a = transformers.LlamaForCausalLM.from_pretrained(original).eval()
-b = transformers.LlamaForCausalLM.from_pretrained(saved).eval()
+b = transformers.LlamaForCausalLM.from_pretrained(saved, torch_dtype="auto").eval()
+bf16 = b.dtype == torch.bfloat16
+# The original converted as transformers converts on loading (torch's round to nearest even).
+a = transformers.LlamaForCausalLM.from_pretrained(original, torch_dtype=b.dtype).eval()
 sa, sb = a.state_dict(), b.state_dict()
 assert sa.keys() == sb.keys(), f"keys differ: {sorted(set(sa) ^ set(sb))}"
 for k in sa:
@@ -24,4 +27,4 @@ for k in sa:
 x = torch.arange(12).reshape(2, 6)
 with torch.no_grad():
     assert torch.equal(a(x).logits, b(x).logits), "logits differ"
-print(f"OK: {len(sa)} tensors equal bit for bit, same logits (transformers {transformers.__version__})")
+print(f"OK: {len(sa)} tensors equal bit for bit{', as bfloat16' if bf16 else ''}, same logits (transformers {transformers.__version__})")

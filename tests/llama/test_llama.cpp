@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "globe/io/safetensors.h"
+#include "globe/io/sharded.h"
+#include "globe/ops/ops.h"
 #include "launcher_process.h"
 
 namespace {
@@ -207,6 +209,26 @@ TEST(LlamaCheckpoint, SavedFromTp2Pp2HoldsTheOriginalBytesAndLoadsAgain) {
   EXPECT_EQ(line(again.r.out), line(orig.r.out));
 }
 
+// Saved as bfloat16 (as Llama checkpoints ship) from tp2: every tensor is the original rounded to
+// bfloat16 (BF16 in the files), config.json says torch_dtype bfloat16, and it loads again.
+TEST(LlamaCheckpoint, SavedAsBfloat16HoldsTheRoundedWeights) {
+  TempDir dir;
+  const std::string saved = dir.path() + "/bf16";
+  const LlamaRun run = llama(2, {"--load-hf", kData + "/gqa", "--tp", "2", "--save-hf", saved, "--save-dtype", "bf16"});
+  ASSERT_EQ(run.r.exit_code, 0) << run.all();
+  const globe::StateDict original = globe::load_sharded(kData + "/gqa"), got = globe::load_sharded(saved);
+  ASSERT_EQ(got.size(), original.size());
+  for (const auto& [key, t] : original) {
+    ASSERT_TRUE(got.contains(key)) << key;
+    EXPECT_EQ(got.at(key).dtype(), globe::kBFloat16) << key;
+    EXPECT_TRUE(globe::equal(got.at(key), globe::to_dtype(t, globe::kBFloat16))) << key;
+  }
+  std::ifstream a(saved + "/config.json");
+  EXPECT_EQ(nlohmann::json::parse(a)["torch_dtype"], "bfloat16");
+  const LlamaRun again = llama(1, {"--load-hf", saved, "--generate", "1,2,3", "--tokens", "2"});
+  EXPECT_EQ(again.r.exit_code, 0) << again.all();
+}
+
 TEST(LlamaTokenizer, EncodeWritesTheTokenizersIdsAndPromptsDecode) {
   TempDir dir;
   std::ifstream g(kData + "/tokenizer/golden.json");
@@ -288,7 +310,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"tokenizer_larger_than_the_vocabulary", 2, {"--tokenizer", kData + "/tokenizer/gpt2.json", "--prompt", "hi"},
                  "has 1000 tokens, more than the model's vocabulary of 256"},
         BadInput{"top_p_out_of_range", 2, {"--generate", "1,2", "--temperature", "1", "--top-p", "1.5"},
-                 "top_p 1.5 is not in (0, 1]"}),
+                 "top_p 1.5 is not in (0, 1]"},
+        BadInput{"save_dtype_unknown", 2, {"--save-hf", "unused", "--save-dtype", "fp8"}, "--save-dtype fp8: float32 or bf16"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
 
 }  // namespace

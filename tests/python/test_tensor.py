@@ -58,6 +58,14 @@ def test_every_op_is_reachable_and_computes():
     assert u.min() >= 2.0 and u.max() < 3.0
 
 
+def test_save_hf_writes_bfloat16_when_asked(tmp_path):
+    w = flow.tensor(np.array([[1.0, 1.00390625, 3.14159], [-2.5, 1e-3, 7.0]], dtype=np.float32))
+    flow.save_hf({"w": w, "steps": flow.tensor([3])}, tmp_path / "bf16", dtype=flow.bfloat16)
+    got = flow.load_sharded(tmp_path / "bf16")
+    assert got["w"].dtype == flow.bfloat16 and got["steps"].dtype == flow.int64  # integers kept
+    np.testing.assert_array_equal(got["w"].to_local().float().numpy(), flow.to_dtype(w, flow.bfloat16).float().numpy())
+
+
 def test_llama_ops_match_their_formulas():
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal((2, 3, 8)), rng.standard_normal(8)
