@@ -12,11 +12,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "../example_util.h"
 #include "../gpt/generate.h"
 #include "globe/io/safetensors.h"
+#include "globe/nn/init.h"
 #include "model.h"
 #include "tokenizer.h"
 #include "tokens.h"
@@ -138,7 +140,12 @@ int run(int argc, char** argv) {
               " KV heads cannot be split over --tp ", tp, ": each rank takes whole heads and whole KV heads");
 
   globe::manual_seed(uint64_t(seed));
+  // With a checkpoint to load, the layers only allocate their weights (no numbers drawn to be
+  // overwritten; torch's skip_init).
+  std::optional<globe::nn::init::SkipInitGuard> skip_init;
+  if (!hf.empty()) skip_init.emplace();
   llama::Llama model(c, /*init=*/hf.empty());
+  skip_init.reset();
   std::vector<globe::Placement> meshes;
   for (int s = 0; s < pipe_stages; ++s) {
     std::vector<int> ranks;

@@ -3,15 +3,33 @@
 #include <cmath>
 
 #include "globe/core/grad_mode.h"
+#include "globe/core/random.h"
 #include "globe/global/global_tensor.h"
 #include "globe/ops/ops.h"
 
 namespace globe::nn::init {
 
+namespace {
+thread_local bool skip_init = false;
+
+// Under SkipInitGuard: the tensor unfilled, its draw's generator call taken all the same.
+Tensor skipped(const Shape& shape) {
+  (void)next_local_random_stream();
+  return Tensor::uninitialized(shape, kFloat32);
+}
+}  // namespace
+
+SkipInitGuard::SkipInitGuard() : previous_(skip_init) { skip_init = true; }
+SkipInitGuard::~SkipInitGuard() { skip_init = previous_; }
+bool skipping_init() { return skip_init; }
+
 Tensor linear_uniform(const Shape& shape, int64_t fan_in) {
+  if (skip_init) return skipped(shape);
   const double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
   return uniform(shape, -bound, bound);
 }
+
+Tensor default_normal(const Shape& shape) { return skip_init ? skipped(shape) : randn(shape); }
 
 namespace {
 

@@ -52,7 +52,7 @@ Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
 Tensor Dropout::forward(const Tensor& x) { return dropout(x, p_, is_training()); }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t dim) {
-  weight = randn({num_embeddings, dim});
+  weight = init::default_normal({num_embeddings, dim});
   register_parameter("weight", weight);
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "global_test_util.h"
 #include "test_util.h"
@@ -105,6 +106,33 @@ TEST(Init, InPlaceKeepsTheParameterAndRecordsNoGradient) {
   EXPECT_TRUE(held.same(p));
   EXPECT_TRUE(p.is_leaf());
   EXPECT_NE(sum(mul(p, p)).item<double>(), 0.0);
+}
+
+// Under SkipInitGuard the layers allocate their weights without filling them (no memory touched),
+// and every later draw is the one an initialised model would see.
+TEST(Init, SkipInitLeavesTheDrawsThatFollowUnchanged) {
+  auto build_then_draw = [](bool skip) {
+    manual_seed(11);
+    std::optional<nn::init::SkipInitGuard> guard;
+    if (skip) guard.emplace();
+    nn::Linear fc(5, 3);
+    nn::Embedding table(7, 2);
+    EXPECT_TRUE(nn::init::skipping_init() == skip);
+    guard.reset();
+    EXPECT_EQ(fc.weight.shape(), (Shape{3, 5}));
+    EXPECT_EQ(fc.bias.shape(), (Shape{3}));
+    EXPECT_EQ(table.weight.shape(), (Shape{7, 2}));
+    return randn({4}).to_vector<float>();
+  };
+  const std::vector<float> initialised = build_then_draw(false);
+  EXPECT_EQ(build_then_draw(true), initialised);
+  EXPECT_FALSE(nn::init::skipping_init());
+  {
+    nn::init::SkipInitGuard outer;
+    { nn::init::SkipInitGuard inner; }
+    EXPECT_TRUE(nn::init::skipping_init());  // nested guards restore what was before them
+  }
+  EXPECT_FALSE(nn::init::skipping_init());
 }
 
 TEST(Init, GlobalFillsEqualTheWholeValueInEveryLayout) {
