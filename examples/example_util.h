@@ -102,6 +102,18 @@ inline int64_t max_over_ranks(double v) {
 // Prints from rank 0 only (every rank runs the same program).
 inline bool is_rank0() { return globe::dist::world_rank() == 0; }
 
+// A step's batch of `shape` [batch, tokens] as a global tensor split over the data-parallel axis
+// (axis 0) of `p`: this rank's rows from read_rows(first, n) (int64 [n, tokens]); ranks outside
+// `p` hold nothing. The GPT's byte windows and the Llama's token file both come in through it.
+template <class ReadRows>
+globe::Tensor batch_on(const globe::Placement& p, const globe::Shape& shape, ReadRows&& read_rows) {
+  const globe::NdSbp s({globe::sbp::split(0), globe::sbp::broadcast});
+  const int me = globe::dist::world_rank();
+  if (!p.contains(me)) return globe::make_global(globe::Tensor::empty({0, 0}, globe::kInt64), shape, p, s);
+  const globe::Block b = globe::local_block(shape, p, s, me);
+  return globe::make_global(read_rows(b.start[0], b.shape[0]), shape, p, s);
+}
+
 // "iter I loss V" from rank 0; in deterministic mode (GLOBE_DETERMINISTIC=1) also the float's
 // exact bits as a hex float, the same on every layout (docs/02-data-parallel.md).
 inline void print_loss(int iter, float value, const std::string& tag = "") {

@@ -135,12 +135,9 @@ std::vector<globe::Placement> stage_meshes(const Layout& l, const std::string& d
 // split over the dp axis of `p` (ranks outside `p` hold nothing).
 Tensor batch_on(const globe::Placement& p, const std::vector<uint8_t>& stream, int64_t step, int64_t batch,
                 int64_t block, int64_t shift) {
-  const globe::NdSbp s({globe::sbp::split(0), globe::sbp::broadcast});
-  const globe::Shape shape{batch, block};
-  const int me = globe::dist::world_rank();
-  if (!p.contains(me)) return globe::make_global(Tensor::empty({0, 0}, globe::kInt64), shape, p, s);
-  const globe::Block b = globe::local_block(shape, p, s, me);
-  return globe::make_global(gpt::windows(stream, step, batch, b.start[0], b.shape[0], block, shift), shape, p, s);
+  return example::batch_on(p, {batch, block}, [&](int64_t first, int64_t n) {
+    return gpt::windows(stream, step, batch, first, n, block, shift);
+  });
 }
 
 // The head's weight is the token embedding's: shared on one stage, tied across stages.

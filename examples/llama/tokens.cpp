@@ -1,5 +1,7 @@
 #include "tokens.h"
 
+#include "../example_util.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,12 +52,8 @@ globe::Tensor TokenFile::read(int64_t first, int64_t n, int shift, int64_t vocab
 }
 
 globe::Tensor batch_on(const TokenFile& f, const globe::Placement& p, int64_t step, int64_t batch, int shift, int64_t vocab) {
-  const globe::NdSbp s({globe::sbp::split(0), globe::sbp::broadcast});
-  const globe::Shape shape{batch, f.tokens_per_row()};
-  const int me = globe::dist::world_rank();
-  if (!p.contains(me)) return globe::make_global(globe::Tensor::empty({0, 0}, globe::kInt64), shape, p, s);
-  const globe::Block b = globe::local_block(shape, p, s, me);
-  return globe::make_global(f.read(step * batch + b.start[0], b.shape[0], shift, vocab), shape, p, s);
+  return example::batch_on(p, {batch, f.tokens_per_row()},
+                           [&](int64_t first, int64_t n) { return f.read(step * batch + first, n, shift, vocab); });
 }
 
 }  // namespace llama
