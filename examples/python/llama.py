@@ -73,7 +73,7 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = nn.RMSNorm(c["hidden_size"], c["rms_norm_eps"])
         self.mlp = MLP(c)
 
-    def forward(self, x, cos, sin):  # x [B, T, E]
+    def forward(self, x, cos, sin, cache=None):  # x [B, T, E]; cache: this layer's keys and values
         B, T, _ = x.shape
         H, KV, D = self.H, self.KV, self.D
         h = nn.enter_tp_region(self.input_layernorm(x))
@@ -82,8 +82,16 @@ class DecoderLayer(nn.Module):
         q = flow.rotary_embedding(flow.transpose(flow.reshape(a.q_proj(h), [B, T, H, D]), 1, 2), cos, sin)
         k = flow.rotary_embedding(flow.transpose(flow.reshape(a.k_proj(h), [B, T, KV, D]), 1, 2), cos, sin)
         v = flow.transpose(flow.reshape(a.v_proj(h), [B, T, KV, D]), 1, 2)
-        qkv = flow.cat([flow.unsqueeze(t, 0) for t in (q, repeat_kv(k, H // KV), repeat_kv(v, H // KV))], 0)
-        att = flow.causal_attention(qkv, 1.0 / math.sqrt(D))  # [B, H, T, D]
+        if cache is not None:  # generation: the positions before these are cached (split by KV heads under tp)
+            if "k" in cache:
+                k, v = flow.cat([cache["k"], k], 2), flow.cat([cache["v"], v], 2)
+            cache["k"], cache["v"] = k, v
+        G, scale = H // KV, 1.0 / math.sqrt(D)
+        if k.shape[2] == T:  # every position at once: one fused op -> [B, H, T, D]
+            qkv = flow.cat([flow.unsqueeze(t, 0) for t in (q, repeat_kv(k, G), repeat_kv(v, G))], 0)
+            att = flow.causal_attention(qkv, scale)
+        else:  # one new position: it sees every cached key
+            att = flow.matmul(flow.softmax(flow.matmul(q, flow.transpose(repeat_kv(k, G), 2, 3)) * scale, -1), repeat_kv(v, G))
         x = x + nn.reduce_over_tp(a.o_proj(flow.reshape(flow.transpose(att, 1, 2), [B, T, H * D])))
         h2 = nn.enter_tp_region(self.post_attention_layernorm(x))
         return x + nn.reduce_over_tp(self.mlp.down_proj(flow.swiglu(self.mlp.gate_proj(h2), self.mlp.up_proj(h2))))
@@ -114,14 +122,15 @@ class Llama(nn.Module):
             self.lm_head = nn.Linear(c["hidden_size"], c["vocab_size"], bias=False)
         self.rope = {}
 
-    def forward(self, idx):  # idx [B, T] int64 -> logits [B, T, V]
+    def forward(self, idx, caches=None, start=0):  # idx [B, T] int64 at positions start.. -> logits [B, T, V]
         T = idx.shape[1]
         x = nn.reduce_over_tp(flow.embedding(self.model.embed_tokens.weight, idx))
-        if T not in self.rope:  # made once per length, replicated on the mesh
-            self.rope[T] = [flow.from_numpy(t).to_global(placement=x.placement, sbp=(B_, B_)) for t in rope_tables(self.config, T)]
-        cos, sin = self.rope[T]
+        n = max(start + T, self.config.get("max_position_embeddings", 0))
+        if n not in self.rope:  # made once, replicated on the mesh
+            self.rope[n] = [flow.from_numpy(t).to_global(placement=x.placement, sbp=(B_, B_)) for t in rope_tables(self.config, n)]
+        cos, sin = (flow.narrow(t, 0, start, T) for t in self.rope[n])
         for i in range(self.config["num_hidden_layers"]):
-            x = getattr(self.model.layers, str(i))(x, cos, sin)
+            x = getattr(self.model.layers, str(i))(x, cos, sin, caches[i] if caches is not None else None)
         w = self.model.embed_tokens.weight if self.tied else self.lm_head.weight
         return flow.matmul_nt(nn.enter_tp_region(self.model.norm(x)), w)
 
@@ -164,6 +173,7 @@ def main():
     for name, default in [("lr", 1e-3), ("weight-decay", 0.1)]:
         ap.add_argument("--" + name, type=float, default=default)
     ap.add_argument("--generate", default="", help="token ids, comma-separated: continue them (greedy)")
+    ap.add_argument("--no-kv-cache", action="store_true", help="run the whole context again for each new token")
     ap.add_argument("--data", default="", help="a token file (uint32 ids) to train --steps on")
     ap.add_argument("--losses-out", default="")
     ap.add_argument("--device", default="cpu")
@@ -202,14 +212,19 @@ def main():
 
     if a.generate:
         ids = [int(t) for t in a.generate.split(",")]
-        new = []
+        new, feed, start = [], list(ids), 0
+        caches = None if a.no_kv_cache else [{} for _ in range(c["num_hidden_layers"])]
         with flow.no_grad():
-            for _ in range(a.tokens):  # greedy, the whole context each time (build/bin/llama keeps a KV cache)
-                idx = flow.from_numpy(np.array([ids], dtype=np.int64)).to_global(placement=mesh, sbp=(B_, B_))
-                last = flow.narrow(model(idx), 1, len(ids) - 1, 1).to_global(sbp=(B_, B_))
+            for _ in range(a.tokens):  # greedy; with the KV cache each pass after the prompt feeds one token
+                idx = flow.from_numpy(np.array([feed], dtype=np.int64)).to_global(placement=mesh, sbp=(B_, B_))
+                last = flow.narrow(model(idx, caches, start), 1, len(feed) - 1, 1).to_global(sbp=(B_, B_))
                 token = int(np.argmax(last.to_local().numpy().reshape(-1)))
                 ids.append(token)
                 new.append(token)
+                if caches is None:
+                    feed = ids
+                else:
+                    start, feed = start + len(feed), [token]
         if rank == 0:
             print("generated: " + json.dumps(new, separators=(",", ":")))
 

@@ -220,6 +220,10 @@ def test_llama_in_python_matches_the_cpp_program(ranks, layout, tmp_path):
              tmp_path)
     line = next(x for x in cpp.splitlines() if x.startswith("generated: "))
     assert line in py.splitlines(), py
+    # Without the KV cache (the whole context again for each token): the same tokens.
+    again = run([sys.executable, "-m", "globe.launch", "--nproc_per_node", str(ranks), "--no-prefix",
+                 os.path.join(ROOT, "examples", "python", "llama.py"), "--no-kv-cache"] + flags, tmp_path)
+    assert line in again.splitlines(), again
     with open(tmp_path / "cpp.json") as f:
         cpp_losses = json.load(f)
     with open(tmp_path / "py.json") as f:
