@@ -1,8 +1,8 @@
 """The Llama of tutorial 09 (docs/09-llama-hf.md) written in Python: the model of examples/llama/
 as `globe.nn` modules under Hugging Face's names, a `save_pretrained` directory loaded straight into a
-dp x tp mesh, greedy generation, and AdamW training on a token file (uint32 ids, build/bin/llama's
-rows), so it prints the tokens and losses build/bin/llama prints for the same flags. Pipeline
-stages and the KV cache: build/bin/llama.
+dp x tp mesh, greedy generation with a KV cache, and AdamW training on a token file (uint32 ids,
+build/bin/llama's rows), so it prints the tokens and losses build/bin/llama prints for the same
+flags. Pipeline stages: build/bin/llama.
 
     python3 -m globe.launch --nproc_per_node 2 examples/python/llama.py --load-hf tests/llama/data/gqa --tp 2 \\
         --generate 215,215,233,241,247 --tokens 12
