@@ -30,14 +30,14 @@ Tensor dense_f32(const Tensor& a, void (*kernel)(const float*, float*, int64_t))
   return out;
 }
 
-// A float32 backward kernel kernel(g, x, out, n) where g and x already have the output's shape
+// A float32 two-operand kernel kernel(a, b, out, n) where a and b already have the output's shape
 // (dense copies where they are not contiguous); undefined where either is broadcast.
-Tensor dense_grad_f32(const Tensor& a, const Tensor& b, const Shape& s,
-                      void (*kernel)(const float*, const float*, float*, int64_t)) {
+Tensor dense_binary_f32(const Tensor& a, const Tensor& b, const Shape& s,
+                        void (*kernel)(const float*, const float*, float*, int64_t)) {
   if (a.shape() != s || b.shape() != s) return Tensor();
-  const Tensor g = dense(a), x = dense(b);
-  Tensor out = Tensor::uninitialized(s, g.dtype());
-  kernel(g.data<float>(), x.data<float>(), out.data<float>(), g.numel());
+  const Tensor x = dense(a), y = dense(b);
+  Tensor out = Tensor::uninitialized(s, x.dtype());
+  kernel(x.data<float>(), y.data<float>(), out.data<float>(), x.numel());
   return out;
 }
 
@@ -91,22 +91,17 @@ Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& s)
       case BinaryKind::gelu_grad: return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_slope(x); });
       case BinaryKind::gelu_tanh_grad:
         if constexpr (std::is_same_v<T, float>) {
-          if (Tensor out = dense_grad_f32(a, b, s, gelu_tanh_grad_f32); out.defined()) return out;
+          if (Tensor out = dense_binary_f32(a, b, s, gelu_tanh_grad_f32); out.defined()) return out;
         }
         return map_binary<T>(a, b, s, [](T g, T x) { return g * gelu_tanh_slope(x); });
       case BinaryKind::silu_grad:
         if constexpr (std::is_same_v<T, float>) {
-          if (Tensor out = dense_grad_f32(a, b, s, silu_grad_f32); out.defined()) return out;
+          if (Tensor out = dense_binary_f32(a, b, s, silu_grad_f32); out.defined()) return out;
         }
         return map_binary<T>(a, b, s, [](T g, T x) { return g * silu_slope(x); });
       case BinaryKind::swiglu:
         if constexpr (std::is_same_v<T, float>) {
-          if (a.shape() == s && b.shape() == s) {
-            const Tensor x = dense(a), u = dense(b);
-            Tensor out = Tensor::uninitialized(s, x.dtype());
-            swiglu_f32(x.data<float>(), u.data<float>(), out.data<float>(), x.numel());
-            return out;
-          }
+          if (Tensor out = dense_binary_f32(a, b, s, swiglu_f32); out.defined()) return out;
         }
         return map_binary<T>(a, b, s, [](T x, T u) { return silu_value(x) * u; });
       case BinaryKind::tanh_grad: return map_binary<T>(a, b, s, [](T g, T y) { return g * (T(1) - y * y); });

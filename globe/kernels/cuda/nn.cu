@@ -259,12 +259,13 @@ __global__ void normalize_backward_kernel(const T* g, const T* x, const T* w, T*
     const T* gr = g + r * n;
     T* o = out + r * n;
     double sx = 0, sg = 0;
-    for (int64_t j = threadIdx.x; j < n; j += kRowThreads) {
-      sx += double(xr[j]);
-      sg += double(gr[j]) * (w ? double(w[j]) : 1.0);
+    if (centered) {  // uniform across the block, so every thread reaches block_sum2 or none
+      for (int64_t j = threadIdx.x; j < n; j += kRowThreads) {
+        sx += double(xr[j]);
+        sg += double(gr[j]) * (w ? double(w[j]) : 1.0);
+      }
+      block_sum2(sx, sg);
     }
-    block_sum2(sx, sg);
-    if (!centered) sx = sg = 0;
     const double mean = sx / double(n);
     double sq = 0, sgd = 0;
     for (int64_t j = threadIdx.x; j < n; j += kRowThreads) {
