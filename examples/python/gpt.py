@@ -77,21 +77,12 @@ class Block(nn.Module):
         return a + replicated_over_tp(self.mlp.c_proj(flow.gelu_tanh(self.mlp.c_fc(tp_region_input(self.ln_2(a))))))
 
 
-class Stack(nn.Module):
-    """transformer.h: the blocks under the keys 0, 1, ..."""
-
-    def __init__(self, blocks):
-        super().__init__()
-        for i, b in enumerate(blocks):
-            setattr(self, str(i), b)
-
-
 class Transformer(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.wte = nn.Embedding(c.vocab, c.embd)
         self.wpe = nn.Embedding(c.block, c.embd)
-        self.h = Stack([Block(c.embd, c.heads) for _ in range(c.layers)])
+        self.h = nn.Sequential(*[Block(c.embd, c.heads) for _ in range(c.layers)])  # the blocks under the keys 0, 1, ...
         self.ln_f = nn.LayerNorm(c.embd)
 
 
@@ -99,7 +90,7 @@ class GPT(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.transformer = Transformer(c)
-        self.blocks = [getattr(self.transformer.h, str(i)) for i in range(c.layers)]
+        self.blocks = list(self.transformer.h)
         # nanoGPT's initialisation from the global seed, parameter by parameter in key order.
         residual_std = 0.02 / math.sqrt(2.0 * c.layers)
         with flow.no_grad():

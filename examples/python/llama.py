@@ -97,18 +97,11 @@ class DecoderLayer(nn.Module):
         return x + nn.reduce_over_tp(self.mlp.down_proj(flow.swiglu(self.mlp.gate_proj(h2), self.mlp.up_proj(h2))))
 
 
-class Layers(nn.Module):
-    def __init__(self, layers):
-        super().__init__()
-        for i, layer in enumerate(layers):
-            setattr(self, str(i), layer)
-
-
 class Inner(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.embed_tokens = nn.Embedding(c["vocab_size"], c["hidden_size"])
-        self.layers = Layers([DecoderLayer(c) for _ in range(c["num_hidden_layers"])])
+        self.layers = nn.Sequential(*[DecoderLayer(c) for _ in range(c["num_hidden_layers"])])  # keys 0, 1, ...
         self.norm = nn.RMSNorm(c["hidden_size"], c["rms_norm_eps"])
 
 
@@ -130,7 +123,7 @@ class Llama(nn.Module):
             self.rope[n] = [flow.from_numpy(t).to_global(placement=x.placement, sbp=(B_, B_)) for t in rope_tables(self.config, n)]
         cos, sin = (flow.narrow(t, 0, start, T) for t in self.rope[n])
         for i in range(self.config["num_hidden_layers"]):
-            x = getattr(self.model.layers, str(i))(x, cos, sin, caches[i] if caches is not None else None)
+            x = self.model.layers[i](x, cos, sin, caches[i] if caches is not None else None)
         w = self.model.embed_tokens.weight if self.tied else self.lm_head.weight
         return flow.matmul_nt(nn.enter_tp_region(self.model.norm(x)), w)
 
