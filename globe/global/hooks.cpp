@@ -3,6 +3,7 @@
 #include "globe/autograd/engine.h"
 #include "globe/autograd/leaf_gradients.h"
 #include "globe/core/hooks.h"
+#include "globe/dist/runtime.h"
 #include "globe/global/global_tensor.h"
 #include "globe/global/leaf_gradients.h"
 #include "globe/ops/hooks.h"
@@ -20,6 +21,7 @@ void install_hooks() {
     ops_hooks.full_like_global = full_like_global;
     ops_hooks.fill_like_global = fill_like_global;
     ops_hooks.axis_ranks = [](const Tensor& t, size_t axis) { return t.placement().mesh_shape()[axis]; };
+    ops_hooks.holds_shard = [](const Tensor& t) { return t.placement().contains(dist::world_rank()); };
     set_leaf_gradients(&global_leaf_gradients());
     return true;
   }();

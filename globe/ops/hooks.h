@@ -38,6 +38,9 @@ struct OpsHooks {
   int64_t (*axis_ranks)(const Tensor& t, size_t axis) = [](const Tensor&, size_t) -> int64_t {
     global_layer_missing("placement");
   };
+  // Whether this rank is in a global tensor's placement (outside it, a rank holds an empty shard
+  // and takes part in none of the members' communication).
+  bool (*holds_shard)(const Tensor& t) = [](const Tensor&) -> bool { global_layer_missing("placement"); };
 };
 inline OpsHooks ops_hooks;
 

@@ -510,10 +510,11 @@ bool split_last(const Tensor& t) {
 // The maximum over the last dim, as a constant (no gradient). Class-split logits are not gathered
 // for it: each rank's maximum over the classes it holds becomes one column of a small
 // [..., ranks along the class split] tensor, whose maximum is taken (an all-gather of rows x ranks).
-// Other logits (deterministic mode's, and partial ones) take max as it is.
+// Other logits (deterministic mode's, and partial ones) take max as it is, and so does a rank
+// outside the logits' placement (it computes nothing, and has no shard to build the small one from).
 Tensor row_max(const Tensor& x) {
   NoGradGuard no_grad;
-  if (!split_last(x) || x.sbp().any_partial()) return max(x, {-1}, true);
+  if (!split_last(x) || x.sbp().any_partial() || !detail::ops_hooks.holds_shard(x)) return max(x, {-1}, true);
   const Tensor local = x.to_local();
   Shape one = local.shape();
   one.back() = 1;

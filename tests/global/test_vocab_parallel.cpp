@@ -38,7 +38,10 @@ TEST(VocabParallelCrossEntropy, EqualsTheSingleProcess) {
   if (world() == 4) {
     const Placement mesh = placement("cpu", {{0, 1}, {2, 3}});  // data x tensor parallel
     check(mesh, NdSbp{sbp::split(0), sbp::split(1)}, NdSbp{sbp::split(0), sbp::broadcast}, 6, 7);
+    // a pipeline's last stage: ranks 0 and 1 are outside the logits' placement
+    check(placement("cpu", {{2, 3}}), NdSbp{sbp::broadcast, sbp::split(1)}, NdSbp{sbp::broadcast, sbp::broadcast}, 6, 7);
   }
+  if (world() >= 2) check(placement("cpu", std::vector<int>{world() - 1}), sbp::split(1), sbp::broadcast, 6, 10);
 }
 
 TEST(VocabParallelCrossEntropy, NeverHoldsTheWholeLogits) {
