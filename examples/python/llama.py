@@ -1,11 +1,13 @@
 """The Llama of tutorial 09 (docs/09-llama-hf.md) written in Python: the model of examples/llama/
 as `globe.nn` modules under Hugging Face's names, a `save_pretrained` directory loaded straight into a
-dp x tp mesh, greedy generation with a KV cache, and AdamW training on a token file (uint32 ids,
-build/bin/llama's rows), so it prints the tokens and losses build/bin/llama prints for the same
-flags. Pipeline stages: build/bin/llama.
+dp x tp x pp layout, greedy generation with a KV cache, and AdamW training on a token file
+(uint32 ids, build/bin/llama's rows), so it prints the tokens and losses build/bin/llama prints for
+the same flags. Pipeline stages are placements (OneFlow's way): each stage's layers live on its own
+dp x tp mesh and the activations move to the next with to_global; build/bin/llama runs the same
+stages under a schedule (1F1B, ...).
 
-    python3 -m globe.launch --nproc_per_node 2 examples/python/llama.py --load-hf tests/llama/data/gqa --tp 2 \\
-        --generate 215,215,233,241,247 --tokens 12
+    python3 -m globe.launch --nproc_per_node 4 examples/python/llama.py --load-hf tests/llama/data/gqa --tp 2 \\
+        --pp 2 --generate 215,215,233,241,247 --tokens 12
 """
 import argparse
 import json
@@ -114,43 +116,67 @@ class Llama(nn.Module):
         if not self.tied:
             self.lm_head = nn.Linear(c["hidden_size"], c["vocab_size"], bias=False)
         self.rope = {}
+        self.meshes, self.stage_of = [], []  # set by distribute
 
-    def forward(self, idx, caches=None, start=0):  # idx [B, T] int64 at positions start.. -> logits [B, T, V]
+    def rope_on(self, mesh, n):
+        """cos and sin of positions 0..n-1 on `mesh` (a stage's), replicated; made once per stage."""
+        key = (self.meshes.index(mesh), n)
+        if key not in self.rope:
+            self.rope[key] = [flow.from_numpy(t).to_global(placement=mesh, sbp=(B_, B_)) for t in rope_tables(self.config, n)]
+        return self.rope[key]
+
+    def forward(self, idx, caches=None, start=0):  # idx [B, T] int64 at positions start.. on stage 0 -> logits [B, T, V]
         T = idx.shape[1]
         x = nn.reduce_over_tp(flow.embedding(self.model.embed_tokens.weight, idx))
         n = max(start + T, self.config.get("max_position_embeddings", 0))
-        if n not in self.rope:  # made once, replicated on the mesh
-            self.rope[n] = [flow.from_numpy(t).to_global(placement=x.placement, sbp=(B_, B_)) for t in rope_tables(self.config, n)]
-        cos, sin = (flow.narrow(t, 0, start, T) for t in self.rope[n])
         for i in range(self.config["num_hidden_layers"]):
+            mesh = self.meshes[self.stage_of[i]]
+            x = x.to_global(placement=mesh)  # a new stage: each rank sends its shard to its peer there
+            cos, sin = (flow.narrow(t, 0, start, T) for t in self.rope_on(mesh, n))
             x = self.model.layers[i](x, cos, sin, caches[i] if caches is not None else None)
-        w = self.model.embed_tokens.weight if self.tied else self.lm_head.weight
-        return flow.matmul_nt(nn.enter_tp_region(self.model.norm(x)), w)
+        last = self.meshes[-1]
+        # a tied head on another stage reads the embedding moved there (its gradient flows back)
+        w = self.model.embed_tokens.weight.to_global(placement=last) if self.tied else self.lm_head.weight
+        return flow.matmul_nt(nn.enter_tp_region(self.model.norm(x.to_global(placement=last))), w)
 
-    def distribute(self, mesh, tp):
-        """Megatron's plan on the tp axis (the mesh's last): q, k, v, gate, up by output rows (whole
-        heads and KV heads on each rank), o and down by input columns, embedding and head by
-        vocabulary rows; norms replicated."""
+    def distribute(self, meshes, tp):
+        """Each stage's modules on its dp x tp mesh (the embedding on the first, the norm and head on
+        the last, the layers in consecutive runs as build/bin/llama's pipeline cuts them); on the tp
+        axis (the mesh's last) Megatron's plan: q, k, v, gate, up by output rows (whole heads and KV
+        heads on each rank), o and down by input columns, embedding and head by vocabulary rows; norms
+        replicated."""
         c = self.config
         if c["num_attention_heads"] % tp or c["num_key_value_heads"] % tp:
             raise SystemExit(f"llama.py: {c['num_attention_heads']} heads on {c['num_key_value_heads']} KV heads "
                              f"cannot be split over --tp {tp}")
-        rows = ("q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight", "up_proj.weight",
-                "embed_tokens.weight", "lm_head.weight")
-        layouts = {}
-        for name, _ in self.named_parameters():
-            if name.endswith(rows):
-                layouts[name] = (B_, S0)
-            elif name.endswith(("o_proj.weight", "down_proj.weight")):
-                layouts[name] = (B_, S1)
-        super().distribute(mesh, layouts, (B_, B_))
+        L, S = c["num_hidden_layers"], len(meshes)
+        if L < S:
+            raise SystemExit(f"llama.py: --pp {S} stages need at least as many layers; the model has {L}")
+        self.meshes = meshes
+        self.stage_of = [s for s in range(S) for _ in range(L // S + (1 if s < L % S else 0))]
+        parts = [(self.model.embed_tokens, meshes[0]), (self.model.norm, meshes[-1])]
+        parts += [(layer, meshes[s]) for layer, s in zip(self.model.layers, self.stage_of)]
+        if not self.tied:
+            parts.append((self.lm_head, meshes[-1]))
+        rows = ("q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight", "up_proj.weight")
+        for module, mesh in parts:
+            vocab = module is self.model.embed_tokens or (not self.tied and module is self.lm_head)
+            layouts = {}
+            for name, _ in module.named_parameters():
+                if vocab or name.endswith(rows):
+                    layouts[name] = (B_, S0)
+                elif name.endswith(("o_proj.weight", "down_proj.weight")):
+                    layouts[name] = (B_, S1)
+            module.distribute(mesh, layouts, (B_, B_))
 
 
 def rows_on(mesh, tokens, step, batch, block, shift, dp, rank):
     """This rank's rows of step `step` (rows step*batch .. + batch - 1 of block + 1 tokens, the file
-    wrapping around), from `shift` on, as the global [batch, block] tensor split over dp."""
+    wrapping around), from `shift` on, as the global [batch, block] tensor split over dp on `mesh`
+    (a stage's; the rows of a rank outside it are not read)."""
     n_rows = len(tokens) // (block + 1)
-    coord = list(mesh.ranks.flat).index(rank) // (mesh.ranks.size // dp)
+    per_stage = mesh.ranks.size
+    coord = rank % per_stage // (per_stage // dp)
     first = sum(batch // dp + (1 if r < batch % dp else 0) for r in range(coord))
     count = batch // dp + (1 if coord < batch % dp else 0)
     idx = (step * batch + np.arange(first, first + count)) % n_rows
@@ -161,7 +187,8 @@ def rows_on(mesh, tokens, step, batch, block, shift, dp, rank):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--load-hf", required=True, help="a Hugging Face checkpoint directory")
-    for name, default in [("dp", 0), ("tp", 1), ("tokens", 16), ("block", 16), ("batch", 4), ("steps", 0)]:
+    for name, default in [("dp", 0), ("tp", 1), ("pp", 1), ("microbatches", 1), ("tokens", 16), ("block", 16),
+                          ("batch", 4), ("steps", 0)]:
         ap.add_argument("--" + name, type=int, default=default)
     for name, default in [("lr", 1e-3), ("weight-decay", 0.1)]:
         ap.add_argument("--" + name, type=float, default=default)
@@ -172,31 +199,39 @@ def main():
     ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
     world, rank = flow.env.get_world_size(), flow.env.get_rank()
-    dp = a.dp or max(1, world // a.tp)
-    if dp * a.tp != world:
-        raise SystemExit(f"llama.py: --dp {dp} x --tp {a.tp} = {dp * a.tp} ranks, but the job has {world}")
+    dp = a.dp or max(1, world // (a.tp * a.pp))
+    if dp * a.tp * a.pp != world:
+        raise SystemExit(f"llama.py: --dp {dp} x --tp {a.tp} x --pp {a.pp} = {dp * a.tp * a.pp} ranks, but the job has {world}")
     with open(a.load_hf + "/config.json") as f:
         c = json.load(f)
     c.setdefault("num_key_value_heads", c["num_attention_heads"])
     c.setdefault("rms_norm_eps", 1e-6)
 
     model = Llama(c)
-    mesh = flow.placement(a.device, ranks=[[d * a.tp + t for t in range(a.tp)] for d in range(dp)])
-    model.distribute(mesh, a.tp)
+    # stage s: ranks s * dp * tp .. as a dp x tp mesh (build/bin/llama's order)
+    meshes = [flow.placement(a.device, ranks=[[(s * dp + d) * a.tp + t for t in range(a.tp)] for d in range(dp)])
+              for s in range(a.pp)]
+    model.distribute(meshes, a.tp)
     flow.load_sharded_into(a.load_hf, model.state_dict())  # each rank reads only its blocks' bytes
 
     if a.steps > 0:
         tokens = np.fromfile(a.data, dtype="<u4")
         optimizer = flow.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=a.weight_decay)
+        M = a.microbatches
+        if a.batch % (M * dp):
+            raise SystemExit(f"llama.py: --batch {a.batch} does not split into --microbatches {M} x --dp {dp}")
         losses = []
         for s in range(a.steps):
-            x = rows_on(mesh, tokens, s, a.batch, a.block, 0, dp, rank)
-            y = rows_on(mesh, tokens, s, a.batch, a.block, 1, dp, rank)
-            loss = flow.cross_entropy(model(x), y)
-            loss.backward()
+            x = rows_on(meshes[0], tokens, s, a.batch, a.block, 0, dp, rank)  # inputs on the first stage
+            y = rows_on(meshes[-1], tokens, s, a.batch, a.block, 1, dp, rank)  # targets on the last
+            total, rows = 0.0, a.batch // M
+            for k in range(M):  # each micro-batch's backward starts as its forward ends (GPipe's order)
+                loss = flow.cross_entropy(model(flow.narrow(x, 0, k * rows, rows)), flow.narrow(y, 0, k * rows, rows)) / float(M)
+                loss.backward()
+                total = loss.detach() + total
             optimizer.step()
             optimizer.zero_grad()
-            losses.append(loss.item())
+            losses.append(total.item())
         if rank == 0:
             print(f"losses {losses[0]:.6f} -> {losses[-1]:.6f}")
             if a.losses_out:
@@ -207,10 +242,12 @@ def main():
         ids = [int(t) for t in a.generate.split(",")]
         new, feed, start = [], list(ids), 0
         caches = None if a.no_kv_cache else [{} for _ in range(c["num_hidden_layers"])]
+        everyone = flow.placement(a.device, ranks=list(range(world)))
         with flow.no_grad():
             for _ in range(a.tokens):  # greedy; with the KV cache each pass after the prompt feeds one token
-                idx = flow.from_numpy(np.array([feed], dtype=np.int64)).to_global(placement=mesh, sbp=(B_, B_))
-                last = flow.narrow(model(idx, caches, start), 1, len(feed) - 1, 1).to_global(sbp=(B_, B_))
+                idx = flow.from_numpy(np.array([feed], dtype=np.int64)).to_global(placement=meshes[0], sbp=(B_, B_))
+                # the last position's logits, whole on every rank (from the last stage)
+                last = flow.narrow(model(idx, caches, start), 1, len(feed) - 1, 1).to_global(placement=everyone, sbp=B_)
                 token = int(np.argmax(last.to_local().numpy().reshape(-1)))
                 ids.append(token)
                 new.append(token)

@@ -202,12 +202,16 @@ def test_wrong_argument_types_are_type_errors():
         flow.randn(4, 2).to_global(placement=flow.placement("cpu"), sbp="split")
 
 
-@pytest.mark.parametrize("ranks, layout", [(1, []), (2, ["--tp", "2"]), (4, ["--dp", "2", "--tp", "2"])])
-def test_llama_in_python_matches_the_cpp_program(ranks, layout, tmp_path):
-    """examples/python/llama.py (page 09) against build/bin/llama on the transformers-made gqa
-    checkpoint: the same greedy tokens, and AdamW losses within 1e-5 (their rotary tables are
-    computed apart, numpy's float32 against C++'s)."""
-    hf = os.path.join(ROOT, "tests", "llama", "data", "gqa")
+@pytest.mark.parametrize("ranks, layout, checkpoint", [
+    (1, [], "gqa"), (2, ["--tp", "2"], "gqa"), (4, ["--dp", "2", "--tp", "2"], "gqa"), (2, ["--pp", "2"], "gqa"),
+    (4, ["--tp", "2", "--pp", "2", "--microbatches", "2"], "gqa"), (2, ["--pp", "2"], "tied")])
+def test_llama_in_python_matches_the_cpp_program(ranks, layout, checkpoint, tmp_path):
+    """examples/python/llama.py (page 09) against build/bin/llama on the transformers-made
+    checkpoints (gqa; tied: the head is the embedding, on another stage under --pp): the same greedy
+    tokens, and AdamW losses within 1e-5 (their rotary tables are computed apart, numpy's float32
+    against C++'s; the Python stages are placements moved between with to_global, the C++ ones a
+    1F1B pipeline)."""
+    hf = os.path.join(ROOT, "tests", "llama", "data", checkpoint)
     tokens = tmp_path / "train.bin"  # uint32 ids: the bytes of this file's source, one token each
     with open(__file__, "rb") as f:
         tokens.write_bytes(b"".join(b.to_bytes(4, "little") for b in f.read()[:4000]))
