@@ -332,6 +332,22 @@ TEST_P(Consistency, SubsetPlacement) {
   check_case(c, p, l);
 }
 
+TEST_P(Consistency, RanksOutsideThePlacement) {
+  if (dist::world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  // The last rank alone holds the values; the others are outside the placement and run every op
+  // on nothing, as a pipeline's other stages do. Inputs split by rows, then by their last dim (over
+  // one rank: nothing moves, but the split layouts' code runs, vocab-parallel cross-entropy's too).
+  const Placement p = placement("cpu", std::vector<int>{dist::world_size() - 1});
+  const OpCase& c = GetParam();
+  for (const bool last : {false, true}) {
+    std::vector<NdSbp> l;
+    for (const Input& in : c.inputs)
+      l.push_back(in.index_bound || in.shape.empty() ? NdSbp(sbp::broadcast)
+                                                      : NdSbp(sbp::split(last ? int64_t(in.shape.size()) - 1 : 0)));
+    check_case(c, p, l);
+  }
+}
+
 TEST_P(Consistency, TwoDimensionalMesh) { check_two_dimensional(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, Consistency, ::testing::ValuesIn(cases()),
