@@ -4,7 +4,7 @@ dp x tp x pp layout, greedy generation with a KV cache, and AdamW training on a 
 (uint32 ids, build/bin/llama's rows), so it prints the tokens and losses build/bin/llama prints for
 the same flags. Pipeline stages are placements (OneFlow's way): each stage's layers live on its own
 dp x tp mesh and the activations move to the next with to_global; build/bin/llama runs the same
-stages under a schedule (1F1B, ...).
+stages under a schedule (1F1B, ...). --zero 0-3 and --recompute as build/bin/llama's.
 
     python3 -m globe.launch --nproc_per_node 4 examples/python/llama.py --load-hf tests/llama/data/gqa --tp 2 \\
         --pp 2 --generate 215,215,233,241,247 --tokens 12
@@ -17,6 +17,7 @@ import numpy as np
 
 import globe as flow
 import globe.nn as nn
+from globe.utils.checkpoint import checkpoint
 
 B_, S0, S1 = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1)
 
@@ -116,6 +117,7 @@ class Llama(nn.Module):
         if not self.tied:
             self.lm_head = nn.Linear(c["hidden_size"], c["vocab_size"], bias=False)
         self.rope = {}
+        self.recompute = False  # each layer's forward run again in the backward instead of kept
         self.meshes, self.stage_of = [], []  # set by distribute
 
     def rope_on(self, mesh, n):
@@ -133,7 +135,10 @@ class Llama(nn.Module):
             mesh = self.meshes[self.stage_of[i]]
             x = x.to_global(placement=mesh)  # a new stage: each rank sends its shard to its peer there
             cos, sin = (flow.narrow(t, 0, start, T) for t in self.rope_on(mesh, n))
-            x = self.model.layers[i](x, cos, sin, caches[i] if caches is not None else None)
+            if self.recompute and caches is None:
+                x = checkpoint(self.model.layers[i], x, cos, sin)
+            else:
+                x = self.model.layers[i](x, cos, sin, caches[i] if caches is not None else None)
         last = self.meshes[-1]
         # a tied head on another stage reads the embedding moved there (its gradient flows back)
         w = self.model.embed_tokens.weight.to_global(placement=last) if self.tied else self.lm_head.weight
@@ -194,6 +199,8 @@ def main():
         ap.add_argument("--" + name, type=float, default=default)
     ap.add_argument("--generate", default="", help="token ids, comma-separated: continue them (greedy)")
     ap.add_argument("--no-kv-cache", action="store_true", help="run the whole context again for each new token")
+    ap.add_argument("--zero", type=int, default=0, choices=range(4), help="ZeRO stage over the data-parallel ranks")
+    ap.add_argument("--recompute", action="store_true", help="recompute each layer's activations in the backward")
     ap.add_argument("--data", default="", help="a token file (uint32 ids) to train --steps on")
     ap.add_argument("--losses-out", default="")
     ap.add_argument("--device", default="cpu")
@@ -213,10 +220,15 @@ def main():
               for s in range(a.pp)]
     model.distribute(meshes, a.tp)
     flow.load_sharded_into(a.load_hf, model.state_dict())  # each rank reads only its blocks' bytes
+    model.recompute = a.recompute
+    if a.zero == 3:  # each layer's weights split over dp too, gathered while it runs (FSDP)
+        for layer in model.model.layers:
+            nn.fully_shard(layer)
 
     if a.steps > 0:
         tokens = np.fromfile(a.data, dtype="<u4")
         optimizer = flow.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=a.weight_decay)
+        optimizer.set_zero_stage(min(a.zero, 2))  # optimizer state (1) and gradients (2) split over dp
         M = a.microbatches
         if a.batch % (M * dp):
             raise SystemExit(f"llama.py: --batch {a.batch} does not split into --microbatches {M} x --dp {dp}")

@@ -333,7 +333,8 @@ TEST_P(Consistency, SubsetPlacement) {
 }
 
 TEST_P(Consistency, RanksOutsideThePlacement) {
-  if (dist::world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  // 2 ranks show it (rank 0 is outside); 4 would add minutes to the sanitizer build's run and nothing more
+  if (dist::world_size() != 2) GTEST_SKIP() << "runs on 2 ranks";
   // The last rank alone holds the values; the others are outside the placement and run every op
   // on nothing, as a pipeline's other stages do. Inputs split by rows, then by their last dim (over
   // one rank: nothing moves, but the split layouts' code runs, vocab-parallel cross-entropy's too).

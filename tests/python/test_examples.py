@@ -204,13 +204,14 @@ def test_wrong_argument_types_are_type_errors():
 
 @pytest.mark.parametrize("ranks, layout, checkpoint", [
     (1, [], "gqa"), (2, ["--tp", "2"], "gqa"), (4, ["--dp", "2", "--tp", "2"], "gqa"), (2, ["--pp", "2"], "gqa"),
-    (4, ["--tp", "2", "--pp", "2", "--microbatches", "2"], "gqa"), (2, ["--pp", "2"], "tied")])
+    (4, ["--tp", "2", "--pp", "2", "--microbatches", "2"], "gqa"), (2, ["--pp", "2"], "tied"),
+    (2, ["--dp", "2", "--zero", "3"], "gqa"), (4, ["--dp", "2", "--pp", "2", "--zero", "2", "--recompute"], "gqa")])
 def test_llama_in_python_matches_the_cpp_program(ranks, layout, checkpoint, tmp_path):
     """examples/python/llama.py (page 09) against build/bin/llama on the transformers-made
     checkpoints (gqa; tied: the head is the embedding, on another stage under --pp): the same greedy
     tokens, and AdamW losses within 1e-5 (their rotary tables are computed apart, numpy's float32
     against C++'s; the Python stages are placements moved between with to_global, the C++ ones a
-    1F1B pipeline)."""
+    1F1B pipeline), ZeRO 2 and 3 and recomputation included."""
     hf = os.path.join(ROOT, "tests", "llama", "data", checkpoint)
     tokens = tmp_path / "train.bin"  # uint32 ids: the bytes of this file's source, one token each
     with open(__file__, "rb") as f:
