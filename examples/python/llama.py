@@ -120,21 +120,21 @@ class Llama(nn.Module):
         self.recompute = False  # each layer's forward run again in the backward instead of kept
         self.meshes, self.stage_of = [], []  # set by distribute
 
-    def rope_on(self, mesh, n):
-        """cos and sin of positions 0..n-1 on `mesh` (a stage's), replicated; made once per stage."""
-        key = (self.meshes.index(mesh), n)
-        if key not in self.rope:
-            self.rope[key] = [flow.from_numpy(t).to_global(placement=mesh, sbp=(B_, B_)) for t in rope_tables(self.config, n)]
-        return self.rope[key]
+    def rope_on(self, stage, n):
+        """cos and sin of positions 0..n-1 on stage `stage`'s mesh, replicated; made once per stage."""
+        if (stage, n) not in self.rope:
+            self.rope[stage, n] = [flow.from_numpy(t).to_global(placement=self.meshes[stage], sbp=(B_, B_))
+                                   for t in rope_tables(self.config, n)]
+        return self.rope[stage, n]
 
     def forward(self, idx, caches=None, start=0):  # idx [B, T] int64 at positions start.. on stage 0 -> logits [B, T, V]
         T = idx.shape[1]
         x = nn.reduce_over_tp(flow.embedding(self.model.embed_tokens.weight, idx))
         n = max(start + T, self.config.get("max_position_embeddings", 0))
         for i in range(self.config["num_hidden_layers"]):
-            mesh = self.meshes[self.stage_of[i]]
-            x = x.to_global(placement=mesh)  # a new stage: each rank sends its shard to its peer there
-            cos, sin = (flow.narrow(t, 0, start, T) for t in self.rope_on(mesh, n))
+            stage = self.stage_of[i]
+            x = x.to_global(placement=self.meshes[stage])  # a new stage: each rank sends its shard to its peer there
+            cos, sin = (flow.narrow(t, 0, start, T) for t in self.rope_on(stage, n))
             if self.recompute and caches is None:
                 x = checkpoint(self.model.layers[i], x, cos, sin)
             else:
@@ -159,13 +159,13 @@ class Llama(nn.Module):
             raise SystemExit(f"llama.py: --pp {S} stages need at least as many layers; the model has {L}")
         self.meshes = meshes
         self.stage_of = [s for s in range(S) for _ in range(L // S + (1 if s < L % S else 0))]
-        parts = [(self.model.embed_tokens, meshes[0]), (self.model.norm, meshes[-1])]
-        parts += [(layer, meshes[s]) for layer, s in zip(self.model.layers, self.stage_of)]
+        # (module, its stage's mesh, whether all its weights split by vocabulary rows)
+        parts = [(self.model.embed_tokens, meshes[0], True), (self.model.norm, meshes[-1], False)]
+        parts += [(layer, meshes[s], False) for layer, s in zip(self.model.layers, self.stage_of)]
         if not self.tied:
-            parts.append((self.lm_head, meshes[-1]))
+            parts.append((self.lm_head, meshes[-1], True))
         rows = ("q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight", "up_proj.weight")
-        for module, mesh in parts:
-            vocab = module is self.model.embed_tokens or (not self.tied and module is self.lm_head)
+        for module, mesh, vocab in parts:
             layouts = {}
             for name, _ in module.named_parameters():
                 if vocab or name.endswith(rows):
